@@ -1,0 +1,334 @@
+"""The topology model: load a topology YAML file, validate it, and build the fabric graph.
+
+A topology file describes a two-tier multi-plane Clos network by a handful of numbers
+(planes, racks, hosts per rack, T1 switches per plane) plus link parameters per tier.
+`load_topology()` turns it into a `Fabric`: an immutable graph of hosts, switches and
+links with their ports, uSIDs and MACs. Nothing starts when a Fabric is built; the
+Mininet builder (`topologies.network`) and the controller read it.
+
+User mistakes raise `TopologyError`, whose text is one line naming the file, the field,
+what is wrong and how to fix it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from topologies import addressing
+
+TOPOLOGY_DIR = Path(__file__).resolve().parent
+
+# Limits come from the addressing rule (see topologies/addressing.py) and, for the
+# link parameters, from what tc and BMv2 can emulate sensibly.
+MAX_PLANES = addressing.MAX_PLANES
+MAX_RACKS = addressing.MAX_RACKS
+MAX_T1_PER_PLANE = addressing.MAX_T1_PER_PLANE
+MAX_HOSTS = addressing.MAX_HOSTS
+MAX_RATE_MBIT = 10_000
+MAX_DELAY_MS = 1_000
+MAX_QUEUE_PKTS = 100_000
+
+TIERS = ("host_t0", "t0_t1")
+
+
+class TopologyError(ValueError):
+    """A topology file is missing, unreadable or invalid. The message is one line."""
+
+    def __init__(self, source: str, fieldname: str, problem: str, fix: str):
+        self.source, self.field, self.problem, self.fix = source, fieldname, problem, fix
+        super().__init__(f"{source}: {fieldname}: {problem}; fix: {fix}")
+
+
+@dataclass(frozen=True)
+class LinkParams:
+    """Emulated properties of every link of one tier (both directions)."""
+
+    rate_mbit: float
+    delay_ms: float
+    queue_pkts: int
+
+
+@dataclass(frozen=True)
+class TopologySpec:
+    """The validated numbers of a topology file."""
+
+    name: str
+    planes: int
+    racks: int
+    hosts_per_rack: int
+    t1_per_plane: int
+    host_t0: LinkParams
+    t0_t1: LinkParams
+    ecn_threshold_pkts: int
+    trim_threshold_pkts: int
+    source: str = "<memory>"
+
+    @property
+    def hosts(self) -> int:
+        return self.racks * self.hosts_per_rack
+
+
+@dataclass(frozen=True)
+class Host:
+    name: str
+    index: int
+    rack: int
+    usid: int
+
+    role = "host"
+
+
+@dataclass(frozen=True)
+class Switch:
+    """A T0 (leaf, one per rack and plane) or T1 (spine, `t1_per_plane` per plane)."""
+
+    name: str
+    role: str  # "t0" or "t1"
+    plane: int
+    index: int  # the rack for a T0, the spine number for a T1
+    usid: int
+
+
+@dataclass(frozen=True)
+class Link:
+    """One point-to-point link; `a` is the lower tier (host or T0)."""
+
+    a: str
+    a_port: int
+    b: str
+    b_port: int
+    tier: str  # "host_t0" or "t0_t1"
+    plane: int
+
+
+@dataclass(frozen=True)
+class Port:
+    """One end of a link as seen from its node."""
+
+    node: str
+    number: int
+    peer: str
+    peer_port: int
+    tier: str
+
+    @property
+    def intf(self) -> str:
+        return addressing.intf_name(self.node, self.number)
+
+    @property
+    def mac(self) -> str:
+        return addressing.mac_address(self.node, self.number)
+
+    @property
+    def peer_mac(self) -> str:
+        return addressing.mac_address(self.peer, self.peer_port)
+
+
+@dataclass(frozen=True)
+class Fabric:
+    """The whole network graph, derived from a TopologySpec by rule."""
+
+    spec: TopologySpec
+    hosts: tuple[Host, ...]
+    switches: tuple[Switch, ...]
+    links: tuple[Link, ...]
+    _ports: dict[str, tuple[Port, ...]] = field(repr=False, compare=False)
+    _nodes: dict[str, Host | Switch] = field(repr=False, compare=False)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def node(self, name: str) -> Host | Switch:
+        return self._nodes[name]
+
+    def host(self, index: int) -> Host:
+        return self.hosts[index]
+
+    def t0(self, plane: int, rack: int) -> Switch:
+        return self.switches[plane * self._per_plane + rack]
+
+    def t1(self, plane: int, spine: int) -> Switch:
+        return self.switches[plane * self._per_plane + self.spec.racks + spine]
+
+    @property
+    def _per_plane(self) -> int:
+        return self.spec.racks + self.spec.t1_per_plane
+
+    def ports(self, node: str) -> tuple[Port, ...]:
+        """The ports of a node, ordered by port number."""
+        return self._ports[node]
+
+    def link_params(self, tier: str) -> LinkParams:
+        return self.spec.host_t0 if tier == "host_t0" else self.spec.t0_t1
+
+
+def build_fabric(spec: TopologySpec) -> Fabric:
+    """Build the graph. Port numbering (documented in docs/addressing.md):
+
+    - host port p faces plane p (interface `<host>-eth<p>`);
+    - T0 ports 0..hosts_per_rack-1 face the rack's hosts, then one uplink per T1;
+    - T1 port r faces the T0 of rack r.
+    """
+    hosts = tuple(
+        Host(addressing.host_name(i), i, i // spec.hosts_per_rack, addressing.host_usid(i))
+        for i in range(spec.hosts)
+    )
+    switches: list[Switch] = []
+    for p in range(spec.planes):
+        for r in range(spec.racks):
+            switches.append(Switch(addressing.t0_name(p, r), "t0", p, r, addressing.t0_usid(p, r)))
+        for s in range(spec.t1_per_plane):
+            switches.append(Switch(addressing.t1_name(p, s), "t1", p, s, addressing.t1_usid(p, s)))
+    links: list[Link] = []
+    for p in range(spec.planes):
+        for h in hosts:
+            t0 = addressing.t0_name(p, h.rack)
+            links.append(Link(h.name, p, t0, h.index % spec.hosts_per_rack, "host_t0", p))
+        for r in range(spec.racks):
+            for s in range(spec.t1_per_plane):
+                links.append(
+                    Link(addressing.t0_name(p, r), spec.hosts_per_rack + s,
+                         addressing.t1_name(p, s), r, "t0_t1", p)
+                )
+    ports: dict[str, list[Port]] = {n.name: [] for n in (*hosts, *switches)}
+    for link in links:
+        ports[link.a].append(Port(link.a, link.a_port, link.b, link.b_port, link.tier))
+        ports[link.b].append(Port(link.b, link.b_port, link.a, link.a_port, link.tier))
+    frozen = {n: tuple(sorted(ps, key=lambda port: port.number)) for n, ps in ports.items()}
+    nodes = {n.name: n for n in (*hosts, *switches)}
+    return Fabric(spec, hosts, tuple(switches), tuple(links), frozen, nodes)
+
+
+# --------------------------------------------------------------------------- loading
+
+_TOP_FIELDS = {
+    "name", "description", "planes", "racks", "hosts_per_rack", "t1_per_plane", "links",
+    "ecn_threshold_pkts", "trim_threshold_pkts",
+}
+_LINK_FIELDS = {"rate_mbit", "delay_ms", "queue_pkts"}
+
+
+def resolve_topology_path(name_or_path: str) -> Path:
+    """`TOPO=` takes a name from topologies/ (with or without .yaml) or a path to a file."""
+    candidate = Path(name_or_path)
+    if candidate.suffix in (".yaml", ".yml") or "/" in name_or_path:
+        return candidate
+    return TOPOLOGY_DIR / f"{name_or_path}.yaml"
+
+
+def available_topologies() -> list[str]:
+    return sorted(p.stem for p in TOPOLOGY_DIR.glob("*.yaml"))
+
+
+def load_topology(name_or_path: str) -> Fabric:
+    """Read, validate and build a topology. Raises TopologyError on any user mistake."""
+    path = resolve_topology_path(name_or_path)
+    source = str(path)
+    if not path.is_file():
+        names = ", ".join(available_topologies())
+        raise TopologyError(source, "TOPO", "no such topology file",
+                            f"use one of: {names}, or a path to a YAML file")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else "file"
+        raise TopologyError(source, where, "not valid YAML",
+                            "check the indentation and the 'key: value' syntax there") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise TopologyError(source, "file", f"cannot be read ({err.__class__.__name__})",
+                            "make it a readable UTF-8 text file") from None
+    return build_fabric(parse_spec(data, source, default_name=path.stem))
+
+
+def parse_spec(data: object, source: str, default_name: str = "topology") -> TopologySpec:
+    """Validate the parsed YAML document and return its TopologySpec."""
+    if not isinstance(data, dict):
+        raise TopologyError(source, "document", "must be a mapping of fields",
+                            "start from topologies/2tier-2plane.yaml")
+    unknown = sorted(set(map(str, data)) - _TOP_FIELDS)
+    if unknown:
+        raise TopologyError(source, unknown[0], "unknown field",
+                            f"remove it; known fields are {', '.join(sorted(_TOP_FIELDS))}")
+    name = data.get("name", default_name)
+    if not isinstance(name, str) or not name.replace("-", "").replace("_", "").isalnum():
+        raise TopologyError(source, "name", f"must be letters, digits, '-' or '_' (got {name!r})",
+                            "use a name like 2tier-8plane")
+    planes = _int(data, "planes", source, 1, MAX_PLANES)
+    racks = _int(data, "racks", source, 1, MAX_RACKS)
+    hosts_per_rack = _int(data, "hosts_per_rack", source, 1, MAX_HOSTS)
+    t1_per_plane = _int(data, "t1_per_plane", source, 1, MAX_T1_PER_PLANE)
+    if racks * hosts_per_rack < 2:
+        raise TopologyError(source, "hosts_per_rack", "the network needs at least 2 hosts",
+                            "raise racks or hosts_per_rack")
+    if racks * hosts_per_rack > MAX_HOSTS:
+        raise TopologyError(source, "hosts_per_rack",
+                            f"racks x hosts_per_rack exceeds {MAX_HOSTS} hosts",
+                            "use fewer racks or hosts per rack")
+    links = data.get("links")
+    if not isinstance(links, dict):
+        raise TopologyError(source, "links", "missing or not a mapping",
+                            "add links: {host_t0: {...}, t0_t1: {...}} as in 2tier-2plane.yaml")
+    unknown = sorted(set(map(str, links)) - set(TIERS))
+    if unknown:
+        raise TopologyError(source, f"links.{unknown[0]}", "unknown tier",
+                            f"use only {' and '.join(TIERS)}")
+    params = {tier: _link(links.get(tier), f"links.{tier}", source) for tier in TIERS}
+    queue = min(p.queue_pkts for p in params.values())
+    ecn = _int(data, "ecn_threshold_pkts", source, 1, queue - 1)
+    trim_default = max(ecn + 1, queue * 3 // 4)
+    trim = _int(data, "trim_threshold_pkts", source, ecn + 1, queue, default=trim_default)
+    return TopologySpec(name, planes, racks, hosts_per_rack, t1_per_plane,
+                        params["host_t0"], params["t0_t1"], ecn, trim, source)
+
+
+def _int(data: dict, key: str, source: str, low: int, high: int, default: int | None = None,
+         prefix: str = "") -> int:
+    value = data.get(key, default)
+    where = f"{prefix}{key}"
+    if value is None:
+        raise TopologyError(source, where, "missing", f"add '{key}: <integer {low}..{high}>'")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TopologyError(source, where, f"must be an integer (got {value!r})",
+                            f"write a whole number from {low} to {high}")
+    if not low <= value <= high:
+        raise TopologyError(source, where, f"{value} is out of range",
+                            f"use a value from {low} to {high}")
+    return value
+
+
+def _number(data: dict, key: str, source: str, low: float, high: float, prefix: str,
+            low_inclusive: bool) -> float:
+    value = data.get(key)
+    where = f"{prefix}{key}"
+    if value is None:
+        raise TopologyError(source, where, "missing", f"add '{key}: <number>'")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TopologyError(source, where, f"must be a number (got {value!r})",
+                            f"write a number from {low} to {high}")
+    too_low = value < low if low_inclusive else value <= low
+    if too_low or value > high:
+        bound = "from" if low_inclusive else "above"
+        raise TopologyError(source, where, f"{value} is out of range",
+                            f"use a value {bound} {low} up to {high}")
+    return float(value)
+
+
+def _link(data: object, where: str, source: str) -> LinkParams:
+    if not isinstance(data, dict):
+        raise TopologyError(source, where, "missing or not a mapping",
+                            "give rate_mbit, delay_ms and queue_pkts for this tier")
+    unknown = sorted(set(map(str, data)) - _LINK_FIELDS)
+    if unknown:
+        raise TopologyError(source, f"{where}.{unknown[0]}", "unknown field",
+                            f"use only {', '.join(sorted(_LINK_FIELDS))}")
+    prefix = f"{where}."
+    return LinkParams(
+        rate_mbit=_number(data, "rate_mbit", source, 0, MAX_RATE_MBIT, prefix, False),
+        delay_ms=_number(data, "delay_ms", source, 0, MAX_DELAY_MS, prefix, True),
+        queue_pkts=_int(data, "queue_pkts", source, 4, MAX_QUEUE_PKTS, prefix=prefix),
+    )
