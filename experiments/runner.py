@@ -1,0 +1,153 @@
+"""The experiment runner: build -> program -> run the scenario -> collect -> tear down.
+
+Everything the run creates is torn down in `finally`, also on Ctrl-C and SIGTERM; a run
+killed with SIGKILL is cleaned up by the next one (or `make clean-net`). The results
+folder gets `summary.json` and `topology.json` (the resolved topology: ports, MACs,
+uSIDs), and the last line printed is `results: <folder>`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+from experiments.checks import check_paths
+from experiments.cleanup import cleanup
+from experiments.scenario import Scenario
+from experiments.targets import make_target
+from topologies.model import Fabric
+from topologies.network import shape_links, start_network, write_resolved_topology
+from topologies.shaping import probe_features
+
+MAX_FAILED_LISTED = 50
+
+
+class Interrupted(Exception):
+    """SIGTERM or SIGHUP arrived; handled like Ctrl-C."""
+
+
+class Progress:
+    """Progress lines with the time since the run started."""
+
+    def __init__(self, stream=sys.stdout):
+        self.start = time.monotonic()
+        self.stream = stream
+
+    def __call__(self, message: str) -> None:
+        print(f"[{time.monotonic() - self.start:6.1f}s] {message}", file=self.stream, flush=True)
+
+
+def results_folder(root: Path, fabric: Fabric, scenario: Scenario) -> Path:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    base = root / f"{stamp}-{fabric.name}-{scenario.name}"
+    folder, n = base, 1
+    while folder.exists():
+        n += 1
+        folder = Path(f"{base}-{n}")
+    folder.mkdir(parents=True)
+    return folder
+
+
+def _raise_interrupted(signum, frame):
+    raise Interrupted(signal.Signals(signum).name)
+
+
+def run_experiment(fabric: Fabric, dataplane: str, reason: str, scenario: Scenario,
+                   results_root: Path, progress: Progress | None = None) -> tuple[int, Path]:
+    """Run one experiment; returns (exit status, results folder)."""
+    progress = progress or Progress()
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _raise_interrupted)
+    found = cleanup()
+    if found:
+        progress(f"removed leftovers of an earlier run: {found.describe()}")
+    folder = results_folder(results_root, fabric, scenario)
+    target = make_target(dataplane)
+    spec = fabric.spec
+    summary: dict = {
+        "topology": fabric.name,
+        "topology_file": spec.source,
+        "scenario": scenario.name,
+        "dataplane": dataplane,
+        "dataplane_reason": reason,
+        "hosts": len(fabric.hosts),
+        "switches": len(fabric.switches),
+        "links": len(fabric.links),
+        "planes": spec.planes,
+        "started_at": datetime.now().isoformat(timespec="seconds"),
+        "ok": False,
+    }
+    progress(f"data plane: {dataplane} ({reason})")
+    status, net = 1, None
+    try:
+        progress(f"building {fabric.name}: {len(fabric.hosts)} hosts, "
+                 f"{len(fabric.switches)} switches, {len(fabric.links)} links")
+        t0 = time.monotonic()
+        net = start_network(fabric, target.switch_cls, target.switch_params(fabric))
+        features = probe_features(net.get(fabric.hosts[0].name).cmd)
+        tc = shape_links(net, fabric, features) if target.shape_switch_ports else 0
+        summary["link_emulation"] = {"rate": True, "queue_limit": True, "delay": features.netem,
+                                     "ecn": features.red, "tc_commands": tc,
+                                     "notes": features.missing()}
+        for note in features.missing():
+            progress(f"note: {note}")
+        progress(f"programming {len(fabric.switches)} switches (static tables, written once)")
+        summary["table_writes"] = target.program(net, fabric)
+        summary["bringup_s"] = round(time.monotonic() - t0, 3)
+        progress(f"network up in {summary['bringup_s']:.1f}s, "
+                 f"{summary['table_writes']} table writes")
+        write_resolved_topology(folder / "topology.json", fabric, {"dataplane": dataplane})
+        status = run_pathcheck(net, fabric, scenario, summary, progress)
+    except (KeyboardInterrupt, Interrupted) as stop:
+        progress(f"interrupted ({stop or 'Ctrl-C'}): tearing down")
+        summary["error"] = "interrupted"
+        status = 130
+    except Exception as err:  # noqa: BLE001 - reported in one line, the run still tears down
+        progress(f"error: {err.__class__.__name__}: {err}")
+        summary["error"] = f"{err.__class__.__name__}: {err}"
+        status = 1
+    finally:
+        # A second Ctrl-C must not cut the teardown short.
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            if net is not None:
+                progress("tearing down")
+                net.stop()
+            cleanup()
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        summary["duration_s"] = round(time.monotonic() - progress.start, 3)
+        (folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return status, folder
+
+
+def run_pathcheck(net, fabric: Fabric, scenario: Scenario, summary: dict,
+                  progress: Progress) -> int:
+    n_pairs = len(fabric.hosts) * (len(fabric.hosts) - 1)
+    progress(f"checking every path between {n_pairs} host pairs")
+    result = check_paths(net, fabric, copies=int(scenario.params.get("copies", 2)),
+                         timeout_s=float(scenario.params.get("timeout_s", 3.0)))
+    summary.update({
+        "paths_checked": result.checked,
+        "paths_ok": result.ok,
+        "paths_failed": [p.label for p in result.failed[:MAX_FAILED_LISTED]],
+        "datagrams_sent": result.datagrams_sent,
+        "datagrams_received": result.datagrams_received,
+        "check_s": round(result.duration_s, 3),
+        "ok": result.all_ok,
+    })
+    progress(f"paths: {result.ok}/{result.checked} ok in {result.duration_s:.1f}s")
+    for path in result.failed[:10]:
+        progress(f"  failed: {path.label} ({path.address})")
+    return 0 if result.all_ok else 1
+
+
+def require_root() -> None:
+    if os.geteuid() != 0:
+        raise PermissionError("the run needs root (Mininet creates namespaces and links); "
+                              "fix: run it with sudo")

@@ -1,0 +1,85 @@
+"""Link emulation with tc: rate, queue limit, delay and ECN marking per interface.
+
+Every interface gets, on egress:
+
+    htb (rate) -> [red ... ecn] -> netem (delay, queue limit)   or   pfifo (queue limit)
+
+The htb class limits the rate, so the backlog builds in the queue below it, which holds
+at most `queue_pkts` packets. On ports that do not face a host, a RED qdisc with
+probability 1 between min and max marks ECT packets CE once the backlog passes the ECN
+threshold (its byte limit is far above the queue limit, so RED itself never drops).
+Ports facing a host are never ECN-marked: in MRC a mark means "this path is busier than
+its siblings", which the last hop cannot tell.
+
+Not every kernel has netem and RED (minimal cloud and CI kernels often lack them):
+`probe_features()` finds out once, and the links then emulate what the kernel can; the
+run summary says what was left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from topologies.model import LinkParams
+
+MTU_BYTES = 1500
+
+
+@dataclass(frozen=True)
+class ShapingFeatures:
+    """Which optional qdiscs this kernel has."""
+
+    netem: bool
+    red: bool
+
+    def missing(self) -> list[str]:
+        gaps = []
+        if not self.netem:
+            gaps.append("delay not emulated: the kernel has no netem qdisc (CONFIG_NET_SCH_NETEM)")
+        if not self.red:
+            gaps.append("no ECN marking: the kernel has no RED qdisc (CONFIG_NET_SCH_RED)")
+        return gaps
+
+
+def probe_features(run: Callable[[str], str]) -> ShapingFeatures:
+    """Try each optional qdisc on the loopback of a scratch namespace (run = its cmd)."""
+
+    def works(qdisc: str) -> bool:
+        out = run(f"tc qdisc add dev lo root handle 9: {qdisc} 2>&1; echo __status=$?")
+        run("tc qdisc del dev lo root 2>/dev/null")
+        return out.strip().endswith("__status=0")
+
+    return ShapingFeatures(
+        netem=works("netem delay 1ms"),
+        red=works("red limit 400000 min 30000 max 31500 avpkt 1500 burst 21 "
+                  "bandwidth 10mbit probability 1 ecn"),
+    )
+
+
+def tc_commands(intf: str, params: LinkParams, ecn_threshold_pkts: int | None,
+                features: ShapingFeatures) -> list[str]:
+    """The tc commands for one interface. ecn_threshold_pkts=None: no ECN marking."""
+    rate = f"{params.rate_mbit:g}mbit"
+    cmds = [
+        f"tc qdisc replace dev {intf} root handle 1: htb default 1",
+        f"tc class replace dev {intf} parent 1: classid 1:1 htb rate {rate} ceil {rate} "
+        f"quantum {MTU_BYTES + 14}",
+    ]
+    parent = "1:1"
+    if ecn_threshold_pkts is not None and features.red:
+        low = ecn_threshold_pkts * MTU_BYTES
+        limit = (params.queue_pkts + 8) * MTU_BYTES * 8
+        cmds.append(
+            f"tc qdisc replace dev {intf} parent {parent} handle 2: red limit {limit} "
+            f"min {low} max {low + MTU_BYTES} avpkt {MTU_BYTES} "
+            f"burst {ecn_threshold_pkts + 1} bandwidth {rate} probability 1 ecn"
+        )
+        parent = "2:1"
+    if features.netem:
+        cmds.append(f"tc qdisc replace dev {intf} parent {parent} handle 10: netem "
+                    f"delay {params.delay_ms:g}ms limit {params.queue_pkts}")
+    else:
+        cmds.append(f"tc qdisc replace dev {intf} parent {parent} handle 10: pfifo "
+                    f"limit {params.queue_pkts}")
+    return cmds
