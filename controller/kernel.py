@@ -21,6 +21,11 @@ from controller.tables import SwitchTables
 from topologies.addressing import BLOCK_BITS, USID_BITS, intf_name, usid_prefix
 
 NEXT_HOP = "fe80::1"
+# The End route needs a device that is up and never flaps: not a port (Linux deletes a
+# port's routes when it goes down) and not `lo` (packets routed to lo are not forwarded).
+# Each router has a private veth pair for it (created by topologies/nodes.py).
+ANCHOR_DEV = "usid0"
+ANCHOR_PEER = "usid1"
 
 
 class KernelProgramError(RuntimeError):
@@ -29,10 +34,9 @@ class KernelProgramError(RuntimeError):
 
 def switch_commands(tables: SwitchTables) -> list[str]:
     """The `ip` commands that install one switch's static tables."""
-    first_port = intf_name(tables.switch, tables.ports[0].port)
     cmds = [
         f"ip -6 route replace {usid_prefix(tables.my_usid)} encap seg6local action End "
-        f"flavors next-csid lblen {BLOCK_BITS} nflen {USID_BITS} dev {first_port}"
+        f"flavors next-csid lblen {BLOCK_BITS} nflen {USID_BITS} dev {ANCHOR_DEV}"
     ]
     for route in tables.routes:
         dev = intf_name(tables.switch, route.port)
@@ -40,6 +44,16 @@ def switch_commands(tables: SwitchTables) -> list[str]:
                     f"dev {dev} nud permanent")
         cmds.append(f"ip -6 route replace {usid_prefix(route.usid)} via {NEXT_HOP} dev {dev}")
     return cmds
+
+
+def commands_for_intf(commands: list[str], intf: str) -> list[str]:
+    """The commands that name one interface: what Linux flushed when it went down.
+
+    Linux deletes a port's routes and neighbour entries when the port is set down. A
+    switch keeps its static configuration across a link flap, so the node puts these
+    entries back when the port comes up again (this is not a table change).
+    """
+    return [c for c in commands if c.endswith(f" dev {intf}") or f" dev {intf} " in c]
 
 
 def apply(commands: list[str], run: Callable[[str], str], node: str) -> int:

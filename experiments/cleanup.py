@@ -20,7 +20,9 @@ NODE = r"(?:h\d+|p\d+t0r\d+|p\d+t1s\d+)"
 SHELL_RE = re.compile(rf"mininet:{NODE}$")
 INTF_RE = re.compile(rf"^{NODE}-eth\d+$")
 # Processes the testbed starts inside nodes or beside them.
-PROCESS_RE = re.compile(r"-m (?:experiments\.pathcheck|hosts\.agent)\b|simple_switch_grpc .*mrc_switch")
+PROCESS_RE = re.compile(
+    r"-m (?:experiments\.pathcheck|hosts\.agent)\b|simple_switch_grpc .*mrc_switch"
+)
 
 
 @dataclass

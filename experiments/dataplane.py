@@ -50,7 +50,8 @@ def choose(requested: str, release: str | None = None) -> tuple[str, str]:
     if not missing:
         return "bmv2", "auto: simple_switch_grpc and p4c-bm2-ss found"
     if kernel_ok:
-        return "kernel", f"auto: {' and '.join(missing)} not found; {kernel_text} has SRv6 NEXT-C-SID"
+        return "kernel", (f"auto: {' and '.join(missing)} not found; "
+                          f"{kernel_text} has SRv6 NEXT-C-SID")
     raise DataplaneError(
         f"DATAPLANE=auto: no data plane here ({' and '.join(missing)} not found, and "
         f"{kernel_text} is older than the kernel target needs, {need}); fix: install the "

@@ -21,7 +21,12 @@ from experiments.cleanup import cleanup
 from experiments.scenario import Scenario
 from experiments.targets import make_target
 from topologies.model import Fabric
-from topologies.network import shape_links, start_network, write_resolved_topology
+from topologies.network import (
+    shape_links,
+    start_network,
+    stop_network,
+    write_resolved_topology,
+)
 from topologies.shaping import probe_features
 
 MAX_FAILED_LISTED = 50
@@ -117,7 +122,10 @@ def run_experiment(fabric: Fabric, dataplane: str, reason: str, scenario: Scenar
         try:
             if net is not None:
                 progress("tearing down")
-                net.stop()
+                try:
+                    stop_network(net)
+                except Exception as err:  # noqa: BLE001 - cleanup() below removes the rest
+                    progress(f"teardown: {err.__class__.__name__} {err}; removing leftovers")
             cleanup()
         finally:
             signal.signal(signal.SIGINT, previous)

@@ -27,6 +27,8 @@ MAX_PLANES = 16
 MAX_RACKS = 256
 MAX_T1_PER_PLANE = 256
 MAX_HOSTS = 0x8000
+MAX_PORTS = 256  # the MAC rule gives the port one byte
+MAX_INTF_NAME = 15  # Linux IFNAMSIZ - 1
 
 ROLE_T0 = 0x1
 ROLE_T1 = 0x2
@@ -137,6 +139,6 @@ def node_usid(name: str) -> int:
 
 def mac_address(node: str, port: int) -> str:
     usid = node_usid(node)
-    if not 0 <= port < 256:
-        raise AddressingError(f"port {port} outside 0..255")
+    if not 0 <= port < MAX_PORTS:
+        raise AddressingError(f"port {port} outside 0..{MAX_PORTS - 1}")
     return f"02:00:{usid >> 8:02x}:{usid & 0xFF:02x}:00:{port:02x}"

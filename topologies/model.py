@@ -269,6 +269,7 @@ def parse_spec(data: object, source: str, default_name: str = "topology") -> Top
         raise TopologyError(source, "hosts_per_rack",
                             f"racks x hosts_per_rack exceeds {MAX_HOSTS} hosts",
                             "use fewer racks or hosts per rack")
+    _check_emulable(source, planes, racks, hosts_per_rack, t1_per_plane)
     links = data.get("links")
     if not isinstance(links, dict):
         raise TopologyError(source, "links", "missing or not a mapping",
@@ -284,6 +285,28 @@ def parse_spec(data: object, source: str, default_name: str = "topology") -> Top
     trim = _int(data, "trim_threshold_pkts", source, ecn + 1, queue, default=trim_default)
     return TopologySpec(name, planes, racks, hosts_per_rack, t1_per_plane,
                         params["host_t0"], params["t0_t1"], ecn, trim, source)
+
+
+def _check_emulable(source: str, planes: int, racks: int, hosts_per_rack: int,
+                    t1_per_plane: int) -> None:
+    """Port numbers must fit the MAC rule and interface names Linux's 15 characters."""
+    if hosts_per_rack + t1_per_plane > addressing.MAX_PORTS:
+        raise TopologyError(source, "hosts_per_rack",
+                            f"a T0 would need {hosts_per_rack + t1_per_plane} ports "
+                            f"(hosts_per_rack + t1_per_plane), more than {addressing.MAX_PORTS}",
+                            "use fewer hosts per rack or T1 switches per plane")
+    longest = max(
+        addressing.intf_name(addressing.t0_name(planes - 1, racks - 1),
+                             hosts_per_rack + t1_per_plane - 1),
+        addressing.intf_name(addressing.t1_name(planes - 1, t1_per_plane - 1), racks - 1),
+        key=len,
+    )
+    if len(longest) > addressing.MAX_INTF_NAME:
+        raise TopologyError(source, "racks",
+                            f"too large to emulate: interface name {longest} is longer than "
+                            f"{addressing.MAX_INTF_NAME} characters",
+                            "use fewer racks, hosts or T1 switches (size full-scale networks "
+                            "with python3 -m topologies.size)")
 
 
 def _int(data: dict, key: str, source: str, low: int, high: int, default: int | None = None,

@@ -59,6 +59,20 @@ def shape_links(net: Mininet, fabric: Fabric, features: ShapingFeatures,
     return count
 
 
+def set_link(net: Mininet, a: str, b: str, up: bool) -> None:
+    """Set both ends of the link between nodes a and b down or up (the link-flap primitive).
+
+    Coming up, each end that keeps static configuration restores that port's entries.
+    """
+    net.configLinkStatus(a, b, "up" if up else "down")
+    if up:
+        for link in net.linksBetween(net.get(a), net.get(b)):
+            for intf in (link.intf1, link.intf2):
+                restore = getattr(intf.node, "restore_port", None)
+                if restore:
+                    restore(intf.name)
+
+
 def start_network(fabric: Fabric, switch_cls=KernelRouter, switch_params=None) -> Mininet:
     """Create and start the Mininet network (the caller must stop it)."""
     topo = FabricTopo(fabric, switch_cls=switch_cls, switch_params=switch_params)
@@ -67,6 +81,15 @@ def start_network(fabric: Fabric, switch_cls=KernelRouter, switch_params=None) -
     net.build()
     net.start()
     return net
+
+
+def stop_network(net: Mininet) -> None:
+    """Stop the network, also when a Ctrl-C cut a node's command short."""
+    for node in net.hosts + net.switches:
+        if node.shell and node.waiting:
+            node.sendInt()
+            node.waitOutput()
+    net.stop()
 
 
 def resolved_topology(fabric: Fabric, extra: dict | None = None) -> dict:

@@ -4,15 +4,28 @@ Both are ordinary Mininet hosts (each in its own network namespace); what makes 
 hosts or switches is their configuration:
 - `FabricHost`: its own address fcbb:bb00:<uSID>:: on the loopback, and one route per
   plane that sends every path starting in that plane's T0 out of that plane's port;
-- `KernelRouter`: IPv6 forwarding on; its uSID tables are written by
-  controller/kernel.py, once, after the network is up.
+- `KernelRouter`: IPv6 forwarding on; its uSID tables are written by `program()`, once,
+  after the network is up.
+
+Linux flushes a port's routes and neighbour entries when the port is set down (Mininet's
+link-down primitive does that). A real host or switch keeps its static configuration
+across a link flap, so both classes put that port's entries back in `restore_port()`
+when the link comes up; `restored` counts those re-installs apart from table writes.
 """
 
 from __future__ import annotations
 
 from mininet.node import Host
 
-from controller.kernel import NEXT_HOP, apply
+from controller.kernel import (
+    ANCHOR_DEV,
+    ANCHOR_PEER,
+    NEXT_HOP,
+    apply,
+    commands_for_intf,
+    switch_commands,
+)
+from controller.tables import SwitchTables
 from topologies.addressing import BLOCK_BITS, t0_usid, usid_address
 
 # Quiet, deterministic IPv6: no DAD, no router solicitations, no autoconf addresses.
@@ -26,10 +39,6 @@ _SYSCTLS = (
     "net.ipv6.conf.all.disable_ipv6=0",
     "net.ipv6.conf.default.disable_ipv6=0",
 )
-
-
-def _sysctl(node: Host, settings: tuple[str, ...]) -> None:
-    apply(["sysctl -qw " + " ".join(settings)], node.cmd, node.name)
 
 
 def plane_prefix(plane: int) -> str:
@@ -46,20 +55,48 @@ def host_commands(address: str, plane_ports: list[tuple[int, str, str]]) -> list
     return cmds
 
 
-class FabricHost(Host):
+class StaticConfigNode(Host):
+    """A node whose static `ip` configuration is remembered to survive link flaps."""
+
+    def config(self, **params):
+        result = super().config(**params)
+        self.static_commands: list[str] = []
+        self.restored = 0
+        apply(["sysctl -qw " + " ".join(_SYSCTLS + self.extra_sysctls)], self.cmd, self.name)
+        return result
+
+    extra_sysctls: tuple[str, ...] = ()
+
+    def install(self, commands: list[str]) -> int:
+        self.static_commands += commands
+        return apply(commands, self.cmd, self.name)
+
+    def restore_port(self, intf: str) -> int:
+        count = apply(commands_for_intf(self.static_commands, intf), self.cmd, self.name)
+        self.restored += count
+        return count
+
+
+class FabricHost(StaticConfigNode):
     """A host with one port per plane. `address` and `plane_ports` come from the builder."""
 
     def config(self, address: str = "", plane_ports=(), **params):
         result = super().config(**params)
-        _sysctl(self, _SYSCTLS)
-        apply(host_commands(address, list(plane_ports)), self.cmd, self.name)
+        self.install(host_commands(address, list(plane_ports)))
         return result
 
 
-class KernelRouter(Host):
-    """A Linux router namespace: forwards IPv6; its SRv6 tables are written later."""
+class KernelRouter(StaticConfigNode):
+    """A Linux router namespace: forwards IPv6; `program()` writes its SRv6 tables."""
+
+    extra_sysctls = ("net.ipv6.conf.all.forwarding=1",)
 
     def config(self, **params):
         result = super().config(**params)
-        _sysctl(self, _SYSCTLS + ("net.ipv6.conf.all.forwarding=1",))
+        apply([f"ip link add {ANCHOR_DEV} type veth peer name {ANCHOR_PEER}",
+               f"ip link set {ANCHOR_DEV} up", f"ip link set {ANCHOR_PEER} up"],
+              self.cmd, self.name)
         return result
+
+    def program(self, tables: SwitchTables) -> int:
+        return self.install(switch_commands(tables))

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Install what mrc-testbed needs on Debian 12 / Ubuntu 22.04+, idempotently:
+#   - Debian/Ubuntu packages: Mininet, iproute2, Python venv support;
+#   - .venv: a virtualenv from the system Python with --system-site-packages (Mininet's
+#     Python module comes from the distribution package), plus requirements-dev.txt;
+#   - with --with-p4 (Ubuntu 22.04): BMv2 and p4c from the p4lang packages.
+# Used by `make deps`, the Vagrant VM and CI. Re-running it does nothing new.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+with_p4=0
+for arg in "$@"; do
+  case "$arg" in
+    --with-p4) with_p4=1 ;;
+    *) echo "install.sh: unknown option $arg (use --with-p4)" >&2; exit 2 ;;
+  esac
+done
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
+    echo "install.sh: missing packages need root; run: sudo $0" >&2; exit 2; fi
+}
+
+packages=(mininet iproute2 python3 python3-venv python3-pip procps kmod)
+missing=()
+for pkg in "${packages[@]}"; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "install: apt packages ${missing[*]}"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+if [ "$with_p4" -eq 1 ] && ! command -v simple_switch_grpc >/dev/null; then
+  . /etc/os-release
+  if [ "${ID:-}" != ubuntu ]; then
+    echo "install: the p4lang packages are built for Ubuntu (22.04); this is ${PRETTY_NAME:-unknown}" >&2
+    exit 2
+  fi
+  echo "install: p4lang packages (p4c, BMv2, PI) for Ubuntu ${VERSION_ID}"
+  repo="http://download.opensuse.org/repositories/home:/p4lang/xUbuntu_${VERSION_ID}/"
+  as_root apt-get install -y -qq --no-install-recommends curl gnupg ca-certificates
+  echo "deb ${repo} /" | as_root tee /etc/apt/sources.list.d/home-p4lang.list >/dev/null
+  curl -fsSL "${repo}Release.key" | gpg --dearmor | as_root tee /etc/apt/trusted.gpg.d/home-p4lang.gpg >/dev/null
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq p4lang-p4c p4lang-bmv2 p4lang-pi
+fi
+
+# The venv is made from the distribution's Python, whose site-packages hold Mininet.
+system_python=/usr/bin/python3
+if [ ! -x .venv/bin/python ]; then
+  echo "install: .venv from $system_python"
+  "$system_python" -m venv --system-site-packages .venv
+fi
+stamp=.venv/.requirements.sha256
+want=$(cat requirements.txt requirements-dev.txt | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "install: Python packages (requirements-dev.txt)"
+  .venv/bin/pip install -q --disable-pip-version-check -r requirements-dev.txt
+  echo "$want" > "$stamp"
+fi

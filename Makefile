@@ -1,0 +1,64 @@
+# mrc-testbed: `make` lists the targets.
+TOPO ?= 2tier-8plane
+DATAPLANE ?= auto
+SCENARIO ?= pathcheck
+PY := .venv/bin/python
+BUILD := build
+P4_MAIN := p4src/mrc_switch.p4
+
+.DEFAULT_GOAL := help
+.PHONY: help deps deps-p4 run-experiment test test-unit test-integration test-p4 lint p4 size clean clean-net bench
+
+help: ## list the targets
+	@echo "mrc-testbed targets (variables: TOPO=$(TOPO) DATAPLANE=$(DATAPLANE) SCENARIO=$(SCENARIO))"
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
+
+deps: ## install apt packages and the Python venv (idempotent)
+	@echo "== deps: checking system packages and .venv"
+	@bash .ci/install.sh
+
+deps-p4: ## also install BMv2 and p4c from the p4lang packages (Ubuntu 22.04)
+	@bash .ci/install.sh --with-p4
+
+run-experiment: deps ## build TOPO, run SCENARIO on DATAPLANE, write results/ (root)
+	@echo "== run-experiment: TOPO=$(TOPO) DATAPLANE=$(DATAPLANE) SCENARIO=$(SCENARIO)"
+	@$(PY) -m experiments run --topo $(TOPO) --dataplane $(DATAPLANE) --scenario $(SCENARIO)
+
+test: deps ## run every test (Mininet tests need root; P4 tests need BMv2 and p4c)
+	@echo "== test: unit, integration and P4 tests"
+	@$(PY) -m pytest tests -q
+
+test-unit: deps ## unit tests only (no root, seconds)
+	@$(PY) -m pytest tests/unit -q
+
+test-integration: deps ## Mininet tests on the kernel data plane (root)
+	@$(PY) -m pytest tests/integration -q
+
+test-p4: deps ## PTF tests of the P4 program on BMv2 (root, BMv2 and p4c)
+	@$(PY) -m pytest tests/p4 -q
+
+lint: deps ## ruff
+	@echo "== lint: ruff"
+	@$(PY) -m ruff check .
+
+p4: ## compile p4src/ into build/ with p4c-bm2-ss
+	@echo "== p4: compiling $(P4_MAIN) into $(BUILD)/"
+	@command -v p4c-bm2-ss >/dev/null || { echo "p4c-bm2-ss not found: make deps-p4 (Ubuntu 22.04) or use the Vagrant VM" >&2; exit 2; }
+	@mkdir -p $(BUILD)
+	p4c-bm2-ss --arch v1model --std p4-16 -o $(BUILD)/mrc_switch.json \
+		--p4runtime-files $(BUILD)/mrc_switch.p4info.txtpb $(P4_MAIN)
+
+size: deps ## full-scale sizing: make size RADIX=512 PLANES=8
+	@$(PY) -m topologies.size --radix $(or $(RADIX),512) --planes $(or $(PLANES),8)
+
+bench: deps ## performance figures (root)
+	@for b in bench/*.py; do echo "== bench: $$b"; $(PY) $$b || exit 1; done
+
+clean-net: ## remove namespaces, interfaces and processes left by an interrupted run
+	@echo "== clean-net"
+	@if [ -x $(PY) ]; then $(PY) -m experiments clean; else python3 -m experiments clean; fi
+
+clean: clean-net ## clean-net, and remove build/ and caches (results/ is kept)
+	@echo "== clean: build/ and caches"
+	@rm -rf $(BUILD) .pytest_cache .ruff_cache .hypothesis
+	@find . -name __pycache__ -type d -prune -not -path './.venv/*' -exec rm -rf {} +

@@ -1,0 +1,82 @@
+"""Pure parts of the runner: data-plane choice, tc commands, scenarios, sizing, CLI errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from experiments import dataplane
+from experiments.scenario import ScenarioError, load_scenario
+from topologies import size
+from topologies.model import LinkParams
+from topologies.shaping import ShapingFeatures, tc_commands
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_dataplane_auto_prefers_bmv2(monkeypatch):
+    monkeypatch.setattr(dataplane, "missing_bmv2_tools", lambda: [])
+    assert dataplane.choose("auto", "6.1.0")[0] == "bmv2"
+
+
+def test_dataplane_auto_falls_back_to_kernel(monkeypatch):
+    monkeypatch.setattr(dataplane, "missing_bmv2_tools", lambda: ["simple_switch_grpc"])
+    name, reason = dataplane.choose("auto", "6.8.0-45-generic")
+    assert name == "kernel" and "simple_switch_grpc not found" in reason
+
+
+def test_dataplane_errors_are_one_line(monkeypatch):
+    monkeypatch.setattr(dataplane, "missing_bmv2_tools", lambda: ["p4c-bm2-ss"])
+    with pytest.raises(dataplane.DataplaneError, match="DATAPLANE=bmv2: p4c-bm2-ss not found"):
+        dataplane.choose("bmv2")
+    with pytest.raises(dataplane.DataplaneError, match="needs Linux >= 6.1"):
+        dataplane.choose("kernel", "5.15.0-91-generic")
+    with pytest.raises(dataplane.DataplaneError, match="unknown data plane"):
+        dataplane.choose("ovs")
+
+
+def test_tc_commands_full_and_minimal_kernels():
+    params = LinkParams(rate_mbit=10, delay_ms=0.5, queue_pkts=64)
+    full = tc_commands("x-eth0", params, 16, ShapingFeatures(netem=True, red=True))
+    assert "red limit 864000 min 24000 max 25500" in full[2] and full[2].endswith("ecn")
+    assert full[3].endswith("netem delay 0.5ms limit 64")
+    minimal = tc_commands("x-eth0", params, 16, ShapingFeatures(netem=False, red=False))
+    assert minimal[-1] == "tc qdisc replace dev x-eth0 parent 1:1 handle 10: pfifo limit 64"
+    assert not any("red" in c for c in tc_commands("x-eth0", params, None,
+                                                    ShapingFeatures(True, True)))
+
+
+def test_scenarios():
+    assert load_scenario("pathcheck").workload == "pathcheck"
+    with pytest.raises(ScenarioError, match="no such scenario file; fix: use one of: "):
+        load_scenario("nope")
+
+
+def test_sizing_matches_the_mrc_numbers():
+    multi = size.multiplane(512, 8, 100)
+    assert multi.hosts == 131_072
+    assert multi.switches_per_tier == (8 * 512, 8 * 256)
+    single = size.single_plane(512, 8, 100, multi.hosts)
+    assert (single.radix, single.tiers) == (64, 4)
+    assert size.max_hosts(64, 3) == 65_536  # three tiers of 64-port switches are not enough
+    assert single.switches > multi.switches
+
+
+def test_size_cli():
+    out = subprocess.run([sys.executable, "-m", "topologies.size", "--radix", "512",
+                          "--planes", "8"], cwd=REPO, capture_output=True, text=True)
+    assert out.returncode == 0 and "131,072" in out.stdout
+    bad = subprocess.run([sys.executable, "-m", "topologies.size", "--radix", "500",
+                          "--planes", "8"], cwd=REPO, capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+
+
+def test_run_rejects_bad_dataplane_in_one_line():
+    proc = subprocess.run([sys.executable, "-m", "experiments", "run", "--topo", "2tier-2plane",
+                           "--dataplane", "ovs"], cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "error: DATAPLANE=ovs: unknown data plane; fix: use auto, kernel or bmv2"]
