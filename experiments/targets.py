@@ -8,8 +8,11 @@ the run summary can show that nothing is written again while traffic runs.
 
 from __future__ import annotations
 
-from controller.tables import all_tables
+from controller.tables import all_tables, switch_tables
+from experiments.faults import Action
+from topologies.addressing import intf_name
 from topologies.model import Fabric
+from topologies.network import set_link
 from topologies.nodes import KernelRouter
 
 
@@ -23,6 +26,29 @@ class KernelTarget:
 
     def program(self, net, fabric: Fabric) -> int:
         return sum(net.get(name).program(tables) for name, tables in all_tables(fabric).items())
+
+    def reboot(self, net, fabric: Fabric, switch: str, up: bool) -> int:
+        node = net.get(switch)
+        if not up:
+            node.power_off()
+            return 0
+        return node.power_on(switch_tables(fabric, fabric.node(switch)))
+
+    def blackhole(self, net, switch: str, on: bool) -> None:
+        net.get(switch).blackhole(on)
+
+
+def apply_fault(net, fabric: Fabric, action: Action, target) -> None:
+    """Apply one fault step on any target; switch-level faults go to the target."""
+    if action.kind == "link-flap":
+        set_link(net, *action.target, up=action.up)
+    elif action.kind == "nic-port-down":
+        host, plane = action.target
+        net.get(host).set_port(intf_name(host, plane), action.up)
+    elif action.kind == "switch-reboot":
+        target.reboot(net, fabric, action.target[0], action.up)
+    else:
+        target.blackhole(net, action.target[0], not action.up)
 
 
 def make_target(name: str):

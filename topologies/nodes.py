@@ -77,6 +77,11 @@ class StaticConfigNode(Host):
         return count
 
 
+def switch_commands_end(commands: list[str]) -> str:
+    """The switch's own End route among its static commands."""
+    return next(c for c in commands if "seg6local" in c)
+
+
 class FabricHost(StaticConfigNode):
     """A host with one port per plane. `address` and `plane_ports` come from the builder."""
 
@@ -84,6 +89,12 @@ class FabricHost(StaticConfigNode):
         result = super().config(**params)
         self.install(host_commands(address, list(plane_ports)))
         return result
+
+    def set_port(self, intf: str, up: bool) -> None:
+        """A NIC port going down or coming back (its peer sees carrier loss)."""
+        apply([f"ip link set {intf} {'up' if up else 'down'}"], self.cmd, self.name)
+        if up:
+            self.restore_port(intf)
 
 
 class KernelRouter(StaticConfigNode):
@@ -100,3 +111,22 @@ class KernelRouter(StaticConfigNode):
 
     def program(self, tables: SwitchTables) -> int:
         return self.install(switch_commands(tables))
+
+    def power_off(self) -> None:
+        """A reboot's first half: every port down, every table entry gone."""
+        apply([f"ip link set {intf} down" for intf in self.intfNames() if intf != "lo"]
+              + ["ip -6 route flush proto boot", "ip -6 neigh flush all"], self.cmd, self.name)
+        self.static_commands = []
+
+    def power_on(self, tables: SwitchTables) -> int:
+        """A reboot's second half: ports up, then the same static tables again."""
+        apply([f"ip link set {intf} up" for intf in self.intfNames() if intf != "lo"],
+              self.cmd, self.name)
+        return self.program(tables)
+
+    def blackhole(self, on: bool) -> None:
+        """Silently drop everything addressed to this switch (links stay up), or stop."""
+        end_route = switch_commands_end(self.static_commands)
+        prefix = end_route.split()[4]
+        apply([f"ip -6 route replace blackhole {prefix}" if on else end_route],
+              self.cmd, self.name)

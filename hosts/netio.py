@@ -1,0 +1,129 @@
+"""The agent's I/O with the kernel: one UDP socket per plane, and carrier watching.
+
+`PlaneSockets` opens one IPv6 UDP socket per plane interface, bound to the host's own
+address and the MRC port and pinned to the interface (SO_BINDTODEVICE), so a datagram
+leaves through the plane its path starts in and the agent knows which plane a received
+datagram came in on. Checksums are zero both ways (docs/protocol.md); DATA is sent
+ECT(0) and the traffic class of every received datagram is read to see CE marks.
+
+`CarrierWatcher` listens to rtnetlink link events, so the agent learns within
+milliseconds that a plane's port lost or regained carrier.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+
+MRC_PORT = 4793
+UDP_NO_CHECK6_TX = 101  # linux/udp.h; not exported by Python's socket module
+UDP_NO_CHECK6_RX = 102
+IPV6_RECVTCLASS = getattr(socket, "IPV6_RECVTCLASS", 66)
+IPV6_TCLASS = getattr(socket, "IPV6_TCLASS", 67)
+ECT0 = 0x02
+CE = 0x03
+_TCLASS_ECT0 = [(socket.IPPROTO_IPV6, IPV6_TCLASS, struct.pack("i", ECT0))]
+_CMSG_SPACE = socket.CMSG_SPACE(4)
+
+
+class PlaneSockets:
+    """One UDP socket per plane interface. `socks[plane]` is None while it cannot open."""
+
+    def __init__(self, address: str, interfaces: list[str], rcvbuf: int = 1 << 23):
+        self.address = address
+        self.interfaces = interfaces
+        self.socks: list[socket.socket] = []
+        for intf in interfaces:
+            sock = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, intf.encode())
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.setsockopt(socket.IPPROTO_UDP, UDP_NO_CHECK6_TX, 1)
+            sock.setsockopt(socket.IPPROTO_UDP, UDP_NO_CHECK6_RX, 1)
+            sock.setsockopt(socket.IPPROTO_IPV6, IPV6_RECVTCLASS, 1)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, rcvbuf)
+            sock.bind((address, MRC_PORT))
+            sock.setblocking(False)
+            self.socks.append(sock)
+
+    def send(self, plane: int, address: str, data: bytes, ect: bool) -> bool:
+        """Send one datagram; False if the kernel refused it (port down, buffer full)."""
+        try:
+            if ect:
+                self.socks[plane].sendmsg([data], _TCLASS_ECT0, (address, MRC_PORT))
+            else:
+                self.socks[plane].sendto(data, (address, MRC_PORT))
+            return True
+        except OSError:
+            return False
+
+    def receive(self, plane: int, limit: int = 64):
+        """Yield (data, source address, CE seen) for up to `limit` queued datagrams."""
+        sock = self.socks[plane]
+        for _ in range(limit):
+            try:
+                data, ancdata, _, addr = sock.recvmsg(65535, _CMSG_SPACE)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                return
+            ce = False
+            for level, kind, value in ancdata:
+                if level == socket.IPPROTO_IPV6 and kind == IPV6_TCLASS and len(value) >= 4:
+                    ce = (struct.unpack("i", value[:4])[0] & 0x03) == CE
+            yield data, addr[0], ce
+
+    def close(self) -> None:
+        for sock in self.socks:
+            sock.close()
+
+
+def carrier(intf: str) -> bool:
+    try:
+        with open(f"/sys/class/net/{intf}/carrier") as f:
+            return f.read().strip() == "1"
+    except OSError:  # reading carrier of an interface that is admin down fails
+        return False
+
+
+class CarrierWatcher:
+    """rtnetlink link events -> (interface name, has carrier) for the watched interfaces."""
+
+    RTMGRP_LINK = 1
+    RTM_NEWLINK = 16
+    RTM_DELLINK = 17
+    IFF_LOWER_UP = 0x10000
+    IFF_UP = 0x1
+
+    def __init__(self, interfaces: list[str]):
+        self.by_index = {socket.if_nametoindex(i): i for i in interfaces}
+        self.sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE)
+        self.sock.bind((os.getpid(), self.RTMGRP_LINK))
+        self.sock.setblocking(False)
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    def events(self) -> list[tuple[str, bool]]:
+        out = []
+        while True:
+            try:
+                data = self.sock.recv(65535)
+            except (BlockingIOError, InterruptedError):
+                return out
+            offset = 0
+            while offset + 32 <= len(data):
+                length, kind = struct.unpack_from("=IH", data, offset)
+                if length < 16:
+                    break
+                if kind in (self.RTM_NEWLINK, self.RTM_DELLINK):
+                    _, _, _, index, flags, _ = struct.unpack_from("=BBHiII", data, offset + 16)
+                    if index in self.by_index:
+                        up = kind == self.RTM_NEWLINK and bool(flags & self.IFF_LOWER_UP) \
+                            and bool(flags & self.IFF_UP)
+                        out.append((self.by_index[index], up))
+                offset += (length + 3) & ~3
+
+    def close(self) -> None:
+        self.sock.close()

@@ -1,0 +1,83 @@
+"""Fault schedules and workloads: pure expansions, validated against the fabric."""
+
+from __future__ import annotations
+
+import pytest
+
+from experiments.faults import Action, FaultError, FaultInjector, parse_faults
+from experiments.workloads import WorkloadError, phases
+from hosts.payload import message_bytes, verify
+from topologies.model import load_topology
+
+
+@pytest.fixture(scope="module")
+def fabric():
+    return load_topology("2tier-2plane")
+
+
+def test_link_flaps_expand_to_down_up_pairs(fabric):
+    actions = parse_faults([{"kind": "link-flap", "link": ["p0t0r0", "p0t1s1"], "at_s": 1,
+                             "down_s": 0.5, "count": 3, "every_s": 2}], fabric)
+    assert [(a.t, a.up) for a in actions] == [(1, False), (1.5, True), (3, False), (3.5, True),
+                                              (5, False), (5.5, True)]
+    assert actions[0].target == ("p0t0r0", "p0t1s1")
+
+
+def test_faults_sorted_across_entries_and_port_loss_may_stay_down(fabric):
+    actions = parse_faults([
+        {"kind": "switch-reboot", "switch": "p1t1s0", "at_s": 2, "down_s": 1},
+        {"kind": "nic-port-down", "host": "h3", "plane": 1, "at_s": 0.5},
+    ], fabric)
+    assert [(a.kind, a.t, a.up) for a in actions] == [
+        ("nic-port-down", 0.5, False), ("switch-reboot", 2, False), ("switch-reboot", 3, True)]
+
+
+@pytest.mark.parametrize("entry,match", [
+    ({"kind": "meteor", "at_s": 1}, r"faults\[0\]\.kind: must be one of"),
+    ({"kind": "link-flap", "link": ["h0", "h1"], "at_s": 1, "down_s": 1}, r"\.link: must name"),
+    ({"kind": "switch-reboot", "switch": "p9t1s0", "at_s": 1, "down_s": 1}, r"\.switch: 'p9t1s0'"),
+    ({"kind": "nic-port-down", "host": "h0", "plane": 2, "at_s": 1}, r"\.plane: must be 0\.\.1"),
+    ({"kind": "blackhole", "switch": "p0t1s0", "at_s": -1, "down_s": 1}, r"\.at_s: must be"),
+    ({"kind": "link-flap", "link": ["h0", "p0t0r0"], "at_s": 0, "down_s": 2, "count": 2,
+      "every_s": 1}, r"\.every_s: must be longer"),
+])
+def test_bad_fault_entries(fabric, entry, match):
+    with pytest.raises(FaultError, match=match):
+        parse_faults([entry], fabric, "s.yaml")
+
+
+def test_injector_plays_and_restores_what_stayed_down():
+    applied, restored = [], []
+    now = [0.0]
+    actions = [Action(0.0, False, "nic-port-down", ("h1", 0)),
+               Action(0.0, False, "link-flap", ("a", "b")),
+               Action(0.0, True, "link-flap", ("a", "b"))]
+    injector = FaultInjector(actions, applied.append, clock=lambda: now[0])
+    injector.start(0.0)
+    injector.stop(restore=restored.append)
+    assert applied == actions
+    assert restored == [Action(0, True, "nic-port-down", ("h1", 0))]
+
+
+def test_workloads():
+    ring = phases("all-reduce", {"data_bytes": 800}, 4)
+    assert len(ring) == 6 and [t.dst for t in ring[0]] == [1, 2, 3, 0]
+    assert all(t.size == 200 for p in ring for t in p)
+    assert [t.msg_id for p in ring for t in p if t.src == 0] == list(range(6))
+    assert len(phases("all-to-all", {}, 4)[0]) == 12
+    incast = phases("incast", {"receiver": 0, "victim": [2, 1]}, 4)[0]
+    assert [(t.src, t.dst, t.role) for t in incast] == [(1, 0, "data"), (2, 0, "data"),
+                                                         (3, 0, "data"), (2, 1, "victim")]
+    with pytest.raises(WorkloadError, match="params.victim"):
+        phases("incast", {"victim": [1, 1]}, 4)
+    with pytest.raises(WorkloadError, match="unknown"):
+        phases("gossip", {}, 4)
+
+
+def test_payload_is_deterministic_and_verifiable():
+    data = message_bytes(1, 2, 3, 10_000)
+    assert data == message_bytes(1, 2, 3, 10_000) != message_bytes(2, 1, 3, 10_000)
+    assert verify(1, 2, 3, data)
+    broken = bytearray(data)
+    broken[5000] ^= 1
+    assert not verify(1, 2, 3, broken)
