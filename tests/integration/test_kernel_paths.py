@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from experiments.checks import check_paths
+from experiments.faults import Action
+from experiments.targets import KernelTarget, apply_fault
 from topologies.network import set_link
 from topologies.paths import all_paths
 
@@ -30,3 +32,38 @@ def test_link_down_fails_exactly_the_paths_through_it(kernel_network):
     assert {(p.src, p.dst, p.ev) for p in result.failed} == through
     assert result.ok == result.checked - len(through)
     assert check_paths(net, fabric).all_ok  # and all is well once it is back up
+
+
+def _through(fabric, usid):
+    return {(p.src, p.dst, p.ev) for p in all_paths(fabric) if usid in p.usids}
+
+
+def _failed(result):
+    return {(p.src, p.dst, p.ev) for p in result.failed}
+
+
+def test_switch_reboot_and_blackhole_fail_the_paths_through_the_switch(kernel_network):
+    net, fabric = kernel_network
+    target, switch = KernelTarget(), fabric.t1(1, 0)
+    expected = _through(fabric, switch.usid)
+    for kind in ("switch-reboot", "blackhole"):
+        apply_fault(net, fabric, Action(0, False, kind, (switch.name,)), target)
+        try:
+            result = check_paths(net, fabric, timeout_s=1.0)
+        finally:
+            apply_fault(net, fabric, Action(0, True, kind, (switch.name,)), target)
+        assert _failed(result) == expected, kind
+        assert check_paths(net, fabric).all_ok, kind
+
+
+def test_nic_port_down_fails_that_plane_of_the_host(kernel_network):
+    net, fabric = kernel_network
+    expected = {(p.src, p.dst, p.ev) for p in all_paths(fabric)
+                if p.plane == 1 and 2 in (p.src, p.dst)}
+    apply_fault(net, fabric, Action(0, False, "nic-port-down", ("h2", 1)), KernelTarget())
+    try:
+        result = check_paths(net, fabric, timeout_s=1.0)
+    finally:
+        apply_fault(net, fabric, Action(0, True, "nic-port-down", ("h2", 1)), KernelTarget())
+    assert _failed(result) == expected
+    assert check_paths(net, fabric).all_ok
