@@ -11,7 +11,9 @@ import sys
 from pathlib import Path
 
 from experiments.dataplane import DataplaneError, choose
+from experiments.faults import FaultError, parse_faults
 from experiments.scenario import ScenarioError, load_scenario
+from experiments.workloads import WORKLOADS, WorkloadError, phases
 from topologies.model import TopologyError, load_topology
 
 USAGE_ERROR = 2
@@ -43,11 +45,20 @@ def main(argv: list[str] | None = None) -> int:
                   f"{len(fabric.switches)} switches, {len(fabric.links)} links")
             return 0
         scenario = load_scenario(args.scenario)
+        # Check fault targets and workload parameters against the topology up front.
+        parse_faults(scenario.faults, fabric, scenario.source)
+        if scenario.workload in WORKLOADS:
+            try:
+                phases(scenario.workload, scenario.params, len(fabric.hosts))
+            except WorkloadError as err:
+                where, _, problem = str(err).partition(": ")
+                raise ScenarioError(scenario.source, where, problem,
+                                    "see the workload parameters in docs/running.md") from None
         dataplane, reason = choose(args.dataplane)
         from experiments.runner import require_root, run_experiment
 
         require_root()
-    except (TopologyError, ScenarioError, DataplaneError, PermissionError) as err:
+    except (TopologyError, ScenarioError, FaultError, DataplaneError, PermissionError) as err:
         print(f"error: {err}", file=sys.stderr)
         return USAGE_ERROR
     status, folder = run_experiment(fabric, dataplane, reason, scenario, Path(args.results))

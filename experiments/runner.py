@@ -18,8 +18,14 @@ from pathlib import Path
 
 from experiments.checks import check_paths
 from experiments.cleanup import cleanup
+from experiments.faults import parse_faults
+from experiments.metrics import read_events, summarize
+from experiments.plots import fct_cdf_plot, goodput_plot, path_state_plot
+from experiments.report import write_report
 from experiments.scenario import Scenario
-from experiments.targets import make_target
+from experiments.targets import apply_fault, make_target
+from experiments.workload_run import run_transport
+from experiments.workloads import phases
 from topologies.model import Fabric
 from topologies.network import (
     shape_links,
@@ -107,7 +113,10 @@ def run_experiment(fabric: Fabric, dataplane: str, reason: str, scenario: Scenar
         progress(f"network up in {summary['bringup_s']:.1f}s, "
                  f"{summary['table_writes']} table writes")
         write_resolved_topology(folder / "topology.json", fabric, {"dataplane": dataplane})
-        status = run_pathcheck(net, fabric, scenario, summary, progress)
+        if scenario.workload == "pathcheck":
+            status = run_pathcheck(net, fabric, scenario, summary, progress)
+        else:
+            status = run_workload(net, fabric, target, scenario, folder, summary, progress)
     except (KeyboardInterrupt, Interrupted) as stop:
         progress(f"interrupted ({stop or 'Ctrl-C'}): tearing down")
         summary["error"] = "interrupted"
@@ -131,6 +140,8 @@ def run_experiment(fabric: Fabric, dataplane: str, reason: str, scenario: Scenar
             signal.signal(signal.SIGINT, previous)
         summary["duration_s"] = round(time.monotonic() - progress.start, 3)
         (folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        if scenario.workload != "pathcheck":
+            write_report(folder / "report.md", summary)
     return status, folder
 
 
@@ -153,6 +164,44 @@ def run_pathcheck(net, fabric: Fabric, scenario: Scenario, summary: dict,
     for path in result.failed[:10]:
         progress(f"  failed: {path.label} ({path.address})")
     return 0 if result.all_ok else 1
+
+
+def run_workload(net, fabric: Fabric, target, scenario: Scenario, folder: Path, summary: dict,
+                 progress: Progress) -> int:
+    """Play the workload once per transport; the run is ok when MRC lost nothing."""
+    actions = parse_faults(scenario.faults, fabric, scenario.source)
+    plan = phases(scenario.workload, scenario.params, len(fabric.hosts))
+    summary["scenario_description"] = scenario.description
+    summary["workload"] = {"name": scenario.workload, "params": scenario.params,
+                           "phases": len(plan), "transfers": sum(map(len, plan)),
+                           "bytes": sum(t.size for p in plan for t in p)}
+    runs, events, blocks = [], {}, []
+    for transport in scenario.transports:
+        progress(f"{transport}: {scenario.workload}, {summary['workload']['transfers']} transfers "
+                 f"in {len(plan)} phases, {len(actions)} fault steps")
+        run = run_transport(net, fabric, transport, plan, actions,
+                            lambda action: apply_fault(net, fabric, action, target),
+                            folder, scenario.timeout_s, scenario.protocol, progress)
+        events[transport] = read_events(run.event_files)
+        block = summarize(run, events[transport])
+        progress(f"{transport}: {block['transfers_done']}/{block['transfers']} transfers done "
+                 f"in {block['workload_s']:.2f}s, {block['goodput_mbps']:.1f} Mbit/s, "
+                 f"{block['path_events'].get('retire', 0)} paths retired")
+        runs.append(run)
+        blocks.append(block)
+    summary["transports"] = blocks
+    summary["faults"] = runs[0].faults if runs else []
+    with open(folder / "events.jsonl", "w") as out:
+        for transport, evs in events.items():
+            for event in evs:
+                out.write(json.dumps(dict(event, transport=transport)) + "\n")
+    goodput_plot(folder / "goodput.png", runs, events)
+    fct_cdf_plot(folder / "fct_cdf.png", runs)
+    path_state_plot(folder / "path_states.png", runs, events)
+    mrc = [b for b in blocks if b["transport"].startswith("mrc")]
+    summary["ok"] = all(b["ok"] and b["verified"] for b in mrc) and all(
+        b["verified"] for b in blocks)
+    return 0 if summary["ok"] else 1
 
 
 def require_root() -> None:

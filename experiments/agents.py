@@ -1,0 +1,115 @@
+"""Runner side of the host agents: start one per host, send commands, gather notifications.
+
+Each agent is a `python3 -m hosts.agent` process inside its host's namespace, driven
+through JSON lines on its stdin/stdout (see hosts/agent.py). A reader thread per agent
+puts every notification on one queue, so the runner can wait for many transfers at once.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from topologies.model import Fabric
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+class AgentError(RuntimeError):
+    """An agent did not start, died, or reported an error."""
+
+
+class AgentSet:
+    def __init__(self, net, fabric: Fabric, transport: str, folder: Path,
+                 protocol: dict | None = None):
+        self.fabric = fabric
+        self.transport = transport
+        self.inbox: queue.Queue = queue.Queue()
+        self.procs: dict[int, subprocess.Popen] = {}
+        self.threads: list[threading.Thread] = []
+        folder.mkdir(parents=True, exist_ok=True)
+        self.event_files = []
+        for host in fabric.hosts:
+            config = folder / f"{host.name}.json"
+            events = folder / f"events-{transport}-{host.name}.jsonl"
+            self.event_files.append(events)
+            config.write_text(json.dumps({
+                "host": host.index, "topology": fabric.spec.source, "transport": transport,
+                "events": str(events), "protocol": protocol or {},
+            }))
+            proc = net.get(host.name).popen(
+                [sys.executable, "-m", "hosts.agent", "--config", str(config)],
+                cwd=str(REPO), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=open(folder / f"{host.name}-{transport}.stderr", "w"))
+            self.procs[host.index] = proc
+            thread = threading.Thread(target=self._read, args=(host.index, proc), daemon=True)
+            thread.start()
+            self.threads.append(thread)
+
+    def _read(self, host: int, proc: subprocess.Popen) -> None:
+        for raw in proc.stdout:
+            try:
+                message = json.loads(raw)
+            except ValueError:
+                message = {"event": "error", "message": f"unreadable line {raw[:80]!r}"}
+            message["agent"] = host
+            self.inbox.put(message)
+        self.inbox.put({"event": "exited", "agent": host, "code": proc.poll()})
+
+    def wait_ready(self, timeout_s: float = 30.0) -> None:
+        waiting = set(self.procs)
+        deadline = time.monotonic() + timeout_s
+        while waiting:
+            message = self.next(deadline)
+            if message is None:
+                raise AgentError(f"agents on {sorted(waiting)} did not start in {timeout_s}s")
+            if message["event"] == "ready":
+                waiting.discard(message["agent"])
+            elif message["event"] in ("error", "exited"):
+                raise AgentError(f"agent h{message['agent']}: {message.get('message', message)}")
+
+    def next(self, deadline: float) -> dict | None:
+        try:
+            return self.inbox.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            return None
+
+    def command(self, host: int, **cmd) -> None:
+        proc = self.procs[host]
+        proc.stdin.write((json.dumps(cmd) + "\n").encode())
+        proc.stdin.flush()
+
+    def stats(self, timeout_s: float = 5.0) -> dict[int, dict]:
+        for host in self.procs:
+            self.command(host, cmd="stats")
+        result: dict[int, dict] = {}
+        deadline = time.monotonic() + timeout_s
+        while len(result) < len(self.procs):
+            message = self.next(deadline)
+            if message is None:
+                break
+            if message["event"] == "stats":
+                result[message.pop("agent")] = message
+        return result
+
+    def stop(self) -> None:
+        for host, proc in self.procs.items():
+            if proc.poll() is None:
+                try:
+                    self.command(host, cmd="quit")
+                except (BrokenPipeError, OSError):
+                    pass
+        deadline = time.monotonic() + 5
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        for thread in self.threads:
+            thread.join(timeout=2)

@@ -1,0 +1,113 @@
+"""Figures from a transport run (pure): completion times, goodput, recovery, path events.
+
+Inputs are the runner's transfer records and the agents' JSON-lines event logs; the
+output is a plain dict for summary.json, and time series for the plots.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+PATH_EVENTS = ("retire", "reinstate", "skip", "probe", "nack", "trim", "timeout",
+               "plane-down", "plane-up")
+
+
+def read_events(files: list[Path]) -> list[dict]:
+    events = []
+    for path in files:
+        if not path.exists():
+            continue
+        with open(path) as f:
+            for line in f:
+                try:
+                    events.append(json.loads(line))
+                except ValueError:
+                    continue  # a line cut short by a killed agent
+    events.sort(key=lambda e: e.get("t", 0.0))
+    return events
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def goodput_series(events: list[dict], start: float,
+                   bin_s: float = 0.1) -> list[tuple[float, float]]:
+    """(time since start, Mbit/s) of newly received payload bytes over all hosts."""
+    last: dict[int, int] = {}
+    bins: Counter = Counter()
+    for event in events:
+        if event.get("event") != "progress" or "rx_bytes" not in event:
+            continue
+        host, rx = event.get("host", 0), int(event["rx_bytes"])
+        delta = rx - last.get(host, 0)
+        last[host] = rx
+        t = event["t"] - start
+        if t >= 0 and delta > 0:
+            bins[int(t / bin_s)] += delta
+    if not bins:
+        return []
+    return [(i * bin_s, bins.get(i, 0) * 8 / bin_s / 1e6) for i in range(max(bins) + 1)]
+
+
+def recovery_s(series: list[tuple[float, float]], fault_t: float, level: float,
+               fraction: float = 0.9) -> float | None:
+    """Time from a fault until goodput is back to `fraction` of `level`."""
+    after = [(t, g) for t, g in series if t >= fault_t]
+    dipped = False
+    for t, g in after:
+        if g < fraction * level:
+            dipped = True
+        elif dipped:
+            return round(t - fault_t, 3)
+    return 0.0 if after and not dipped else None
+
+
+def summarize(run, events: list[dict]) -> dict:
+    """The summary.json block of one transport run."""
+    fcts = [t.fct() for t in run.transfers if t.fct() is not None]
+    delivered_bytes = sum(t.size for t in run.transfers if t.delivered is not None)
+    duration = max(1e-9, run.end - run.start)
+    counts = Counter(e["event"] for e in events if e.get("event") in PATH_EVENTS)
+    victims = [t.fct() for t in run.transfers if t.role == "victim" and t.fct() is not None]
+    series = goodput_series(events, run.start)
+    return {
+        "transport": run.transport,
+        "ok": run.ok,
+        "transfers": len(run.transfers),
+        "transfers_done": sum(t.done for t in run.transfers),
+        "transfers_failed": sum(not t.done for t in run.transfers),
+        "verified": all(t.verified for t in run.transfers if t.delivered is not None),
+        "bytes_delivered": delivered_bytes,
+        "workload_s": round(duration, 3),
+        "goodput_mbps": round(delivered_bytes * 8 / duration / 1e6, 3),
+        "peak_goodput_mbps": round(max((g for _, g in series), default=0.0), 3),
+        "fct_p50_s": _round(percentile(fcts, 50)),
+        "fct_p99_s": _round(percentile(fcts, 99)),
+        "fct_max_s": _round(max(fcts) if fcts else None),
+        "victim_fct_s": _round(victims[0] if victims else None),
+        "timed_out": run.timed_out,
+        "faults_applied": len(run.faults),
+        "fault_errors": run.fault_errors,
+        "path_events": dict(sorted(counts.items())),
+        "agent_counters": _sum_counters(run.stats),
+    }
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
+def _sum_counters(stats: dict[int, dict]) -> dict:
+    total: Counter = Counter()
+    for counters in stats.values():
+        for key, value in counters.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and key != "t":
+                total[key] += value
+    return dict(sorted(total.items()))

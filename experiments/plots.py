@@ -1,0 +1,82 @@
+"""PNG plots of a workload run: goodput over time with fault markers, completion-time CDF,
+and paths out of service over time. matplotlib with the Agg backend (no display needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402 - the backend must be chosen first
+
+from experiments.metrics import goodput_series  # noqa: E402
+
+
+def _fault_markers(ax, faults: list[dict]) -> None:
+    for i, fault in enumerate(faults):
+        ax.axvline(fault["t"], color="tab:red" if not fault["up"] else "tab:green",
+                   linestyle="--", linewidth=0.8,
+                   label=("fault down" if not fault["up"] else "fault up") if i < 2 else None)
+
+
+def goodput_plot(path: Path, runs: list, events: dict[str, list[dict]]) -> None:
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for run in runs:
+        series = goodput_series(events[run.transport], run.start)
+        if series:
+            ax.plot([t for t, _ in series], [g for _, g in series], label=run.transport)
+    if runs:
+        _fault_markers(ax, runs[0].faults)
+    ax.set_xlabel("time since workload start (s)")
+    ax.set_ylabel("goodput, all hosts (Mbit/s)")
+    ax.set_title("Goodput over time")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="best", fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def fct_cdf_plot(path: Path, runs: list) -> None:
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for run in runs:
+        fcts = sorted(t.fct() for t in run.transfers if t.fct() is not None)
+        if fcts:
+            ax.step(fcts, [(i + 1) / len(run.transfers) for i in range(len(fcts))],
+                    where="post", label=f"{run.transport} ({len(fcts)}/{len(run.transfers)} done)")
+    ax.set_xlabel("transfer completion time (s)")
+    ax.set_ylabel("fraction of transfers")
+    ax.set_ylim(0, 1.02)
+    ax.set_title("Completion-time CDF")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right", fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def path_state_plot(path: Path, runs: list, events: dict[str, list[dict]]) -> None:
+    """EVs out of service (retired minus reinstated, over all hosts) over time."""
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    for run in runs:
+        level, xs, ys = 0, [0.0], [0]
+        for event in events[run.transport]:
+            kind = event.get("event")
+            if kind in ("retire", "reinstate"):
+                level += 1 if kind == "retire" else -1
+                xs.append(event["t"] - run.start)
+                ys.append(level)
+        xs.append(run.end - run.start)
+        ys.append(level)
+        ax.step(xs, ys, where="post", label=run.transport)
+    if runs:
+        _fault_markers(ax, runs[0].faults)
+    ax.set_xlabel("time since workload start (s)")
+    ax.set_ylabel("EVs retired")
+    ax.set_title("Paths out of service")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="best", fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

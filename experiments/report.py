@@ -1,0 +1,51 @@
+"""report.md: the transports of one run side by side, in words and numbers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+ROWS = [
+    ("completed and verified", lambda s: f"{s['transfers_done']}/{s['transfers']}"),
+    ("workload time (s)", lambda s: s["workload_s"]),
+    ("goodput (Mbit/s)", lambda s: s["goodput_mbps"]),
+    ("peak goodput (Mbit/s)", lambda s: s["peak_goodput_mbps"]),
+    ("completion time p50 (s)", lambda s: s["fct_p50_s"]),
+    ("completion time p99 (s)", lambda s: s["fct_p99_s"]),
+    ("victim flow completion (s)", lambda s: s["victim_fct_s"]),
+    ("timed out", lambda s: s["timed_out"]),
+    ("paths retired / reinstated", lambda s: f"{s['path_events'].get('retire', 0)} / "
+                                             f"{s['path_events'].get('reinstate', 0)}"),
+    ("NACKs (trimmed packets)", lambda s: s["path_events"].get("nack", 0)),
+    ("retransmit timeouts", lambda s: s["path_events"].get("timeout", 0)),
+]
+
+
+def write_report(path: Path, summary: dict) -> None:
+    transports = summary.get("transports", [])
+    lines = [
+        f"# {summary['scenario']} on {summary['topology']} ({summary['dataplane']})",
+        "",
+        summary.get("scenario_description", ""),
+        "",
+        f"{summary['hosts']} hosts, {summary['switches']} switches, {summary['planes']} planes; "
+        f"network up in {summary.get('bringup_s', '?')} s with {summary.get('table_writes', '?')} "
+        "table writes.",
+        "",
+    ]
+    faults = summary.get("faults", [])
+    if faults:
+        lines += ["## Faults", ""]
+        for f in faults:
+            target = " ".join(map(str, f["target"]))
+            lines.append(f"- t={f['t']:.2f}s {f['fault']} {target} {'up' if f['up'] else 'down'}")
+        lines.append("")
+    if transports:
+        lines += ["## Results", "", "| | " + " | ".join(t["transport"] for t in transports) + " |",
+                  "|---|" + "---|" * len(transports)]
+        for label, get in ROWS:
+            lines.append(f"| {label} | " + " | ".join(str(get(t)) for t in transports) + " |")
+        lines += ["", "![goodput](goodput.png)", "", "![completion times](fct_cdf.png)", "",
+                  "![paths out of service](path_states.png)", ""]
+    for note in summary.get("link_emulation", {}).get("notes", []):
+        lines.append(f"Note: {note}.")
+    path.write_text("\n".join(lines) + "\n")

@@ -1,0 +1,118 @@
+"""Run a workload with host agents under a fault schedule, once per transport.
+
+For each transport of the scenario (e.g. `mrc`, then `single-path`) on the same network:
+start fresh agents, start the fault timeline, play the workload's phases (a phase starts
+when the previous one was delivered, verified and acknowledged), restore whatever a
+fault left down, gather the agents' counters, stop them. Transfers that do not finish
+before the scenario's timeout count as failed, as a crashed job would.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from experiments.agents import AgentSet
+from experiments.faults import Action, FaultInjector
+from experiments.workloads import Transfer
+
+
+@dataclass
+class TransferResult:
+    src: int
+    dst: int
+    msg_id: int
+    size: int
+    role: str
+    phase: int
+    start: float
+    delivered: float | None = None  # receiver has every byte, verified
+    completed: float | None = None  # sender has every acknowledgement
+    verified: bool = False
+
+    @property
+    def done(self) -> bool:
+        return self.delivered is not None and self.completed is not None and self.verified
+
+    def fct(self) -> float | None:
+        return None if self.delivered is None else self.delivered - self.start
+
+
+@dataclass
+class TransportRun:
+    transport: str
+    start: float
+    end: float = 0.0
+    transfers: list[TransferResult] = field(default_factory=list)
+    faults: list[dict] = field(default_factory=list)
+    fault_errors: list[str] = field(default_factory=list)
+    stats: dict = field(default_factory=dict)
+    timed_out: bool = False
+    event_files: list[Path] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.timed_out and all(t.done for t in self.transfers)
+
+
+def run_transport(net, fabric, transport: str, phases: list[list[Transfer]],
+                  actions: list[Action], apply_fault, folder: Path, timeout_s: float,
+                  protocol: dict, progress) -> TransportRun:
+    agents = AgentSet(net, fabric, transport, folder / "agents", protocol)
+    injector = None
+    try:
+        agents.wait_ready()
+        start = time.monotonic()
+        run = TransportRun(transport, start, event_files=agents.event_files)
+        injector = FaultInjector(actions, apply_fault)
+        injector.start(start)
+        deadline = start + timeout_s
+        for index, phase in enumerate(phases):
+            if not _play_phase(agents, phase, index, run, deadline):
+                run.timed_out = True
+                progress(f"  {transport}: phase {index + 1}/{len(phases)} did not finish "
+                         f"within {timeout_s:g}s")
+                break
+        run.end = time.monotonic()
+        injector.stop(restore=apply_fault)
+        run.faults, run.fault_errors = injector.log, injector.errors
+        run.stats = agents.stats()
+        return run
+    finally:
+        if injector is not None:
+            injector.stop()
+        agents.stop()
+
+
+def _play_phase(agents: AgentSet, phase: list[Transfer], index: int, run: TransportRun,
+                deadline: float) -> bool:
+    now = time.monotonic()
+    results = {}
+    for t in phase:
+        result = TransferResult(t.src, t.dst, t.msg_id, t.size, t.role, index, now)
+        results[(t.src, t.dst, t.msg_id)] = result
+        run.transfers.append(result)
+        agents.command(t.src, cmd="send", dst=t.dst, msg_id=t.msg_id, bytes=t.size)
+    pending = set(results)
+    while pending:
+        message = agents.next(deadline)
+        if message is None:
+            return False
+        kind = message["event"]
+        if kind == "delivered":
+            key = (message["src"], message["agent"], message["msg_id"])
+            if key in results:
+                results[key].delivered = message["t"]
+                results[key].verified = bool(message["verified"])
+        elif kind == "completed":
+            key = (message["agent"], message["dst"], message["msg_id"])
+            if key in results:
+                results[key].completed = message["t"]
+        elif kind in ("error", "exited"):
+            raise RuntimeError(f"agent h{message['agent']}: {message.get('message', message)}")
+        else:
+            continue
+        if key in pending and results[key].delivered and results[key].completed:
+            pending.discard(key)
+    return True

@@ -1,0 +1,234 @@
+"""The host agent process: `python3 -m hosts.agent --config <per-host JSON>`.
+
+It runs inside a host's namespace, one UDP socket per plane interface, and moves real
+messages with a transport (`mrc`, its variants, or `single-path`) whose protocol logic
+lives in pure modules (hosts/endpoint.py and below). The event loop waits on the plane
+sockets, rtnetlink carrier events, the control channel and the transport's next timer.
+
+Control channel: JSON lines on stdin (commands) and stdout (answers and notifications):
+
+    -> {"cmd": "send", "dst": 3, "msg_id": 0, "bytes": 1000000}
+    <- {"event": "completed", "dst": 3, "msg_id": 0, "bytes": ..., "t": ...}   (all acked)
+    <- {"event": "delivered", "src": 1, "msg_id": 0, "bytes": ..., "verified": true, "t": ...}
+    -> {"cmd": "stats"}   <- {"event": "stats", ...counters}
+    -> {"cmd": "quit"}
+
+Every protocol event (send bursts, ack, nack, trim, retire, probe, reinstate, plane
+changes...) goes to the JSON-lines event log named in the config, with monotonic times
+(CLOCK_MONOTONIC is shared by all namespaces, so logs of all hosts line up).
+Garbage, truncated or foreign datagrams are counted and dropped, never fatal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import selectors
+import sys
+import time
+from dataclasses import dataclass, field
+
+from hosts.endpoint import Endpoint, make_endpoint
+from hosts.netio import CarrierWatcher, PlaneSockets, carrier
+from hosts.payload import message_bytes, verify
+from topologies.addressing import AddressingError, host_address, parse_usids
+from topologies.model import load_topology
+from topologies.paths import path_for_ev
+
+PROGRESS_EVERY_S = 0.05
+
+
+@dataclass
+class AgentConfig:
+    host: int
+    topology: str
+    transport: str = "mrc"
+    events: str = ""
+    protocol: dict = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: str) -> AgentConfig:
+        with open(path) as f:
+            data = json.load(f)
+        return cls(**data)
+
+
+class EventLog:
+    """JSON lines, buffered; flushed on progress ticks and at exit."""
+
+    def __init__(self, path: str, host: int):
+        self.file = open(path, "w", buffering=1 << 16) if path else None
+        self.host = host
+
+    def __call__(self, event: dict) -> None:
+        if self.file:
+            event.setdefault("host", self.host)
+            self.file.write(json.dumps(event, separators=(",", ":")) + "\n")
+
+    def close(self) -> None:
+        if self.file:
+            self.file.close()
+
+
+class Agent:
+    def __init__(self, config: AgentConfig):
+        self.config = config
+        self.fabric = load_topology(config.topology)
+        self.me = config.host
+        host = self.fabric.host(self.me)
+        self.interfaces = [p.intf for p in self.fabric.ports(host.name)]
+        self.planes = len(self.interfaces)
+        self.log = EventLog(config.events, self.me)
+        self.sockets = PlaneSockets(host_address(self.me), self.interfaces)
+        self.watcher = CarrierWatcher(self.interfaces)
+        self.addresses: dict[tuple[int, int], str] = {}
+        self.hosts_by_address: dict[str, int] = {}
+        self.counters = {"rx_datagrams": 0, "tx_datagrams": 0, "tx_errors": 0,
+                         "foreign": 0, "delivered": 0, "verify_failed": 0}
+        self.rx_bytes = 0
+        self.endpoint: Endpoint = make_endpoint(
+            config.transport, self.me, self.fabric, config.protocol,
+            on_event=self.log, on_delivered=self.delivered, on_completed=self.completed)
+        self.running = True
+
+    # ----------------------------------------------------------------- helpers
+    def address_for(self, dst: int, ev: int) -> str:
+        key = (dst, ev)
+        address = self.addresses.get(key)
+        if address is None:
+            address = path_for_ev(self.fabric, self.me, dst, ev).address
+            self.addresses[key] = address
+        return address
+
+    def host_of(self, address: str) -> int | None:
+        host = self.hosts_by_address.get(address)
+        if host is None:
+            try:
+                usids = parse_usids(address)
+            except (AddressingError, ValueError):
+                return None
+            if len(usids) != 1 or not usids[0] & 0x8000:
+                return None
+            host = usids[0] & 0x7FFF
+            if host >= len(self.fabric.hosts) or host == self.me:
+                return None
+            self.hosts_by_address[address] = host
+        return host
+
+    def emit(self, message: dict) -> None:
+        sys.stdout.write(json.dumps(message, separators=(",", ":")) + "\n")
+        sys.stdout.flush()
+
+    # ----------------------------------------------------------------- callbacks
+    def delivered(self, src: int, msg_id: int, data) -> None:
+        ok = verify(src, self.me, msg_id, data)
+        self.counters["delivered"] += 1
+        if not ok:
+            self.counters["verify_failed"] += 1
+        self.emit({"event": "delivered", "src": src, "msg_id": msg_id, "bytes": len(data),
+                   "verified": ok, "t": time.monotonic()})
+
+    def completed(self, dst: int, msg_id: int, size: int) -> None:
+        self.emit({"event": "completed", "dst": dst, "msg_id": msg_id, "bytes": size,
+                   "t": time.monotonic()})
+
+    # ----------------------------------------------------------------- control
+    def command(self, line: str) -> None:
+        try:
+            cmd = json.loads(line)
+            kind = cmd["cmd"]
+            if kind == "send":
+                dst, msg_id, size = int(cmd["dst"]), int(cmd["msg_id"]), int(cmd["bytes"])
+                data = message_bytes(self.me, dst, msg_id, size)
+                self.endpoint.send_message(dst, msg_id, data, time.monotonic())
+            elif kind == "stats":
+                stats = dict(self.counters, **self.endpoint.stats())
+                self.emit({"event": "stats", **stats})
+            elif kind == "quit":
+                self.running = False
+            else:
+                raise ValueError(f"unknown command {kind!r}")
+        except (ValueError, KeyError, TypeError) as err:
+            self.emit({"event": "error", "message": f"bad command {line.strip()!r}: {err}"})
+
+    # ----------------------------------------------------------------- loop
+    def flush(self, now: float) -> None:
+        for plane, dst, ev, data, ect in self.endpoint.poll(now):
+            if self.sockets.send(plane, self.address_for(dst, ev), data, ect):
+                self.counters["tx_datagrams"] += 1
+            else:
+                self.counters["tx_errors"] += 1
+
+    def run(self) -> int:
+        selector = selectors.DefaultSelector()
+        for plane, sock in enumerate(self.sockets.socks):
+            selector.register(sock, selectors.EVENT_READ, plane)
+        selector.register(self.watcher.sock, selectors.EVENT_READ, "carrier")
+        stdin = sys.stdin.buffer
+        os.set_blocking(stdin.fileno(), False)
+        selector.register(stdin, selectors.EVENT_READ, "control")
+        pending = b""
+        now = time.monotonic()
+        for plane, intf in enumerate(self.interfaces):
+            if not carrier(intf):
+                self.endpoint.set_local_plane(plane, False, now)
+        self.emit({"event": "ready", "host": self.me, "planes": self.planes})
+        next_progress = now + PROGRESS_EVERY_S
+        while self.running:
+            now = time.monotonic()
+            wake = self.endpoint.next_wakeup(now)
+            timeout = max(0.0, min(wake if wake is not None else now + 0.05,
+                                   next_progress) - now)
+            for key, _ in selector.select(timeout):
+                now = time.monotonic()
+                if key.data == "control":
+                    chunk = stdin.read(65536)
+                    if not chunk:  # the runner went away
+                        self.running = False
+                        break
+                    pending += chunk
+                    *lines, pending = pending.split(b"\n")
+                    for line in lines:
+                        if line.strip():
+                            self.command(line.decode(errors="replace"))
+                elif key.data == "carrier":
+                    for intf, up in self.watcher.events():
+                        self.endpoint.set_local_plane(self.interfaces.index(intf), up, now)
+                else:
+                    for data, address, ce in self.sockets.receive(key.data):
+                        self.counters["rx_datagrams"] += 1
+                        src = self.host_of(address)
+                        if src is None:
+                            self.counters["foreign"] += 1
+                            continue
+                        self.endpoint.on_datagram(key.data, src, data, ce, now)
+            now = time.monotonic()
+            self.flush(now)
+            if now >= next_progress:
+                next_progress = now + PROGRESS_EVERY_S
+                self.log({"t": now, "event": "progress", **self.endpoint.progress()})
+        self.log({"t": time.monotonic(), "event": "exit",
+                  **dict(self.counters, **self.endpoint.stats())})
+        self.log.close()
+        self.sockets.close()
+        self.watcher.close()
+        return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python3 -m hosts.agent")
+    parser.add_argument("--config", required=True, help="per-host agent JSON")
+    args = parser.parse_args(argv)
+    try:
+        config = AgentConfig.load(args.config)
+        agent = Agent(config)
+    except (OSError, ValueError, TypeError, KeyError) as err:
+        print(json.dumps({"event": "error", "message": f"agent start failed: {err}"}),
+              flush=True)
+        return 2
+    return agent.run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
