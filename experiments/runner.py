@@ -16,6 +16,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+from experiments.bringup import bring_up, tear_down
 from experiments.checks import check_paths
 from experiments.cleanup import cleanup
 from experiments.faults import parse_faults
@@ -27,13 +28,7 @@ from experiments.targets import apply_fault, make_target
 from experiments.workload_run import run_transport
 from experiments.workloads import phases
 from topologies.model import Fabric
-from topologies.network import (
-    shape_links,
-    start_network,
-    stop_network,
-    write_resolved_topology,
-)
-from topologies.shaping import probe_features
+from topologies.network import write_resolved_topology
 
 MAX_FAILED_LISTED = 50
 
@@ -98,18 +93,11 @@ def run_experiment(fabric: Fabric, dataplane: str, reason: str, scenario: Scenar
     try:
         progress(f"building {fabric.name}: {len(fabric.hosts)} hosts, "
                  f"{len(fabric.switches)} switches, {len(fabric.links)} links")
-        t0 = time.monotonic()
-        net = start_network(fabric, target.switch_cls, target.switch_params(fabric))
-        features = probe_features(net.get(fabric.hosts[0].name).cmd)
-        tc = shape_links(net, fabric, features) if target.shape_switch_ports else 0
-        summary["link_emulation"] = {"rate": True, "queue_limit": True, "delay": features.netem,
-                                     "ecn": features.red, "tc_commands": tc,
-                                     "notes": features.missing()}
-        for note in features.missing():
-            progress(f"note: {note}")
-        progress(f"programming {len(fabric.switches)} switches (static tables, written once)")
-        summary["table_writes"] = target.program(net, fabric)
-        summary["bringup_s"] = round(time.monotonic() - t0, 3)
+        network = bring_up(fabric, target, progress)
+        net = network.net
+        summary["link_emulation"] = network.link_emulation()
+        summary["table_writes"] = network.table_writes
+        summary["bringup_s"] = network.bringup_s
         progress(f"network up in {summary['bringup_s']:.1f}s, "
                  f"{summary['table_writes']} table writes")
         write_resolved_topology(folder / "topology.json", fabric, {"dataplane": dataplane})
@@ -132,8 +120,8 @@ def run_experiment(fabric: Fabric, dataplane: str, reason: str, scenario: Scenar
             if net is not None:
                 progress("tearing down")
                 try:
-                    stop_network(net)
-                except Exception as err:  # noqa: BLE001 - cleanup() below removes the rest
+                    tear_down(net)
+                except Exception as err:  # noqa: BLE001 - reported; cleanup() removes the rest
                     progress(f"teardown: {err.__class__.__name__} {err}; removing leftovers")
             cleanup()
         finally:

@@ -34,20 +34,11 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="module")
 def kernel_network():
     """A started, shaped and programmed 2tier-2plane network: yields (net, fabric)."""
-    from experiments.cleanup import cleanup, find_leftovers
+    from experiments.bringup import running
+    from experiments.cleanup import find_leftovers
     from experiments.targets import KernelTarget
     from topologies.model import load_topology
-    from topologies.network import shape_links, start_network
-    from topologies.shaping import probe_features
 
-    cleanup()
-    fabric = load_topology("2tier-2plane")
-    net = start_network(fabric)
-    try:
-        shape_links(net, fabric, probe_features(net.get("h0").cmd))
-        KernelTarget().program(net, fabric)
-        yield net, fabric
-    finally:
-        net.stop()
-        cleanup()
+    with running(load_topology("2tier-2plane"), KernelTarget()) as network:
+        yield network.net, network.fabric
     assert not find_leftovers()

@@ -1,0 +1,69 @@
+"""Bring a fabric up on a data-plane target: build, shape, program, and tear it down.
+
+Used by the runner, the Mininet tests and the benchmarks, so that they all stand on the
+same network. If anything fails (or Ctrl-C arrives) half way, what was built is stopped
+before the error goes on.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from experiments.cleanup import cleanup
+from topologies.model import Fabric
+from topologies.network import shape_links, start_network, stop_network
+from topologies.shaping import ShapingFeatures, probe_features
+
+
+@dataclass
+class Network:
+    net: object  # the started Mininet object
+    fabric: Fabric
+    target: object
+    features: ShapingFeatures
+    tc_commands: int
+    table_writes: int
+    bringup_s: float
+
+    def link_emulation(self) -> dict:
+        return {"rate": True, "queue_limit": True, "delay": self.features.netem,
+                "ecn": self.features.red, "tc_commands": self.tc_commands,
+                "notes": self.features.missing()}
+
+
+def bring_up(fabric: Fabric, target, say: Callable[[str], None] = lambda _: None) -> Network:
+    started = time.monotonic()
+    net = start_network(fabric, target.switch_cls, target.switch_params(fabric))
+    try:
+        features = probe_features(net.get(fabric.hosts[0].name).cmd)
+        tc = shape_links(net, fabric, features) if target.shape_switch_ports else 0
+        for note in features.missing():
+            say(f"note: {note}")
+        say(f"programming {len(fabric.switches)} switches (static tables, written once)")
+        writes = target.program(net, fabric)
+    except BaseException:
+        tear_down(net)
+        raise
+    return Network(net, fabric, target, features, tc, writes,
+                   round(time.monotonic() - started, 3))
+
+
+def tear_down(net) -> None:
+    """Stop the network; whatever a broken stop leaves, cleanup() removes."""
+    try:
+        stop_network(net)
+    finally:
+        cleanup()
+
+
+@contextmanager
+def running(fabric: Fabric, target) -> Iterator[Network]:
+    cleanup()
+    network = bring_up(fabric, target)
+    try:
+        yield network
+    finally:
+        tear_down(network.net)
