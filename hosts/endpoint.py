@@ -1,0 +1,213 @@
+"""One host's transport endpoint: its senders and receivers, multiplexed over the planes.
+
+The agent process (hosts/agent.py) and the simulated network (hosts/simnet.py) drive it
+the same way: `send_message()`, `on_datagram()` for every datagram received (with the
+plane it came in on and whether it was CE-marked), `poll()` for what to send now
+(plane, destination host, EV, bytes, ECN-capable), `next_wakeup()` for the event loop's
+timeout, and `set_local_plane()` when a NIC port loses or regains carrier. It paces each
+plane at its link rate, so the host's own queues never overflow.
+
+Transports: `mrc` (and `mrc-no-trim`, `mrc-no-probe`, which differ in switch settings
+and probing) and `single-path`.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import replace
+
+from hosts import wire
+from hosts.baseline import SinglePathSender
+from hosts.config import ProtocolConfig
+from hosts.receiver import Receiver
+from hosts.sender import Sender
+from topologies.model import Fabric
+from topologies.paths import choices_per_plane, make_ev
+
+TRANSPORTS = ("mrc", "mrc-no-trim", "mrc-no-probe", "single-path")
+WIRE_OVERHEAD = 14 + 40 + 8  # Ethernet, IPv6, UDP bytes around each MRC packet
+
+
+class Endpoint:
+    def __init__(self, me: int, fabric: Fabric, transport: str, config: ProtocolConfig,
+                 on_event, on_delivered, on_completed):
+        if transport not in TRANSPORTS:
+            raise ValueError(f"unknown transport {transport!r}; use one of {TRANSPORTS}")
+        self.me, self.fabric, self.transport, self.config = me, fabric, transport, config
+        self.on_event, self.on_delivered, self.on_completed = on_event, on_delivered, on_completed
+        self.planes = fabric.spec.planes
+        self.local_up = [True] * self.planes
+        self.bits_per_s = fabric.spec.host_t0.rate_mbit * 1e6
+        self.next_free = [0.0] * self.planes
+        # A plane may run ahead of its pace by two full packets, to keep its link busy.
+        self.burst_s = 2 * (config.mtu_payload + 32 + WIRE_OVERHEAD) * 8 / self.bits_per_s
+        self.senders: dict[int, Sender | SinglePathSender] = {}
+        self.receivers: dict[tuple[int, int], Receiver] = {}
+        self.control_out: deque = deque()
+        self.peers_seen: set[int] = set()
+        self.counters = {"garbage": 0, "unknown_conn": 0, "control_tx": 0}
+        self._rr = 0
+
+    # ------------------------------------------------------------------ API
+    def send_message(self, dst: int, msg_id: int, data: bytes, now: float) -> None:
+        self._sender(dst).send_message(msg_id, data, now)
+
+    def on_datagram(self, plane: int, src: int, data: bytes, ce: bool, now: float) -> None:
+        try:
+            hdr, ctl, payload = wire.decode(data)
+        except wire.WireError:
+            self.counters["garbage"] += 1
+            return
+        self.peers_seen.add(src)
+        kind = hdr.type
+        if kind == wire.DATA:
+            receiver = self._receiver(src, hdr.conn_id)
+            answer, flags, reason = receiver.on_data(hdr, payload, ce, now)
+            if reason:
+                self.on_event({"t": now, "event": "trim", "psn": hdr.psn, "ev": hdr.ev,
+                               "peer": src})
+            ctl = receiver.control(hdr.ev, self.port_state())
+            self._answer(answer, flags, reason, plane, src, hdr, ctl)
+        elif kind == wire.PROBE:
+            ctl = wire.Control(0, 0, 0, hdr.ev, 0, self.port_state())
+            self._answer(wire.PROBE_REPLY, 0, 0, plane, src, hdr, ctl)
+        elif kind == wire.PLANE_STATUS:
+            sender = self.senders.get(src)
+            if sender is not None and isinstance(sender, Sender):
+                sender.remote_ports(ctl.port_state, now)
+        else:
+            sender = self.senders.get(src)
+            if sender is None or sender.conn_id != hdr.conn_id:
+                self.counters["unknown_conn"] += 1
+                return
+            if kind == wire.SACK:
+                sender.on_sack(hdr, ctl, now)
+            elif kind == wire.NACK:
+                sender.on_nack(hdr, ctl, now)
+            elif kind == wire.PROBE_REPLY:
+                sender.on_probe_reply(hdr, ctl, now)
+
+    def poll(self, now: float) -> list[tuple[int, int, int, bytes, bool]]:
+        out = []
+        while self.control_out:
+            plane, dst, ev, data = self.control_out.popleft()
+            self._charge(plane, len(data), now)
+            out.append((plane, dst, ev, data, False))
+            self.counters["control_tx"] += 1
+        senders = list(self.senders.values())
+        if not senders:
+            return out
+        # Round-robin over connections, one small batch each, so they share the planes.
+        self._rr = (self._rr + 1) % len(senders)
+        horizon = now + self.burst_s
+        ready = lambda p: self.next_free[p] <= horizon  # noqa: E731 - hot path, no def overhead
+        for i in range(len(senders)):
+            sender = senders[(self._rr + i) % len(senders)]
+            for plane, ev, data, ect in sender.poll(now, ready, budget=16):
+                self._charge(plane, len(data), now)
+                out.append((plane, sender.peer, ev, data, ect))
+        return out
+
+    def next_wakeup(self, now: float) -> float | None:
+        wake = None
+        for sender in self.senders.values():
+            if sender.busy:
+                wake = now + self.config.tick_s
+                if sender.has_work():
+                    wanted = sender.wanted_planes()
+                    if not wanted:
+                        continue
+                    soonest = min(self.next_free[p] for p in wanted) - self.burst_s
+                    if soonest > now:
+                        wake = min(wake, soonest)
+                    else:
+                        return now
+        return wake
+
+    def set_local_plane(self, plane: int, up: bool, now: float) -> None:
+        if self.local_up[plane] == up:
+            return
+        self.local_up[plane] = up
+        self.on_event({"t": now, "event": "local-plane-up" if up else "local-plane-down",
+                       "plane": plane})
+        for sender in self.senders.values():
+            sender.set_local_plane(plane, up, now)
+        # Tell every peer on every plane still up, so they stop (or resume) using it.
+        state = self.port_state()
+        for peer in sorted(self.peers_seen | set(self.senders)):
+            for p in range(self.planes):
+                if self.local_up[p]:
+                    ev = make_ev(p, 0)
+                    ctl = wire.Control(0, 0, 0, ev, 0, state)
+                    self.control_out.append((p, peer, ev, wire.encode_control(
+                        wire.PLANE_STATUS, 0, p, 0, self._conn_id(peer), ev, 0, 0, ctl)))
+
+    def port_state(self) -> int:
+        return sum(1 << p for p, up in enumerate(self.local_up) if up)
+
+    def stats(self) -> dict:
+        total = dict(self.counters)
+        for part in (*self.senders.values(), *self.receivers.values()):
+            for key, value in part.stats.items():
+                total[key] = total.get(key, 0) + value
+        return total
+
+    def progress(self) -> dict:
+        rx = sum(r.stats["rx_bytes"] for r in self.receivers.values())
+        retired = sum(len(s.evs.bad) for s in self.senders.values() if isinstance(s, Sender))
+        return {"rx_bytes": rx, "bad_paths": retired}
+
+    # ------------------------------------------------------------------ helpers
+    def _conn_id(self, peer: int) -> int:
+        return (self.me << 16) | peer
+
+    def _sender(self, peer: int) -> Sender | SinglePathSender:
+        sender = self.senders.get(peer)
+        if sender is None:
+            paths = choices_per_plane(self.fabric, self.me, peer)
+            cls = SinglePathSender if self.transport == "single-path" else Sender
+            config = self.config
+            if self.transport == "mrc-no-probe":
+                config = replace(config, probes=False)
+            sender = cls(self.me, peer, self._conn_id(peer), self.planes, paths, config,
+                         self.on_event,
+                         lambda msg_id, size, took, peer=peer: self.on_completed(peer, msg_id,
+                                                                                 size))
+            for plane, up in enumerate(self.local_up):
+                if not up:
+                    sender.set_local_plane(plane, False, 0.0)
+            self.senders[peer] = sender
+        return sender
+
+    def _receiver(self, peer: int, conn_id: int) -> Receiver:
+        key = (peer, conn_id)
+        receiver = self.receivers.get(key)
+        if receiver is None:
+            receiver = Receiver(peer, conn_id,
+                                lambda msg_id, data, peer=peer: self.on_delivered(peer, msg_id,
+                                                                                  data),
+                                in_order=self.transport == "single-path")
+            self.receivers[key] = receiver
+        return receiver
+
+    def _answer(self, kind: int, flags: int, reason: int, plane: int, dst: int,
+                hdr: wire.Header, ctl: wire.Control) -> None:
+        # The answer goes back on the plane it came in on, along the mirror path; if that
+        # plane is down here, on the first plane that is up.
+        if not self.local_up[plane]:
+            plane = next((p for p, up in enumerate(self.local_up) if up), plane)
+        ev = hdr.ev if (hdr.ev >> 24) == plane else make_ev(plane, hdr.ev & 0xFFFFFF)
+        data = wire.encode_control(kind, flags, plane, reason, hdr.conn_id, ev, hdr.msg_id,
+                                   hdr.psn, ctl, hdr.offset, hdr.msg_len)
+        self.control_out.append((plane, dst, ev, data))
+
+    def _charge(self, plane: int, size: int, now: float) -> None:
+        if self.config.pace:
+            start = max(self.next_free[plane], now)
+            self.next_free[plane] = start + (size + WIRE_OVERHEAD) * 8 / self.bits_per_s
+
+
+def make_endpoint(transport: str, me: int, fabric: Fabric, overrides: dict, on_event,
+                  on_delivered, on_completed) -> Endpoint:
+    config = ProtocolConfig.with_overrides(overrides)
+    return Endpoint(me, fabric, transport, config, on_event, on_delivered, on_completed)
