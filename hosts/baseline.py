@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 
 from hosts import wire
+from hosts.cc import DelayWindow
 from hosts.config import ProtocolConfig
 from topologies.paths import make_ev
 
@@ -34,6 +35,8 @@ class SinglePathSender:
         self.retries = 0
         self.failing_since: float | None = None
         self.srtt = 0.0
+        self.cwnd = DelayWindow(config.cwnd_initial, config.window, config.target_delay_s,
+                                config.cc)
         self.stats = {"data_tx": 0, "retransmits": 0, "acked": 0, "timeouts": 0, "reroutes": 0,
                       "messages_completed": 0}
 
@@ -56,8 +59,7 @@ class SinglePathSender:
 
     def has_work(self) -> bool:
         """Something to send that only pacing holds back (not the window)."""
-        return (self.next < len(self.packets)
-                and self.next - self.base < self.config.window)
+        return self.next < len(self.packets) and self.cwnd.allows(self.next - self.base)
 
     def wanted_planes(self) -> list[int]:
         return [self.ev >> 24]
@@ -68,7 +70,7 @@ class SinglePathSender:
             self._timeout(now)
         plane = self.ev >> 24
         while (budget > 0 and self.next < len(self.packets)
-               and self.next - self.base < self.config.window and plane_ready(plane)):
+               and self.cwnd.allows(self.next - self.base) and plane_ready(plane)):
             msg_id, offset, length, size, last = self.packets[self.next]
             data = self.messages[msg_id][0]
             flags = (wire.F_LAST if last else 0) | (wire.F_RETRANSMIT if self.retries else 0)
@@ -110,6 +112,7 @@ class SinglePathSender:
         if self.retries == 0:
             sample = now - self.sent_at
             self.srtt = sample if not self.srtt else 0.875 * self.srtt + 0.125 * sample
+            self.cwnd.on_rtt(sample, now)
         for psn in range(self.base, min(ctl.cum_psn, len(self.packets))):
             msg_id = self.packets[psn][0]
             entry = self.messages[msg_id]

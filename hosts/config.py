@@ -23,6 +23,9 @@ class ProtocolConfig:
     tick_s: float = 0.002  # timer granularity of the event loop
     reconvergence_s: float = 1.0  # single-path: emulated routing reconvergence delay
     pace: bool = True  # pace each plane at its link rate (no local queue overflow)
+    cc: bool = True  # delay-based congestion window (hosts/cc.py) below `window`
+    cwnd_initial: int = 16
+    target_delay_s: float = 0.008  # queueing delay the window aims to stay under
 
     @classmethod
     def with_overrides(cls, overrides: dict | None) -> ProtocolConfig:

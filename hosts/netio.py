@@ -51,7 +51,7 @@ class PlaneSockets:
         """Send one datagram; False if the kernel refused it (port down, buffer full)."""
         try:
             if ect:
-                self.socks[plane].sendmsg([data], _TCLASS_ECT0, (address, MRC_PORT))
+                self.socks[plane].sendmsg([data], _TCLASS_ECT0, 0, (address, MRC_PORT))
             else:
                 self.socks[plane].sendto(data, (address, MRC_PORT))
             return True

@@ -21,6 +21,7 @@ import random
 from collections import deque
 
 from hosts import wire
+from hosts.cc import DelayWindow
 from hosts.config import ProtocolConfig
 from hosts.evset import ASSUMED_BAD, GOOD, SKIP, Ev, EvSet
 
@@ -64,6 +65,8 @@ class Sender:
         self.unsent: deque[Packet] = deque()
         self.retx: deque[Packet] = deque()
         self.inflight = 0
+        self.cwnd = DelayWindow(config.cwnd_initial, config.window, config.target_delay_s,
+                                config.cc)
         self.srtt = 0.0
         self.rttvar = 0.0
         self.next_check = 0.0
@@ -91,7 +94,7 @@ class Sender:
 
     def has_work(self) -> bool:
         """Something to send that only pacing holds back (not the window)."""
-        return bool(self.retx or self.unsent) and self.inflight < self.config.window
+        return bool(self.retx or self.unsent) and self.cwnd.allows(self.inflight)
 
     def wanted_planes(self) -> list[int]:
         return [p for p, up in enumerate(self.evs.plane_up) if up]
@@ -105,7 +108,7 @@ class Sender:
             self._check_timeouts(now)
             if self.config.probes:
                 self._probe(now, out)
-        while budget > 0 and self.inflight < self.config.window and (self.retx or self.unsent):
+        while budget > 0 and self.cwnd.allows(self.inflight) and (self.retx or self.unsent):
             queue = self.retx if self.retx else self.unsent
             pkt = queue[0]
             if pkt.acked:
@@ -151,6 +154,7 @@ class Sender:
         self.remote_ports(ctl.port_state, now)
         if hdr.flags & wire.F_ECN_ECHO:
             self.stats["ecn_echoes"] += 1
+            self.cwnd.on_congestion(now)
             ev = self.evs.by_ev.get(ctl.echo_ev)
             if ev is not None and ev.state == GOOD:
                 ev.state = SKIP
@@ -180,6 +184,7 @@ class Sender:
             ev.last_ack = now
             if pkt.retries == 0:
                 self._rtt(ev, now - pkt.sent_at)
+                self.cwnd.on_rtt(now - pkt.sent_at, now)
             self._detect_gaps(ev, pkt, now)
         msg = pkt.msg
         msg.remaining -= 1
@@ -240,6 +245,7 @@ class Sender:
     def on_nack(self, hdr: wire.Header, ctl: wire.Control, now: float) -> None:
         self.remote_ports(ctl.port_state, now)
         self.stats["nacks"] += 1
+        self.cwnd.on_congestion(now)
         pkt = self.packets.get(hdr.psn)
         ev = self.evs.by_ev.get(ctl.echo_ev)
         self.on_event({"t": now, "event": "nack", "psn": hdr.psn, "ev": ctl.echo_ev,
