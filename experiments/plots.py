@@ -14,10 +14,12 @@ from experiments.metrics import goodput_series  # noqa: E402
 
 
 def _fault_markers(ax, faults: list[dict]) -> None:
-    for i, fault in enumerate(faults):
-        ax.axvline(fault["t"], color="tab:red" if not fault["up"] else "tab:green",
-                   linestyle="--", linewidth=0.8,
-                   label=("fault down" if not fault["up"] else "fault up") if i < 2 else None)
+    labelled = set()
+    for fault in faults:
+        label = "fault up" if fault["up"] else "fault down"
+        ax.axvline(fault["t"], color="tab:green" if fault["up"] else "tab:red",
+                   linestyle="--", linewidth=0.8, label=None if label in labelled else label)
+        labelled.add(label)
 
 
 def goodput_plot(path: Path, runs: list, events: dict[str, list[dict]]) -> None:
