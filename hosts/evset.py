@@ -22,7 +22,7 @@ GOOD, SKIP, ASSUMED_BAD, DENIED = "GOOD", "SKIP", "ASSUMED_BAD", "DENIED"
 
 class Ev:
     __slots__ = ("ev", "plane", "key", "state", "inflight", "outstanding", "srtt",
-                 "last_ack", "ecn_marks", "losses", "active")
+                 "last_ack", "last_sent", "ecn_marks", "losses", "active")
 
     def __init__(self, ev: int, plane: int, key: tuple[int, int]):
         self.ev, self.plane, self.key = ev, plane, key
@@ -31,6 +31,7 @@ class Ev:
         self.outstanding: list = []  # packets sent on this EV, in send order (lazy cleanup)
         self.srtt = 0.0
         self.last_ack = 0.0
+        self.last_sent = -1.0
         self.ecn_marks = 0
         self.losses = 0
         self.active = False  # in the rotation

@@ -127,6 +127,7 @@ class Sender:
     def _transmit(self, pkt: Packet, ev: Ev, now: float) -> bytes:
         flags = (wire.F_LAST if pkt.last else 0) | (wire.F_RETRANSMIT if pkt.retries else 0)
         pkt.ev, pkt.sent_at, pkt.passed = ev, now, 0
+        ev.last_sent = now
         ev.inflight += 1
         ev.outstanding.append(pkt)
         self.inflight += 1
