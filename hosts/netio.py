@@ -27,6 +27,18 @@ _TCLASS_ECT0 = [(socket.IPPROTO_IPV6, IPV6_TCLASS, struct.pack("i", ECT0))]
 _CMSG_SPACE = socket.CMSG_SPACE(4)
 
 
+def _set_buffers(sock: socket.socket, size: int) -> None:
+    """Large socket buffers: a busy agent must not drop datagrams that the network
+    delivered (that would look like a broken path). The FORCE options pass the
+    net.core.rmem_max cap, which they may as root; plain ones are the fallback."""
+    for force, plain in ((getattr(socket, "SO_RCVBUFFORCE", 33), socket.SO_RCVBUF),
+                         (getattr(socket, "SO_SNDBUFFORCE", 32), socket.SO_SNDBUF)):
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, force, size)
+        except OSError:
+            sock.setsockopt(socket.SOL_SOCKET, plain, size)
+
+
 class PlaneSockets:
     """One UDP socket per plane interface. `socks[plane]` is None while it cannot open."""
 
@@ -41,8 +53,7 @@ class PlaneSockets:
             sock.setsockopt(socket.IPPROTO_UDP, UDP_NO_CHECK6_TX, 1)
             sock.setsockopt(socket.IPPROTO_UDP, UDP_NO_CHECK6_RX, 1)
             sock.setsockopt(socket.IPPROTO_IPV6, IPV6_RECVTCLASS, 1)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, rcvbuf)
+            _set_buffers(sock, rcvbuf)
             sock.bind((address, MRC_PORT))
             sock.setblocking(False)
             self.socks.append(sock)
