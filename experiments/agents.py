@@ -26,7 +26,7 @@ class AgentError(RuntimeError):
 
 class AgentSet:
     def __init__(self, net, fabric: Fabric, transport: str, folder: Path,
-                 protocol: dict | None = None):
+                 protocol: dict | None = None, progress_s: float = 0.05):
         self.fabric = fabric
         self.transport = transport
         self.inbox: queue.Queue = queue.Queue()
@@ -40,7 +40,7 @@ class AgentSet:
             self.event_files.append(events)
             config.write_text(json.dumps({
                 "host": host.index, "topology": fabric.spec.source, "transport": transport,
-                "events": str(events), "protocol": protocol or {},
+                "events": str(events), "protocol": protocol or {}, "progress_s": progress_s,
             }))
             proc = net.get(host.name).popen(
                 [sys.executable, "-m", "hosts.agent", "--config", str(config)],

@@ -58,8 +58,8 @@ class TransportRun:
 
 def run_transport(net, fabric, transport: str, phases: list[list[Transfer]],
                   actions: list[Action], apply_fault, folder: Path, timeout_s: float,
-                  protocol: dict, progress) -> TransportRun:
-    agents = AgentSet(net, fabric, transport, folder / "agents", protocol)
+                  protocol: dict, progress, progress_s: float = 0.05) -> TransportRun:
+    agents = AgentSet(net, fabric, transport, folder / "agents", protocol, progress_s)
     injector = None
     try:
         agents.wait_ready()

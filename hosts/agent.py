@@ -36,8 +36,6 @@ from topologies.addressing import AddressingError, host_address, parse_usids
 from topologies.model import load_topology
 from topologies.paths import path_for_ev
 
-PROGRESS_EVERY_S = 0.05
-
 
 @dataclass
 class AgentConfig:
@@ -46,6 +44,7 @@ class AgentConfig:
     transport: str = "mrc"
     events: str = ""
     protocol: dict = field(default_factory=dict)
+    progress_s: float = 0.05  # how often the event log gets a progress sample
 
     @classmethod
     def load(cls, path: str) -> AgentConfig:
@@ -174,7 +173,8 @@ class Agent:
             if not carrier(intf):
                 self.endpoint.set_local_plane(plane, False, now)
         self.emit({"event": "ready", "host": self.me, "planes": self.planes})
-        next_progress = now + PROGRESS_EVERY_S
+        every = self.config.progress_s
+        next_progress = now + every
         while self.running:
             now = time.monotonic()
             wake = self.endpoint.next_wakeup(now)
@@ -206,7 +206,7 @@ class Agent:
             now = time.monotonic()
             self.flush(now)
             if now >= next_progress:
-                next_progress = now + PROGRESS_EVERY_S
+                next_progress = now + every
                 self.log({"t": now, "event": "progress", **self.endpoint.progress()})
         self.log({"t": time.monotonic(), "event": "exit",
                   **dict(self.counters, **self.endpoint.stats())})

@@ -15,6 +15,7 @@ class ProtocolConfig:
     evs_per_plane: int = 8  # active EVs per plane and connection
     ev_min_active: int = 2  # never retire below this many active EVs in a connection
     reorder_tolerance: int = 3  # later packets acked on the same EV before one counts lost
+    reorder_min_s: float = 0.002  # floor of the cross-path reordering window (one srtt)
     rto_min_s: float = 0.05  # retransmission timeout floor
     rto_max_s: float = 1.0
     probe_initial_s: float = 0.05  # first probe of a retired EV, then doubling

@@ -157,7 +157,9 @@ class Endpoint:
     def progress(self) -> dict:
         rx = sum(r.stats["rx_bytes"] for r in self.receivers.values())
         retired = sum(len(s.evs.bad) for s in self.senders.values() if isinstance(s, Sender))
-        return {"rx_bytes": rx, "bad_paths": retired}
+        rtts = [s.srtt for s in self.senders.values() if s.srtt]
+        return {"rx_bytes": rx, "bad_paths": retired,
+                "srtt_ms": round(1000 * sum(rtts) / len(rtts), 3) if rtts else None}
 
     # ------------------------------------------------------------------ helpers
     def _conn_id(self, peer: int) -> int:

@@ -70,6 +70,7 @@ class Sender:
         self.srtt = 0.0
         self.rttvar = 0.0
         self.next_check = 0.0
+        self.rack_sent_at = 0.0  # send time of the latest-sent packet acknowledged so far
         self.stats = {"data_tx": 0, "retransmits": 0, "acked": 0, "nacks": 0, "ecn_echoes": 0,
                       "losses": 0, "timeouts": 0, "retired": 0, "reinstated": 0, "probes": 0,
                       "messages_completed": 0}
@@ -105,7 +106,7 @@ class Sender:
         out: list[tuple[int, int, bytes, bool]] = []
         if now >= self.next_check:
             self.next_check = now + self.config.tick_s
-            self._check_timeouts(now)
+            self._check_losses(now)
             if self.config.probes:
                 self._probe(now, out)
         while budget > 0 and self.cwnd.allows(self.inflight) and (self.retx or self.unsent):
@@ -183,6 +184,7 @@ class Sender:
             ev.inflight -= 1
             self.inflight -= 1
             ev.last_ack = now
+            self.rack_sent_at = max(self.rack_sent_at, pkt.sent_at)
             if pkt.retries == 0:
                 self._rtt(ev, now - pkt.sent_at)
                 self.cwnd.on_rtt(now - pkt.sent_at, now)
@@ -274,15 +276,30 @@ class Sender:
         return min(self.config.rto_max_s,
                    max(self.config.rto_min_s, base) * (2 ** min(retries, 6)))
 
-    def _check_timeouts(self, now: float) -> None:
-        # Only transmissions in flight can time out; they sit on their EV's list.
-        expired = [p for ev in self.evs.by_ev.values() for p in ev.outstanding
-                   if p.ev is ev and not p.acked and now - p.sent_at > self.rto(p.retries)]
-        for pkt in expired:
-            if pkt.ev is None:
-                continue  # taken back as part of an earlier retirement in this loop
-            self.stats["timeouts"] += 1
+    def _check_losses(self, now: float) -> None:
+        """Time-based loss detection over the whole connection, then the timeout backstop.
+
+        A packet is lost when one sent more than a reordering window after it has been
+        acknowledged on any EV (RACK, RFC 8985, across paths): a dead path is found about
+        one round trip after its first unanswered packet, not after a timeout. The window
+        is a smoothed RTT plus twice its variation, since queues on different planes can
+        differ that much; until the first RTT sample, only the timeout applies.
+        """
+        window = max(self.config.reorder_min_s, self.srtt + 2 * self.rttvar)
+        cutoff = self.rack_sent_at - window if self.srtt else float("-inf")
+        # Only transmissions in flight can be lost; they sit on their EV's list.
+        suspects = [p for ev in self.evs.by_ev.values() for p in ev.outstanding
+                    if p.ev is ev and not p.acked
+                    and (p.sent_at < cutoff or now - p.sent_at > self.rto(p.retries))]
+        for pkt in suspects:
             ev = pkt.ev
+            if ev is None:
+                continue  # taken back as part of an earlier retirement in this loop
+            if pkt.sent_at < cutoff:
+                self.stats["losses"] += 1
+                self._loss(pkt, ev, now, "gap")
+                continue
+            self.stats["timeouts"] += 1
             self.on_event({"t": now, "event": "timeout", "psn": pkt.psn, "ev": ev.ev,
                            "plane": ev.plane, "peer": self.peer})
             self._loss(pkt, ev, now, "timeout")
