@@ -8,6 +8,7 @@ puts every notification on one queue, so the runner can wait for many transfers 
 from __future__ import annotations
 
 import json
+import os
 import queue
 import subprocess
 import sys
@@ -18,6 +19,8 @@ from pathlib import Path
 from topologies.model import Fabric
 
 REPO = Path(__file__).resolve().parent.parent
+# MRC_PROFILE=1 makes every agent write a cProfile next to its event log.
+PROFILE = os.environ.get("MRC_PROFILE") == "1"
 
 
 class AgentError(RuntimeError):
@@ -43,7 +46,8 @@ class AgentSet:
                 "events": str(events), "protocol": protocol or {}, "progress_s": progress_s,
             }))
             proc = net.get(host.name).popen(
-                [sys.executable, "-m", "hosts.agent", "--config", str(config)],
+                [sys.executable, "-m", "hosts.agent", "--config", str(config)]
+                + (["--profile", str(folder / f"{host.name}.prof")] if PROFILE else []),
                 cwd=str(REPO), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=open(folder / f"{host.name}-{transport}.stderr", "w"))
             self.procs[host.index] = proc

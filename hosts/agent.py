@@ -153,11 +153,16 @@ class Agent:
 
     # ----------------------------------------------------------------- loop
     def flush(self, now: float) -> None:
-        for plane, dst, ev, data, ect in self.endpoint.poll(now):
-            if self.sockets.send(plane, self.address_for(dst, ev), data, ect):
-                self.counters["tx_datagrams"] += 1
+        sent = errors = 0
+        send, addresses = self.sockets.send, self.addresses
+        for plane, dst, ev, data, _ in self.endpoint.poll(now):
+            address = addresses.get((dst, ev)) or self.address_for(dst, ev)
+            if send(plane, address, data):
+                sent += 1
             else:
-                self.counters["tx_errors"] += 1
+                errors += 1
+        self.counters["tx_datagrams"] += sent
+        self.counters["tx_errors"] += errors
 
     def run(self) -> int:
         selector = selectors.DefaultSelector()
@@ -219,6 +224,7 @@ class Agent:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m hosts.agent")
     parser.add_argument("--config", required=True, help="per-host agent JSON")
+    parser.add_argument("--profile", help="write a cProfile of the run to this file")
     args = parser.parse_args(argv)
     try:
         config = AgentConfig.load(args.config)
@@ -227,6 +233,14 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"event": "error", "message": f"agent start failed: {err}"}),
               flush=True)
         return 2
+    if args.profile:
+        import cProfile
+
+        profiler = cProfile.Profile()
+        try:
+            return profiler.runcall(agent.run)
+        finally:
+            profiler.dump_stats(args.profile)
     return agent.run()
 
 

@@ -22,6 +22,7 @@ class ProtocolConfig:
     probe_max_s: float = 0.8
     probes: bool = True  # mrc-no-probe turns them off: retired EVs stay retired
     tick_s: float = 0.002  # timer granularity of the event loop
+    ack_every: int = 8  # in-order data packets one SACK may answer (within a receive batch)
     reconvergence_s: float = 1.0  # single-path: emulated routing reconvergence delay
     pace: bool = True  # pace each plane at its link rate (no local queue overflow)
     cc: bool = True  # delay-based congestion window (hosts/cc.py) below `window`

@@ -38,6 +38,10 @@ class Endpoint:
         self.on_event, self.on_delivered, self.on_completed = on_event, on_delivered, on_completed
         self.planes = fabric.spec.planes
         self.local_up = [True] * self.planes
+        self._port_state = (1 << self.planes) - 1
+        # Plain in-order SACKs wait for the end of the receive batch (poll), so one SACK
+        # can answer several packets; anything unusual is answered at once.
+        self.pending_acks: dict[tuple[int, int], tuple[int, wire.Header, int]] = {}
         # Pace a little under the line rate, so rounding never builds a standing queue.
         self.bits_per_s = fabric.spec.host_t0.rate_mbit * 1e6 * PACE_FRACTION
         self.next_free = [0.0] * self.planes
@@ -64,11 +68,21 @@ class Endpoint:
         kind = hdr.type
         if kind == wire.DATA:
             receiver = self._receiver(src, hdr.conn_id)
+            cum_before = receiver.cum
             answer, flags, reason = receiver.on_data(hdr, payload, ce, now)
             if reason:
                 self.on_event({"t": now, "event": "trim", "psn": hdr.psn, "ev": hdr.ev,
                                "peer": src})
-            ctl = receiver.control(hdr.ev, self.port_state())
+            key = (src, hdr.conn_id)
+            in_order = hdr.psn == cum_before and not flags and not hdr.flags & wire.F_LAST
+            if answer == wire.SACK and in_order and self.config.ack_every > 1:
+                pending = self.pending_acks.get(key)
+                count = pending[2] + 1 if pending else 1
+                if count < self.config.ack_every:
+                    self.pending_acks[key] = (plane, hdr, count)
+                    return
+            self.pending_acks.pop(key, None)
+            ctl = receiver.control(hdr.ev, self._port_state)
             self._answer(answer, flags, reason, plane, src, hdr, ctl)
         elif kind == wire.PROBE:
             ctl = wire.Control(0, 0, 0, hdr.ev, 0, self.port_state())
@@ -91,6 +105,10 @@ class Endpoint:
 
     def poll(self, now: float) -> list[tuple[int, int, int, bytes, bool]]:
         out = []
+        for (src, conn_id), (plane, hdr, _) in self.pending_acks.items():
+            ctl = self.receivers[(src, conn_id)].control(hdr.ev, self._port_state)
+            self._answer(wire.SACK, 0, 0, plane, src, hdr, ctl)
+        self.pending_acks.clear()
         while self.control_out:
             plane, dst, ev, data = self.control_out.popleft()
             self._charge(plane, len(data), now)
@@ -105,7 +123,7 @@ class Endpoint:
         ready = lambda p: self.next_free[p] <= horizon  # noqa: E731 - hot path, no def overhead
         for i in range(len(senders)):
             sender = senders[(self._rr + i) % len(senders)]
-            for plane, ev, data, ect in sender.poll(now, ready, budget=16):
+            for plane, ev, data, ect in sender.poll(now, ready, budget=32):
                 self._charge(plane, len(data), now)
                 out.append((plane, sender.peer, ev, data, ect))
         return out
@@ -130,6 +148,7 @@ class Endpoint:
         if self.local_up[plane] == up:
             return
         self.local_up[plane] = up
+        self._port_state = sum(1 << p for p, up in enumerate(self.local_up) if up)
         self.on_event({"t": now, "event": "local-plane-up" if up else "local-plane-down",
                        "plane": plane})
         for sender in self.senders.values():
@@ -145,7 +164,7 @@ class Endpoint:
                         wire.PLANE_STATUS, 0, p, 0, self._conn_id(peer), ev, 0, 0, ctl)))
 
     def port_state(self) -> int:
-        return sum(1 << p for p, up in enumerate(self.local_up) if up)
+        return self._port_state
 
     def stats(self) -> dict:
         total = dict(self.counters)

@@ -58,13 +58,24 @@ class EvSet:
         self.bad: dict[tuple[int, int], BadPath] = {}
         self.backups: list[list[Ev]] = [[] for _ in range(planes)]
         self.plane_up = [True] * planes
-        self.rotation: list[Ev] = []
+        self.rotation: list[Ev] = []  # active EVs, planes interleaved
+        self.live: list[Ev] = []  # the rotation without EVs of planes that are down
         self.cursor = 0
         for i in range(evs_per_plane):
             for plane in range(planes):
                 ev = self._new_ev(plane, i % paths_per_plane)
                 ev.active = True
                 self.rotation.append(ev)
+        self._relive()
+
+    def _relive(self) -> None:
+        """Rebuild the list `pick` walks; called whenever the rotation or a plane changes."""
+        self.live = [ev for ev in self.rotation if self.plane_up[ev.plane]]
+        self.cursor = self.cursor % len(self.live) if self.live else 0
+
+    def set_plane(self, plane: int, up: bool) -> None:
+        self.plane_up[plane] = up
+        self._relive()
 
     def _new_ev(self, plane: int, path: int) -> Ev:
         while True:
@@ -84,18 +95,19 @@ class EvSet:
     def pick(self, plane_ready) -> Ev | None:
         """Next EV of the rotation whose plane may send now, preferring the less loaded
         of two neighbours; a SKIP EV is passed over once and is GOOD again."""
-        n = len(self.rotation)
+        live = self.live
+        n = len(live)
         for _ in range(n):
-            ev = self.rotation[self.cursor]
+            ev = live[self.cursor]
             self.cursor = (self.cursor + 1) % n
             if ev.state == SKIP:
                 ev.state = GOOD
                 continue
-            if ev.state != GOOD or not self.plane_up[ev.plane] or not plane_ready(ev.plane):
+            if ev.state != GOOD or not plane_ready(ev.plane):
                 continue
-            other = self.rotation[self.cursor]
+            other = live[self.cursor]
             if (other.inflight < ev.inflight and other.state == GOOD
-                    and self.plane_up[other.plane] and plane_ready(other.plane)):
+                    and plane_ready(other.plane)):
                 self.cursor = (self.cursor + 1) % n
                 return other
             return ev
@@ -117,6 +129,7 @@ class EvSet:
             bad.evs.append(e)
             if e.active:
                 self._replace(e)
+        self._relive()
         return retired
 
     def _replace(self, old: Ev) -> None:
@@ -131,7 +144,6 @@ class EvSet:
             new = self._new_ev(old.plane, self.rng.choice(good_paths))
         else:
             self.rotation.pop(index)  # the whole plane is bad: it shrinks until probes answer
-            self.cursor %= max(1, len(self.rotation))
             return
         new.active = True
         self.rotation[index] = new
@@ -150,6 +162,7 @@ class EvSet:
                 self.rotation.append(ev)
             else:
                 self.backups[plane].append(ev)
+        self._relive()
         return bad.evs
 
     def due_probes(self, now: float, max_wait: float) -> list[BadPath]:

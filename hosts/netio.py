@@ -23,7 +23,6 @@ IPV6_RECVTCLASS = getattr(socket, "IPV6_RECVTCLASS", 66)
 IPV6_TCLASS = getattr(socket, "IPV6_TCLASS", 67)
 ECT0 = 0x02
 CE = 0x03
-_TCLASS_ECT0 = [(socket.IPPROTO_IPV6, IPV6_TCLASS, struct.pack("i", ECT0))]
 _CMSG_SPACE = socket.CMSG_SPACE(4)
 
 
@@ -53,18 +52,18 @@ class PlaneSockets:
             sock.setsockopt(socket.IPPROTO_UDP, UDP_NO_CHECK6_TX, 1)
             sock.setsockopt(socket.IPPROTO_UDP, UDP_NO_CHECK6_RX, 1)
             sock.setsockopt(socket.IPPROTO_IPV6, IPV6_RECVTCLASS, 1)
+            # Everything leaves ECT(0): switches mark rather than drop; a CE mark on a
+            # control packet is simply not looked at.
+            sock.setsockopt(socket.IPPROTO_IPV6, IPV6_TCLASS, ECT0)
             _set_buffers(sock, rcvbuf)
             sock.bind((address, MRC_PORT))
             sock.setblocking(False)
             self.socks.append(sock)
 
-    def send(self, plane: int, address: str, data: bytes, ect: bool) -> bool:
+    def send(self, plane: int, address: str, data: bytes) -> bool:
         """Send one datagram; False if the kernel refused it (port down, buffer full)."""
         try:
-            if ect:
-                self.socks[plane].sendmsg([data], _TCLASS_ECT0, 0, (address, MRC_PORT))
-            else:
-                self.socks[plane].sendto(data, (address, MRC_PORT))
+            self.socks[plane].sendto(data, (address, MRC_PORT))
             return True
         except OSError:
             return False

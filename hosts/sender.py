@@ -163,17 +163,28 @@ class Sender:
                 ev.ecn_marks += 1
                 self.on_event({"t": now, "event": "skip", "ev": ev.ev, "plane": ev.plane,
                                "reason": "ecn", "peer": self.peer})
-        self._ack(hdr.psn, now)
-        for psn in range(self.cum_acked, ctl.cum_psn):
-            self._ack(psn, now)
-        self.cum_acked = max(self.cum_acked, ctl.cum_psn)
+        newly: list[Packet] = []
+        cum = ctl.cum_psn
+        if cum > self.cum_acked:
+            ack = self._ack
+            for psn in range(self.cum_acked, cum):
+                ack(psn, now, newly)
+            self.cum_acked = cum
+        if hdr.psn >= cum:
+            self._ack(hdr.psn, now, newly)
         bits, base = ctl.bitmap, ctl.sack_base
         while bits:
             low = bits & -bits
-            self._ack(base + low.bit_length() - 1, now)
+            self._ack(base + low.bit_length() - 1, now, newly)
             bits ^= low
+        # One SACK may answer many packets; judge gaps in the order they were sent (PSN
+        # order differs once retransmissions are in flight).
+        if len(newly) > 1:
+            newly.sort(key=lambda p: p.sent_at)
+        for pkt in newly:
+            self._detect_gaps(pkt.ev, pkt, now)
 
-    def _ack(self, psn: int, now: float) -> None:
+    def _ack(self, psn: int, now: float, newly: list[Packet]) -> None:
         pkt = self.packets.pop(psn, None)
         if pkt is None:
             return
@@ -184,11 +195,13 @@ class Sender:
             ev.inflight -= 1
             self.inflight -= 1
             ev.last_ack = now
-            self.rack_sent_at = max(self.rack_sent_at, pkt.sent_at)
             if pkt.retries == 0:
+                # Only first transmissions: an ack of a retransmitted packet may answer
+                # the original, and would make everything sent since look lost.
+                self.rack_sent_at = max(self.rack_sent_at, pkt.sent_at)
                 self._rtt(ev, now - pkt.sent_at)
                 self.cwnd.on_rtt(now - pkt.sent_at, now)
-            self._detect_gaps(ev, pkt, now)
+            newly.append(pkt)
         msg = pkt.msg
         msg.remaining -= 1
         if msg.remaining == 0:
@@ -210,10 +223,11 @@ class Sender:
         keep = []
         seen = False
         for pkt in ev.outstanding:
+            if pkt is acked:
+                seen = True  # everything after it was sent later: not passed
+                continue
             if pkt.acked or pkt.ev is not ev:
                 continue  # done, or since sent elsewhere
-            if pkt is acked:
-                seen = True
             if not seen:
                 pkt.passed += 1
                 if pkt.passed >= self.config.reorder_tolerance:
@@ -282,10 +296,11 @@ class Sender:
         A packet is lost when one sent more than a reordering window after it has been
         acknowledged on any EV (RACK, RFC 8985, across paths): a dead path is found about
         one round trip after its first unanswered packet, not after a timeout. The window
-        is a smoothed RTT plus twice its variation, since queues on different planes can
-        differ that much; until the first RTT sample, only the timeout applies.
+        is two smoothed RTTs plus four times their variation: queues on different planes
+        can differ that much, and a busy host can stall a whole plane's acks for a few
+        milliseconds. Until the first RTT sample, only the timeout applies.
         """
-        window = max(self.config.reorder_min_s, self.srtt + 2 * self.rttvar)
+        window = max(self.config.reorder_min_s, 2 * self.srtt + 4 * self.rttvar)
         cutoff = self.rack_sent_at - window if self.srtt else float("-inf")
         # Only transmissions in flight can be lost; they sit on their EV's list.
         suspects = [p for ev in self.evs.by_ev.values() for p in ev.outstanding
@@ -297,7 +312,7 @@ class Sender:
                 continue  # taken back as part of an earlier retirement in this loop
             if pkt.sent_at < cutoff:
                 self.stats["losses"] += 1
-                self._loss(pkt, ev, now, "gap")
+                self._loss(pkt, ev, now, "late")
                 continue
             self.stats["timeouts"] += 1
             self.on_event({"t": now, "event": "timeout", "psn": pkt.psn, "ev": ev.ev,
@@ -333,7 +348,7 @@ class Sender:
             up = self.local_up[plane] and self.remote_up[plane]
             if up == self.evs.plane_up[plane]:
                 continue
-            self.evs.plane_up[plane] = up
+            self.evs.set_plane(plane, up)
             self.on_event({"t": now, "event": "plane-up" if up else "plane-down",
                            "plane": plane, "peer": self.peer})
             if not up:

@@ -1,0 +1,195 @@
+"""Benchmark: agent goodput against the raw-socket limit, and recovery after a link failure.
+
+    sudo .venv/bin/python bench/agent_throughput.py        (or: make bench)
+
+1. Throughput, on a two-host, 8-plane fabric whose links are fast enough (1 Gbit/s)
+   that the CPU is the limit: a bare UDP blaster (bench/rawsock.py) between the two
+   namespaces, over one plane and over all planes; then the MRC agent moving one large
+   message over the same paths. Prints packets/s, Mbit/s and the agent/raw ratio.
+2. Recovery, on 2tier-2plane at its emulated rates: a long transfer h0 -> h3; the link
+   under the baseline's hashed path fails half a second in. For `mrc` and `single-path`
+   it prints how long goodput stayed below 90% of its level before the failure, in ms
+   and in round trips, and the time to the first path retirement (mrc).
+
+Figures go to stdout (and bench/results.json); nothing here is a test.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from experiments.bringup import running  # noqa: E402
+from experiments.faults import parse_faults  # noqa: E402
+from experiments.metrics import read_events  # noqa: E402
+from experiments.targets import KernelTarget, apply_fault  # noqa: E402
+from experiments.workload_run import run_transport  # noqa: E402
+from experiments.workloads import phases  # noqa: E402
+from hosts.baseline import SinglePathSender  # noqa: E402
+from hosts.config import ProtocolConfig  # noqa: E402
+from topologies.addressing import host_address  # noqa: E402
+from topologies.model import load_topology  # noqa: E402
+from topologies.paths import catalogue, choices_per_plane, path_for_ev  # noqa: E402
+
+SECONDS = 3.0
+PAYLOAD = 1200
+
+
+def fast_topology(folder: Path) -> Path:
+    path = folder / "bench-fast.yaml"
+    link = {"rate_mbit": 1000, "delay_ms": 0, "queue_pkts": 1000}
+    path.write_text(yaml.safe_dump({
+        "name": "bench-fast", "planes": 8, "racks": 2, "hosts_per_rack": 1, "t1_per_plane": 1,
+        "links": {"host_t0": link, "t0_t1": link}, "ecn_threshold_pkts": 100}))
+    return path
+
+
+def raw_limit(net, fabric, planes: int) -> dict:
+    paths = [p for p in catalogue(fabric, 0, 1) if p.plane < planes]
+    rx = net.get("h1").popen([sys.executable, "bench/rawsock.py", "recv", "--address",
+                              host_address(1), "--seconds", str(SECONDS + 1)],
+                             cwd=str(REPO), stdout=subprocess.PIPE, text=True)
+    assert rx.stdout.readline().strip() == "ready"
+    tx = net.get("h0").popen([sys.executable, "bench/rawsock.py", "send", "--address",
+                              host_address(0), "--dst-addresses",
+                              ",".join(p.address for p in paths), "--seconds", str(SECONDS),
+                              "--size", str(PAYLOAD + 32)], cwd=str(REPO),
+                             stdout=subprocess.PIPE, text=True)
+    tx.communicate()
+    return json.loads(rx.communicate()[0])
+
+
+def agent_goodput(net, fabric, folder: Path, planes: int) -> dict:
+    size = 12_000_000 if planes > 1 else 6_000_000
+    plan = phases("transfer", {"src": 0, "dst": 1, "message_bytes": size}, 2)
+    # One plane: keep the EV set on plane 0 by taking the other planes' ports away.
+    faults = [{"kind": "nic-port-down", "host": "h0", "plane": p, "at_s": 0}
+              for p in range(planes, fabric.spec.planes)]
+    run = run_transport(net, fabric, "mrc", plan, parse_faults(faults, fabric),
+                        lambda a: apply_fault(net, fabric, a, KernelTarget()),
+                        folder / f"agent-{planes}", 120.0,
+                        {"mtu_payload": PAYLOAD, "window": 256, "cc": False}, lambda m: None,
+                        progress_s=0.002)
+    (t,) = run.transfers
+    # Transport time: from the first payload byte placed to the last (progress samples of
+    # the receiver), without making the message and checking it, which come on top.
+    samples = [(e["t"], e["rx_bytes"]) for e in read_events(run.event_files)
+               if e.get("event") == "progress" and e.get("host") == 1]
+    first = next((ts, rx) for ts, rx in samples if rx > 0)
+    last = next(ts for ts, rx in samples if rx >= size)
+    moved = size - first[1]
+    took = last - first[0]
+    return {"ok": t.done and t.verified, "seconds": round(took, 3),
+            "end_to_end_s": round(t.fct(), 3),
+            "pps": round(moved / PAYLOAD / took), "mbps": round(moved * 8 / took / 1e6, 1)}
+
+
+def throughput(folder: Path) -> dict:
+    fabric = load_topology(str(fast_topology(folder)))
+    out = {}
+    with running(fabric, KernelTarget()) as network:
+        net = network.net
+        for planes in (1, 8):
+            # Median of three runs each: the machine's noise is larger than the effects.
+            raw = sorted((raw_limit(net, fabric, planes) for _ in range(3)),
+                         key=lambda r: r["pps"])[1]
+            agent = sorted((agent_goodput(net, fabric, folder, planes) for _ in range(3)),
+                           key=lambda r: r["pps"])[1]
+            ratio = agent["pps"] / raw["pps"] if raw["pps"] else 0.0
+            out[f"{planes}_plane"] = {"raw_pps": round(raw["pps"]),
+                                      "raw_mbps": round(raw["mbps"], 1),
+                                      "agent": agent, "agent_over_raw": round(ratio, 3)}
+            print(f"throughput, {planes} plane(s): raw socket {raw['pps']:,.0f} pkt/s "
+                  f"{raw['mbps']:.0f} Mbit/s; agent {agent['pps']:,} pkt/s {agent['mbps']} "
+                  f"Mbit/s goodput ({'verified' if agent['ok'] else 'FAILED'}, "
+                  f"{agent['end_to_end_s']} s end to end with making and checking the "
+                  f"message); "
+                  f"agent/raw = {ratio:.2f}", flush=True)
+    return out
+
+
+def recovery(folder: Path) -> dict:
+    fabric = load_topology("2tier-2plane")
+    cfg = ProtocolConfig()
+    base = SinglePathSender(0, 3, 3, fabric.spec.planes, choices_per_plane(fabric, 0, 3), cfg,
+                            lambda e: None, lambda *a: None)
+    path = path_for_ev(fabric, 0, 3, base.ev)
+    t0, t1 = fabric.t0(path.plane, 0).name, fabric.t1(path.plane, path.spine).name
+    fail_at = 0.5
+    faults = [{"kind": "link-flap", "link": [t0, t1], "at_s": fail_at, "down_s": 30}]
+    out = {"failed_link": [t0, t1]}
+    with running(fabric, KernelTarget()) as network:
+        net = network.net
+        for transport in ("mrc", "single-path"):
+            plan = phases("transfer", {"src": 0, "dst": 3, "message_bytes": 8_000_000}, 4)
+            run = run_transport(net, fabric, transport, plan, parse_faults(faults, fabric),
+                                lambda a: apply_fault(net, fabric, a, KernelTarget()),
+                                folder / f"recovery-{transport}", 60.0, {}, lambda m: None,
+                                progress_s=0.005)
+            out[transport] = recovery_figures(run, read_events(run.event_files), fail_at)
+            r = out[transport]
+            print(f"recovery, {transport}: goodput below 90% for {r['recovery_ms']} ms "
+                  f"= {r['recovery_rtts']} RTT (srtt {r['srtt_ms']} ms before the failure); "
+                  f"first retirement after {r['detect_ms']} ms; transfer "
+                  f"{'done' if r['ok'] else 'FAILED'} in {r['fct_s']} s", flush=True)
+    return out
+
+
+def recovery_figures(run, events: list[dict], fail_at: float) -> dict:
+    samples = [(e["t"] - run.start, e["rx_bytes"], e.get("srtt_ms")) for e in events
+               if e.get("event") == "progress" and e.get("host") == 3]
+    sender = [(e["t"] - run.start, e.get("srtt_ms")) for e in events
+              if e.get("event") == "progress" and e.get("host") == 0 and e.get("srtt_ms")]
+    rates = []
+    for (ta, ba, _), (tb, bb, _) in zip(samples, samples[1:]):
+        if tb > ta:
+            rates.append((tb, (bb - ba) * 8 / (tb - ta) / 1e6))
+    before = [r for t, r in rates if fail_at - 0.3 <= t < fail_at]
+    level = sorted(before)[len(before) // 2] if before else 0.0
+    # The dip ends at the first sample from which goodput holds 90% of its level for
+    # 20 ms (four samples), so a single lucky sample does not end it.
+    after = [(t, r) for t, r in rates if t >= fail_at]
+    low = [t for t, r in after if r < 0.9 * level]
+    back = None
+    for i, (t, _) in enumerate(after):
+        if low and t > low[0] and all(r >= 0.9 * level for _, r in after[i:i + 4]):
+            back = after[i - 1][0] if i else t  # the interval that reached the level began here
+            break
+    recovery_s = (back - fail_at) if back is not None else (0.0 if not low else None)
+    srtt = [s for t, s in sender if t < fail_at]
+    srtt_ms = srtt[-1] if srtt else None
+    retire = [e["t"] - run.start for e in events if e["event"] in ("retire", "reroute")
+              and e["t"] - run.start >= fail_at]
+    (t,) = run.transfers
+    return {
+        "ok": t.done and t.verified,
+        "fct_s": round(t.fct(), 3) if t.fct() else None,
+        "goodput_before_mbps": round(level, 1),
+        "recovery_ms": round(recovery_s * 1000, 1) if recovery_s is not None else None,
+        "srtt_ms": srtt_ms,
+        "recovery_rtts": round(recovery_s * 1000 / srtt_ms, 1)
+        if recovery_s is not None and srtt_ms else None,
+        "detect_ms": round((retire[0] - fail_at) * 1000, 1) if retire else None,
+    }
+
+
+def main() -> int:
+    parts = {"throughput": throughput, "recovery": recovery}
+    chosen = sys.argv[1:] or list(parts)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        results = {name: parts[name](folder) for name in chosen}
+    (REPO / "bench" / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""Raw UDP socket blaster and counter, the yardstick for the agent's goodput.
+
+Run inside a host namespace by bench/agent_throughput.py:
+    python3 bench/rawsock.py recv --address A --seconds S
+    python3 bench/rawsock.py send --address A --dst-addresses X,Y,... --seconds S --size N
+The sender cycles over the given path addresses (one per plane, or one) as fast as the
+socket accepts; the receiver counts datagrams and bytes and prints one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import sys
+import time
+
+PORT = 4794  # beside the agents' port, so both can run at once
+UDP_NO_CHECK6_TX, UDP_NO_CHECK6_RX = 101, 102
+
+
+def open_socket(address: str) -> socket.socket:
+    sock = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    sock.setsockopt(socket.IPPROTO_UDP, UDP_NO_CHECK6_TX, 1)
+    sock.setsockopt(socket.IPPROTO_UDP, UDP_NO_CHECK6_RX, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 23)
+    sock.bind((address, PORT))
+    return sock
+
+
+def receive(address: str, seconds: float) -> dict:
+    sock = open_socket(address)
+    sock.settimeout(0.2)
+    print("ready", flush=True)
+    count = size = 0
+    first = last = None
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            n = len(sock.recv(65535))
+        except TimeoutError:
+            continue
+        last = time.monotonic()
+        first = first or last
+        count += 1
+        size += n
+    span = (last - first) if first and last and last > first else 0.0
+    return {"datagrams": count, "bytes": size, "span_s": span,
+            "pps": count / span if span else 0.0,
+            "mbps": size * 8 / span / 1e6 if span else 0.0}
+
+
+def send(address: str, destinations: list[str], seconds: float, size: int) -> dict:
+    sock = open_socket(address)
+    payload = bytes(size)
+    count = errors = 0
+    end = time.monotonic() + seconds
+    n = len(destinations)
+    while time.monotonic() < end:
+        for _ in range(64):
+            try:
+                sock.sendto(payload, (destinations[count % n], PORT))
+                count += 1
+            except OSError:
+                errors += 1
+    return {"sent": count, "errors": errors}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("mode", choices=["send", "recv"])
+    parser.add_argument("--address", required=True)
+    parser.add_argument("--dst-addresses", default="")
+    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--size", type=int, default=1400)
+    args = parser.parse_args()
+    if args.mode == "recv":
+        result = receive(args.address, args.seconds)
+    else:
+        result = send(args.address, args.dst_addresses.split(","), args.seconds, args.size)
+    print(json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
