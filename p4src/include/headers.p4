@@ -1,0 +1,111 @@
+/*
+ * Header and metadata definitions of the mrc-testbed switch.
+ *
+ * The MRC header layout is defined once, in docs/protocol.md; this file follows it
+ * field for field (32 bytes). The IPv6 destination address is split into the 32-bit
+ * locator block, the active (first) uSID and the 80 bits behind it, so that the uSID
+ * shift is a plain field assignment.
+ */
+#ifndef MRC_HEADERS_P4
+#define MRC_HEADERS_P4
+
+typedef bit<48> mac_addr_t;
+typedef bit<128> ipv6_addr_t;
+typedef bit<32> usid_block_t;
+typedef bit<16> usid_t;
+typedef bit<9> port_num_t;
+typedef bit<19> qdepth_t;
+
+const bit<16> ETHERTYPE_IPV6 = 0x86dd;
+const bit<8> IP_PROTO_UDP = 17;
+const bit<16> MRC_UDP_PORT = 4793;
+
+// The uSID locator block of the whole fabric: fcbb:bb00::/32.
+const usid_block_t USID_BLOCK = 0xfcbbbb00;
+
+// MRC packet types and flags (docs/protocol.md).
+const bit<4> MRC_TYPE_DATA = 1;
+const bit<8> MRC_FLAG_TRIMMED = 0x01;
+const bit<8> MRC_FLAG_TRIMMED_LASTHOP = 0x02;
+
+// Bytes a trimmed packet keeps: Ethernet 14 + IPv6 40 + UDP 8 + MRC 32.
+const bit<32> TRIMMED_FRAME_BYTES = 94;
+// IPv6 payload and UDP length of a trimmed packet: UDP 8 + MRC 32.
+const bit<16> TRIMMED_L4_BYTES = 40;
+
+// Strict priority of control packets and trimmed headers (simple_switch
+// --priority-queues 8: 7 is served first); data rides priority 0.
+const bit<3> PRIORITY_CONTROL = 7;
+const bit<3> PRIORITY_DATA = 0;
+
+// ECN code points (low two bits of the IPv6 traffic class).
+const bit<2> ECN_NOT_ECT = 0;
+const bit<2> ECN_CE = 3;
+
+// Number of ports counted and tracked per switch.
+const bit<32> MAX_PORTS = 256;
+
+header ethernet_t {
+    mac_addr_t dst_addr;
+    mac_addr_t src_addr;
+    bit<16>    ether_type;
+}
+
+header ipv6_t {
+    bit<4>       version;
+    bit<6>       dscp;
+    bit<2>       ecn;
+    bit<20>      flow_label;
+    bit<16>      payload_len;
+    bit<8>       next_hdr;
+    bit<8>       hop_limit;
+    ipv6_addr_t  src_addr;
+    usid_block_t dst_block;   // fcbb:bb00
+    usid_t       dst_active;  // the uSID this hop acts on
+    bit<80>      dst_rest;    // the uSIDs behind it, zero-filled
+}
+
+header udp_t {
+    bit<16> src_port;
+    bit<16> dst_port;
+    bit<16> len;
+    bit<16> checksum;
+}
+
+header mrc_t {
+    bit<4>  version;
+    bit<4>  pkt_type;
+    bit<8>  flags;
+    bit<8>  plane;
+    bit<8>  reason;
+    bit<32> conn_id;
+    bit<32> ev;
+    bit<32> msg_id;
+    bit<32> psn;
+    bit<32> offset;
+    bit<32> msg_len;
+    bit<16> payload_len;
+    bit<16> reserved;
+}
+
+struct headers_t {
+    ethernet_t ethernet;
+    ipv6_t     ipv6;
+    udp_t      udp;
+    mrc_t      mrc;
+}
+
+struct local_metadata_t {
+    bit<1>   host_facing;     // the egress port faces a host (last hop)
+    bit<1>   trim;            // cut this data packet to its headers at egress
+    qdepth_t ecn_threshold;   // mark CE above this egress queue depth (packets)
+    qdepth_t trim_threshold;  // trim data above this egress queue depth (packets)
+    mac_addr_t port_mac;      // the egress port's own MAC
+}
+
+// The data-queue depth last seen at each egress port, written at egress and read at
+// ingress: v1model shows queue depths only at egress, but trimming is decided before
+// the packet joins the queue. Declared at the top level so both controls share it.
+register<bit<32>>(MAX_PORTS) last_qdepth;
+
+#endif
