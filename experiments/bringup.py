@@ -39,7 +39,7 @@ def bring_up(fabric: Fabric, target, say: Callable[[str], None] = lambda _: None
     net = start_network(fabric, target.switch_cls, target.switch_params(fabric))
     try:
         features = probe_features(net.get(fabric.hosts[0].name).cmd)
-        tc = shape_links(net, fabric, features) if target.shape_switch_ports else 0
+        tc = shape_links(net, fabric, features, hosts_only=not target.shape_switch_ports)
         for note in features.missing():
             say(f"note: {note}")
         say(f"programming {len(fabric.switches)} switches (static tables, written once)")

@@ -97,6 +97,8 @@ def run_experiment(fabric: Fabric, dataplane: str, reason: str, scenario: Scenar
         net = network.net
         summary["link_emulation"] = network.link_emulation()
         summary["table_writes"] = network.table_writes
+        if hasattr(target, "write_batches"):
+            summary["p4runtime_write_batches"] = target.write_batches
         summary["bringup_s"] = network.bringup_s
         progress(f"network up in {summary['bringup_s']:.1f}s, "
                  f"{summary['table_writes']} table writes")

@@ -45,10 +45,12 @@ class FabricTopo(Topo):
 
 
 def shape_links(net: Mininet, fabric: Fabric, features: ShapingFeatures,
-                ecn: bool = True) -> int:
-    """Apply rate, queue, delay and ECN to both ends of every link. Returns tc commands run."""
+                ecn: bool = True, hosts_only: bool = False) -> int:
+    """Apply rate, queue, delay and ECN to both ends of every link (or to the host ends
+    only, when the switches queue by themselves). Returns the tc commands run."""
     count = 0
-    for name in [n.name for n in (*fabric.hosts, *fabric.switches)]:
+    nodes = fabric.hosts if hosts_only else (*fabric.hosts, *fabric.switches)
+    for name in [n.name for n in nodes]:
         node = net.get(name)
         for port in fabric.ports(name):
             params = fabric.link_params(port.tier)

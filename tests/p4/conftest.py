@@ -1,0 +1,87 @@
+"""A real BMv2 switch running p4src/mrc_switch.p4, for the P4 tests.
+
+The fixture compiles the program, creates four veth pairs (switch side `mrcp4-s<N>`,
+test side `mrcp4-t<N>`), starts simple_switch_grpc on the switch sides with priority
+queues and programs it as T0 `p0t0r0` of 2tier-2plane (ports 0-1 face hosts h0 and h1,
+ports 2-3 go up to the two T1s). Everything is removed in `finally`.
+Skipped, with the reason, where p4c-bm2-ss or simple_switch_grpc is missing or not root.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+PORTS = 4
+SWITCH = "p0t0r0"
+GRPC_PORT, THRIFT_PORT = 50551, 9551
+
+
+def _skip_reason() -> str | None:
+    for tool in ("p4c-bm2-ss", "simple_switch_grpc", "simple_switch_CLI"):
+        if shutil.which(tool) is None:
+            return f"{tool} not found"
+    if os.geteuid() != 0:
+        return "needs root (veth interfaces)"
+    return None
+
+
+SKIP = _skip_reason()
+
+
+def pytest_collection_modifyitems(config, items):
+    if SKIP:
+        marker = pytest.mark.skip(reason=SKIP)
+        for item in items:
+            if "tests/p4" in str(item.fspath):
+                item.add_marker(marker)
+
+
+def _ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def switch(tmp_path_factory):
+    from controller.p4info import P4Info
+    from controller.program import program_switch
+    from controller.tables import all_tables
+    from experiments.bmv2_target import compile_program
+    from topologies.bmv2 import wait_for_port
+    from topologies.model import load_topology
+
+    build = tmp_path_factory.mktemp("p4build")
+    p4info_path, json_path = compile_program(build)
+    fabric = load_topology("2tier-2plane")
+    tables = all_tables(fabric)[SWITCH]
+    proc = None
+    try:
+        for i in range(PORTS):
+            _ip("link", "add", f"mrcp4-s{i}", "type", "veth", "peer", "name", f"mrcp4-t{i}")
+            for side in ("s", "t"):
+                name = f"mrcp4-{side}{i}"
+                subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{name}.disable_ipv6=1"],
+                               capture_output=True)
+                _ip("link", "set", name, "up")
+        args = ["simple_switch_grpc", "--device-id", "1", "--thrift-port", str(THRIFT_PORT),
+                "--log-file", str(build / "switch"), "--log-flush"]
+        for i in range(PORTS):
+            args += ["-i", f"{i}@mrcp4-s{i}"]
+        args += [str(json_path), "--", "--grpc-server-addr", f"127.0.0.1:{GRPC_PORT}",
+                 "--priority-queues", "8"]
+        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for_port(GRPC_PORT, proc, 20, "simple_switch_grpc")
+        p4info = P4Info.load(p4info_path)
+        program_switch(f"127.0.0.1:{GRPC_PORT}", 1, p4info, json_path.read_bytes(), tables,
+                       log_path=build / "p4runtime.log")
+        yield {"fabric": fabric, "tables": tables, "p4info": p4info,
+               "thrift_port": THRIFT_PORT, "grpc": f"127.0.0.1:{GRPC_PORT}"}
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(timeout=10)
+        for i in range(PORTS):
+            subprocess.run(["ip", "link", "del", f"mrcp4-s{i}"], capture_output=True)

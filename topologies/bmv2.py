@@ -1,0 +1,105 @@
+"""Mininet node class for the P4 target: one BMv2 `simple_switch_grpc` per switch.
+
+The switch process runs in the root namespace (like Mininet's software switches) with
+one port per interface (`-i <port>@<node>-eth<port>`), its own device id, gRPC port and
+Thrift port, strict-priority queues (`--priority-queues 8`, trimmed headers and control
+packets skip the data queue) and a log file. `start()` returns once the P4Runtime port
+accepts connections (or raises if the process dies or the deadline passes).
+
+Queues live inside BMv2, so that the P4 program sees the backlog it marks and trims
+on: `set_queues()` sets each port's rate (packets/s) and depth through the Thrift CLI.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from mininet.node import Switch
+
+PRIORITY_QUEUES = 8
+
+
+class Bmv2Error(RuntimeError):
+    """A BMv2 switch did not start, or refused a CLI command."""
+
+
+def wait_for_port(port: int, proc: subprocess.Popen, deadline_s: float, what: str) -> None:
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise Bmv2Error(f"{what} exited with status {proc.returncode} before listening")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)  # poll interval, bounded by the deadline
+    raise Bmv2Error(f"{what} did not listen on port {port} within {deadline_s:g}s")
+
+
+class Bmv2Switch(Switch):
+    def __init__(self, name, device_id: int = 1, grpc_port: int = 50001,
+                 thrift_port: int = 9091, json_path: str = "", log_dir: str = "build/logs",
+                 start_timeout_s: float = 20.0, **params):
+        super().__init__(name, **params)
+        self.device_id, self.grpc_port, self.thrift_port = device_id, grpc_port, thrift_port
+        self.json_path, self.log_dir = json_path, Path(log_dir)
+        self.start_timeout_s = start_timeout_s
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def grpc_address(self) -> str:
+        return f"127.0.0.1:{self.grpc_port}"
+
+    def ports(self) -> list[tuple[int, str]]:
+        return [(port, intf.name) for port, intf in sorted(self.intfs.items())
+                if intf.name != "lo"]
+
+    def start(self, controllers=None) -> None:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        for _, intf in self.ports():
+            # The kernel must not answer or originate anything on the switch's ports.
+            subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{intf}.disable_ipv6=1"],
+                           capture_output=True)
+        args = ["simple_switch_grpc", "--device-id", str(self.device_id),
+                "--thrift-port", str(self.thrift_port),
+                "--log-file", str(self.log_dir / self.name), "--log-flush"]
+        for port, intf in self.ports():
+            args += ["-i", f"{port}@{intf}"]
+        args += [self.json_path or "--no-p4", "--",
+                 "--grpc-server-addr", self.grpc_address,
+                 "--priority-queues", str(PRIORITY_QUEUES)]
+        out = open(self.log_dir / f"{self.name}.out", "w")
+        self.proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
+        wait_for_port(self.grpc_port, self.proc, self.start_timeout_s,
+                      f"simple_switch_grpc for {self.name}")
+
+    def cli(self, commands: list[str]) -> str:
+        """Run simple_switch_CLI commands on this switch; raise on an error reply."""
+        done = subprocess.run(["simple_switch_CLI", "--thrift-port", str(self.thrift_port)],
+                              input="\n".join(commands) + "\n", capture_output=True,
+                              text=True, timeout=30)
+        if done.returncode != 0 or "Error" in done.stdout:
+            raise Bmv2Error(f"{self.name}: simple_switch_CLI failed: "
+                            f"{(done.stderr or done.stdout).strip().splitlines()[-1:]}")
+        return done.stdout
+
+    def set_queues(self, settings: dict[int, tuple[int, int]]) -> None:
+        """port -> (packets per second, depth in packets), for every priority queue."""
+        commands = []
+        for port, (pps, depth) in settings.items():
+            commands += [f"set_queue_rate {pps} {port}", f"set_queue_depth {depth} {port}"]
+        self.cli(commands)
+
+    def stop(self, deleteIntfs: bool = True) -> None:  # noqa: N803 - Mininet's signature
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+        super().stop(deleteIntfs)
