@@ -17,6 +17,7 @@ class ProtocolConfig:
     reorder_tolerance: int = 3  # later packets acked on the same EV before one counts lost
     reorder_min_s: float = 0.002  # floor of the cross-path reordering window (one srtt)
     rto_min_s: float = 0.05  # retransmission timeout floor
+    rto_initial_s: float = 0.25  # until the first RTT sample
     rto_max_s: float = 1.0
     probe_initial_s: float = 0.05  # first probe of a retired EV, then doubling
     probe_max_s: float = 0.8

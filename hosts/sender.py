@@ -286,7 +286,8 @@ class Sender:
 
     # ------------------------------------------------------------------ timers
     def rto(self, retries: int) -> float:
-        base = self.srtt + 4 * self.rttvar if self.srtt else self.config.rto_min_s
+        # Before the first RTT sample nothing is known: start conservatively (RFC 6298).
+        base = self.srtt + 4 * self.rttvar if self.srtt else self.config.rto_initial_s
         return min(self.config.rto_max_s,
                    max(self.config.rto_min_s, base) * (2 ** min(retries, 6)))
 

@@ -111,21 +111,21 @@ def test_timeout_retires_the_path_and_resends_elsewhere_then_probe_reinstates():
     conn.sender.send_message(0, bytes(100), 0.0)
     (lost,) = conn.send()
     ev = conn.sender.evs.by_ev[lost[1]]
-    resent = [p for p in conn.send(0.2) if p[3]]  # the timer fires inside poll
+    resent = [p for p in conn.send(0.3) if p[3]]  # the timer (initial RTO 0.25 s) fires in poll
     assert ev.state == ASSUMED_BAD and conn.kinds("retire")[0]["reason"] == "timeout"
     assert ev.key in conn.sender.evs.bad
     assert all(e.key != ev.key for e in conn.sender.evs.rotation)  # same-plane replacement
     assert sum(e.plane == ev.plane for e in conn.sender.evs.rotation) == CFG.evs_per_plane
     assert len(resent) == 1 and resent[0][1] != lost[1]
     assert wire.decode(resent[0][2])[0].flags & wire.F_RETRANSMIT
-    conn.deliver(resent[0], 0.25)
+    conn.deliver(resent[0], 0.35)
     assert conn.completed == [0]
-    probes = [p for p in conn.sender.poll(0.5, lambda p: True) if not p[3]]
+    probes = [p for p in conn.sender.poll(0.6, lambda p: True) if not p[3]]
     assert probes and wire.decode(probes[0][2])[0].type == wire.PROBE
     hdr, ctl, _ = wire.decode(probes[0][2])
     reply = wire.encode_control(wire.PROBE_REPLY, 0, hdr.plane, 0, hdr.conn_id, hdr.ev, 0, 0,
                                 wire.Control(0, 0, 0, hdr.ev, 0, ALL_PLANES))
-    conn.sender.on_probe_reply(*wire.decode(reply)[:2], 0.51)
+    conn.sender.on_probe_reply(*wire.decode(reply)[:2], 0.61)
     assert ev.state == GOOD and conn.kinds("reinstate")
     assert not conn.sender.evs.bad
 
