@@ -51,8 +51,9 @@ p4: ## compile p4src/ into build/ with p4c-bm2-ss
 size: deps ## full-scale sizing: make size RADIX=512 PLANES=8
 	@$(PY) -m topologies.size --radix $(or $(RADIX),512) --planes $(or $(PLANES),8)
 
-bench: deps ## performance figures (root)
-	@for b in bench/*.py; do echo "== bench: $$b"; $(PY) $$b || exit 1; done
+bench: deps ## agent goodput vs raw sockets, recovery after a link failure (root)
+	@echo "== bench: bench/agent_throughput.py"
+	@$(PY) bench/agent_throughput.py
 
 clean-net: ## remove namespaces, interfaces and processes left by an interrupted run
 	@echo "== clean-net"
@@ -61,4 +62,4 @@ clean-net: ## remove namespaces, interfaces and processes left by an interrupted
 clean: clean-net ## clean-net, and remove build/ and caches (results/ is kept)
 	@echo "== clean: build/ and caches"
 	@rm -rf $(BUILD) .pytest_cache .ruff_cache .hypothesis
-	@find . -name __pycache__ -type d -prune -not -path './.venv/*' -exec rm -rf {} +
+	@find . -path ./.venv -prune -o -name __pycache__ -type d -exec rm -rf {} +
