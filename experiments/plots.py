@@ -22,6 +22,18 @@ def _fault_markers(ax, faults: list[dict]) -> None:
         labelled.add(label)
 
 
+def _save(fig, ax, path: Path, title: str, xlabel: str, ylabel: str,
+          legend: str = "best") -> None:
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(loc=legend, fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def goodput_plot(path: Path, runs: list, events: dict[str, list[dict]]) -> None:
     fig, ax = plt.subplots(figsize=(8, 4))
     for run in runs:
@@ -30,14 +42,8 @@ def goodput_plot(path: Path, runs: list, events: dict[str, list[dict]]) -> None:
             ax.plot([t for t, _ in series], [g for _, g in series], label=run.transport)
     if runs:
         _fault_markers(ax, runs[0].faults)
-    ax.set_xlabel("time since workload start (s)")
-    ax.set_ylabel("goodput, all hosts (Mbit/s)")
-    ax.set_title("Goodput over time")
-    ax.grid(alpha=0.3)
-    ax.legend(loc="best", fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(fig, ax, path, "Goodput over time", "time since workload start (s)",
+          "goodput, all hosts (Mbit/s)")
 
 
 def fct_cdf_plot(path: Path, runs: list) -> None:
@@ -47,15 +53,9 @@ def fct_cdf_plot(path: Path, runs: list) -> None:
         if fcts:
             ax.step(fcts, [(i + 1) / len(run.transfers) for i in range(len(fcts))],
                     where="post", label=f"{run.transport} ({len(fcts)}/{len(run.transfers)} done)")
-    ax.set_xlabel("transfer completion time (s)")
-    ax.set_ylabel("fraction of transfers")
     ax.set_ylim(0, 1.02)
-    ax.set_title("Completion-time CDF")
-    ax.grid(alpha=0.3)
-    ax.legend(loc="lower right", fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(fig, ax, path, "Completion-time CDF", "transfer completion time (s)",
+          "fraction of transfers", legend="lower right")
 
 
 def path_state_plot(path: Path, runs: list, events: dict[str, list[dict]]) -> None:
@@ -74,11 +74,5 @@ def path_state_plot(path: Path, runs: list, events: dict[str, list[dict]]) -> No
         ax.step(xs, ys, where="post", label=run.transport)
     if runs:
         _fault_markers(ax, runs[0].faults)
-    ax.set_xlabel("time since workload start (s)")
-    ax.set_ylabel("EVs retired")
-    ax.set_title("Paths out of service")
-    ax.grid(alpha=0.3)
-    ax.legend(loc="best", fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(fig, ax, path, "Paths out of service", "time since workload start (s)",
+          "EVs retired")
