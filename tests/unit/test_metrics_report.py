@@ -1,0 +1,56 @@
+"""Metrics, plots and the report from a synthetic run (no network needed)."""
+
+from __future__ import annotations
+
+import json
+
+from experiments.metrics import goodput_series, percentile, read_events, summarize
+from experiments.plots import fct_cdf_plot, goodput_plot, path_state_plot
+from experiments.report import write_report
+from experiments.workload_run import TransferResult, TransportRun
+
+
+def synthetic(tmp_path):
+    events_file = tmp_path / "events.jsonl"
+    events = [{"t": 10.0 + i * 0.1, "event": "progress", "host": 1, "rx_bytes": i * 125_000}
+              for i in range(11)]
+    events += [{"t": 10.35, "event": "retire", "host": 0, "plane": 0},
+               {"t": 10.6, "event": "reinstate", "host": 0, "plane": 0}]
+    events_file.write_text("\n".join(json.dumps(e) for e in events) + "\n{cut short")
+    run = TransportRun("mrc", start=10.0, end=11.0, event_files=[events_file],
+                       faults=[{"t": 0.3, "event": "fault", "fault": "link-flap",
+                                "target": ["a", "b"], "up": False}])
+    run.transfers = [TransferResult(0, 1, 0, 1_250_000, "data", 0, 10.0, 11.0, 11.0, True),
+                     TransferResult(0, 1, 1, 1_000, "victim", 0, 10.0, None, None, False)]
+    return run
+
+
+def test_summary_figures(tmp_path):
+    run = synthetic(tmp_path)
+    events = read_events(run.event_files)  # the cut-short last line is skipped
+    assert len(events) == 13
+    block = summarize(run, events)
+    assert (block["transfers"], block["transfers_done"], block["transfers_failed"]) == (2, 1, 1)
+    assert block["ok"] is False and block["goodput_mbps"] == 10.0
+    assert block["path_events"] == {"reinstate": 1, "retire": 1}
+    assert block["victim_fct_s"] is None and block["fct_p50_s"] == 1.0
+    series = goodput_series(events, run.start)
+    assert series[0][1] == 10.0 and len(series) == 11
+    assert percentile([3, 1, 2], 50) == 2 and percentile([], 50) is None
+
+
+def test_plots_and_report_are_written(tmp_path):
+    run = synthetic(tmp_path)
+    events = {"mrc": read_events(run.event_files)}
+    for plot, args in ((goodput_plot, (events,)), (path_state_plot, (events,)),
+                       (fct_cdf_plot, ())):
+        out = tmp_path / f"{plot.__name__}.png"
+        plot(out, [run], *args)
+        assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    summary = {"scenario": "s", "topology": "t", "dataplane": "kernel", "hosts": 2,
+               "switches": 2, "planes": 1, "transports": [summarize(run, events["mrc"])],
+               "faults": run.faults, "link_emulation": {"notes": ["no ECN"]}}
+    write_report(tmp_path / "report.md", summary)
+    text = (tmp_path / "report.md").read_text()
+    assert "| completed and verified | 1/2 |" in text
+    assert "t=0.30s link-flap a b down" in text and "Note: no ECN." in text
