@@ -14,6 +14,7 @@ from experiments.dataplane import DataplaneError, choose
 from experiments.faults import FaultError, parse_faults
 from experiments.scenario import ScenarioError, load_scenario
 from experiments.workloads import WORKLOADS, WorkloadError, phases
+from hosts.config import ProtocolConfig
 from topologies.model import TopologyError, load_topology
 
 USAGE_ERROR = 2
@@ -54,6 +55,12 @@ def main(argv: list[str] | None = None) -> int:
                 where, _, problem = str(err).partition(": ")
                 raise ScenarioError(scenario.source, where, problem,
                                     "see the workload parameters in docs/running.md") from None
+        try:
+            ProtocolConfig.with_overrides(scenario.protocol)
+        except (ValueError, TypeError) as err:
+            where, _, problem = str(err).partition(": ")
+            raise ScenarioError(scenario.source, where, problem,
+                                "see the settings in docs/protocol.md") from None
         dataplane, reason = choose(args.dataplane)
         from experiments.runner import require_root, run_experiment
 

@@ -74,6 +74,16 @@ def test_size_cli():
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1
 
 
+def test_scenario_with_an_unknown_protocol_setting_is_rejected_before_running(tmp_path):
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text("workload: transfer\nprotocol: {windw: 4}\n")
+    proc = subprocess.run([sys.executable, "-m", "experiments", "run", "--topo", "2tier-2plane",
+                           "--scenario", str(scenario)], cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 2
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith(f"error: {scenario}: protocol.windw: unknown setting")
+
+
 def test_run_rejects_bad_dataplane_in_one_line():
     proc = subprocess.run([sys.executable, "-m", "experiments", "run", "--topo", "2tier-2plane",
                            "--dataplane", "ovs"], cwd=REPO, capture_output=True, text=True)
