@@ -90,3 +90,21 @@ def test_run_rejects_bad_dataplane_in_one_line():
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         "error: DATAPLANE=ovs: unknown data plane; fix: use auto, kernel or bmv2"]
+
+
+def test_lab1_check_accepts_right_answers_and_explains_wrong_ones(tmp_path, monkeypatch):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "lab1_check", REPO / "labs" / "01-usid-paths" / "check.py")
+    lab = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(lab)
+    answer = tmp_path / "answer.txt"
+    monkeypatch.setattr(lab, "ANSWER", answer)
+    monkeypatch.setattr(sys, "argv", ["check.py"])
+    answer.write_text("fcbb:bb00:1100:2100:1101:8003::\nfcbb:bb00:1000:8000::\n"
+                      "fcbb:bb00:8003::\n")
+    assert lab.main() == 0
+    answer.write_text("fcbb:bb00:1100:2101:1101:8003::\n")
+    assert lab.main() == 1
+    assert "T1 plane 1 spine 1" in lab.explain("fcbb:bb00:1100:2101:1101:8003::")
