@@ -1,4 +1,4 @@
-"""Figures from a transport run (pure): completion times, goodput, recovery, path events.
+"""Figures from a transport run (pure): completion times, goodput, path events.
 
 Inputs are the runner's transfer records and the agents' JSON-lines event logs; the
 output is a plain dict for summary.json, and time series for the plots.
@@ -54,19 +54,6 @@ def goodput_series(events: list[dict], start: float,
     if not bins:
         return []
     return [(i * bin_s, bins.get(i, 0) * 8 / bin_s / 1e6) for i in range(max(bins) + 1)]
-
-
-def recovery_s(series: list[tuple[float, float]], fault_t: float, level: float,
-               fraction: float = 0.9) -> float | None:
-    """Time from a fault until goodput is back to `fraction` of `level`."""
-    after = [(t, g) for t, g in series if t >= fault_t]
-    dipped = False
-    for t, g in after:
-        if g < fraction * level:
-            dipped = True
-        elif dipped:
-            return round(t - fault_t, 3)
-    return 0.0 if after and not dipped else None
 
 
 def summarize(run, events: list[dict]) -> dict:
