@@ -20,9 +20,6 @@ const bit<16> ETHERTYPE_IPV6 = 0x86dd;
 const bit<8> IP_PROTO_UDP = 17;
 const bit<16> MRC_UDP_PORT = 4793;
 
-// The uSID locator block of the whole fabric: fcbb:bb00::/32.
-const usid_block_t USID_BLOCK = 0xfcbbbb00;
-
 // MRC packet types and flags (docs/protocol.md).
 const bit<4> MRC_TYPE_DATA = 1;
 const bit<8> MRC_FLAG_TRIMMED = 0x01;
