@@ -1,25 +1,36 @@
 """Protocol settings of the host agents, with defaults that fit the emulated links.
 
-Scenario files may override any of them (`protocol:`); unknown names are an error.
+Scenario files may override any of them (`protocol:`); unknown names and values out of
+range are a `ConfigError` naming the setting ("protocol.window: ...").
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
+# With evs_per_plane = 0, a plane gets one EV per path of its catalogue, repeated until
+# it has at least this many: every path carries the same share, and a connection has
+# enough EVs that retiring one path never runs into the ev_min_active floor.
+AUTO_MIN_EVS_PER_PLANE = 8
+MAX_PAYLOAD = 0xFFFF - 32  # payload_len is 16 bits; keep the datagram below 64 KiB too
+
+
+class ConfigError(ValueError):
+    """A protocol setting with an unknown name or a value out of range."""
+
 
 @dataclass(frozen=True)
 class ProtocolConfig:
     mtu_payload: int = 1200  # payload bytes per DATA packet
-    window: int = 64  # packets in flight per connection
-    evs_per_plane: int = 8  # active EVs per plane and connection
-    ev_min_active: int = 2  # never retire below this many active EVs in a connection
+    window: int = 64  # packets in flight per connection (the congestion window's cap)
+    evs_per_plane: int = 0  # active EVs per plane and connection; 0: from the catalogue
+    ev_min_active: int = 2  # never retire below this many usable active EVs
     reorder_tolerance: int = 3  # later packets acked on the same EV before one counts lost
     reorder_min_s: float = 0.002  # floor of the cross-path reordering window (one srtt)
     rto_min_s: float = 0.05  # retransmission timeout floor
     rto_initial_s: float = 0.25  # until the first RTT sample
     rto_max_s: float = 1.0
-    probe_initial_s: float = 0.05  # first probe of a retired EV, then doubling
+    probe_initial_s: float = 0.05  # first probe of a retired path, then doubling
     probe_max_s: float = 0.8
     probes: bool = True  # mrc-no-probe turns them off: retired EVs stay retired
     tick_s: float = 0.002  # timer granularity of the event loop
@@ -29,12 +40,58 @@ class ProtocolConfig:
     cc: bool = True  # delay-based congestion window (hosts/cc.py) below `window`
     cwnd_initial: int = 16
     target_delay_s: float = 0.008  # queueing delay the window aims to stay under
+    packet_events: bool = False  # also log "send" and "ack" per packet (slow; debugging)
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value, default = getattr(self, f.name), f.default
+            if isinstance(default, bool):
+                ok = isinstance(value, bool)
+            elif isinstance(default, int):
+                ok = isinstance(value, int) and not isinstance(value, bool)
+            else:
+                ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if not ok:
+                raise ConfigError(f"protocol.{f.name}: must be {type(default).__name__} "
+                                  f"(got {value!r})")
+        positive = ("window", "ack_every", "cwnd_initial", "reorder_tolerance")
+        for name in positive:
+            if getattr(self, name) < 1:
+                raise ConfigError(f"protocol.{name}: must be at least 1 "
+                                  f"(got {getattr(self, name)!r})")
+        if not 1 <= self.mtu_payload <= MAX_PAYLOAD:
+            raise ConfigError(f"protocol.mtu_payload: must be 1..{MAX_PAYLOAD} "
+                              f"(got {self.mtu_payload!r})")
+        for name in ("evs_per_plane", "ev_min_active"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"protocol.{name}: must not be negative "
+                                  f"(got {getattr(self, name)!r})")
+        timers = ("reorder_min_s", "rto_min_s", "rto_initial_s", "rto_max_s",
+                  "probe_initial_s", "probe_max_s", "tick_s", "target_delay_s")
+        for name in timers:
+            if not getattr(self, name) > 0:
+                raise ConfigError(f"protocol.{name}: must be a positive number of seconds "
+                                  f"(got {getattr(self, name)!r})")
+        if self.reconvergence_s < 0:
+            raise ConfigError(f"protocol.reconvergence_s: must not be negative "
+                              f"(got {self.reconvergence_s!r})")
+        if self.rto_max_s < self.rto_min_s:
+            raise ConfigError("protocol.rto_max_s: must not be below rto_min_s")
+        if self.probe_max_s < self.probe_initial_s:
+            raise ConfigError("protocol.probe_max_s: must not be below probe_initial_s")
+
+    def evs_for(self, paths_per_plane: int) -> int:
+        """Active EVs per plane for a connection whose planes offer this many paths."""
+        if self.evs_per_plane:
+            return self.evs_per_plane
+        paths = max(1, paths_per_plane)
+        return paths * -(-AUTO_MIN_EVS_PER_PLANE // paths)
 
     @classmethod
     def with_overrides(cls, overrides: dict | None) -> ProtocolConfig:
         known = {f.name: f.type for f in fields(cls)}
         unknown = sorted(set(overrides or {}) - set(known))
         if unknown:
-            raise ValueError(f"protocol.{unknown[0]}: unknown setting; known: "
-                             f"{', '.join(sorted(known))}")
+            raise ConfigError(f"protocol.{unknown[0]}: unknown setting; known: "
+                              f"{', '.join(sorted(known))}")
         return replace(cls(), **(overrides or {}))

@@ -7,24 +7,35 @@ probed until it answers) or DENIED (set by an operator, never used).
 
 EVs map to physical paths by the documented rule (topologies/paths.py): plane in the
 top byte, choice modulo the plane's path count below. EVs that share a path share its
-fate, so a loss retires all active EVs of that path at once, a retired EV is replaced by
-one of the same plane on a path not known bad, and one probe per bad path suffices.
+fate, so a loss retires all EVs of that path at once, a retired EV is replaced by one
+of the same plane on the least used path not known bad, and one probe per bad path
+suffices. The set knows only plane and path numbers, never the fabric.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
-from topologies.paths import EV_PLANE_SHIFT
+from topologies.paths import EV_CHOICE_MASK, EV_PLANE_SHIFT
 
 GOOD, SKIP, ASSUMED_BAD, DENIED = "GOOD", "SKIP", "ASSUMED_BAD", "DENIED"
+STATES = (GOOD, SKIP, ASSUMED_BAD, DENIED)
+
+PathKey = tuple[int, int]  # (plane, path index within the plane)
+
+
+class EvSetError(ValueError):
+    """An EV that the set does not hold, or a request that makes no sense for it."""
 
 
 class Ev:
+    """One entropy value and what the sender knows about it."""
+
     __slots__ = ("ev", "plane", "key", "state", "inflight", "outstanding", "srtt",
                  "last_ack", "last_sent", "ecn_marks", "losses", "active")
 
-    def __init__(self, ev: int, plane: int, key: tuple[int, int]):
+    def __init__(self, ev: int, plane: int, key: PathKey):
         self.ev, self.plane, self.key = ev, plane, key
         self.state = GOOD
         self.inflight = 0
@@ -36,13 +47,17 @@ class Ev:
         self.losses = 0
         self.active = False  # in the rotation
 
+    def __repr__(self) -> str:
+        return (f"Ev({self.ev:#010x} plane {self.plane} path {self.key[1]} {self.state}"
+                f"{' active' if self.active else ''} inflight {self.inflight})")
+
 
 class BadPath:
     """A physical path known bad: its retired EVs and when to probe it next."""
 
     __slots__ = ("key", "evs", "probe_at", "wait", "probes")
 
-    def __init__(self, key: tuple[int, int], now: float, wait: float):
+    def __init__(self, key: PathKey, now: float, wait: float):
         self.key, self.evs = key, []
         self.probe_at, self.wait, self.probes = now + wait, wait, 0
 
@@ -50,12 +65,15 @@ class BadPath:
 class EvSet:
     def __init__(self, planes: int, paths_per_plane: int, evs_per_plane: int,
                  rng: random.Random):
+        if planes < 1 or paths_per_plane < 1 or evs_per_plane < 1:
+            raise EvSetError(f"an EV set needs planes, paths and EVs (got {planes}, "
+                             f"{paths_per_plane}, {evs_per_plane})")
         self.planes = planes
         self.paths_per_plane = paths_per_plane
         self.evs_per_plane = evs_per_plane
         self.rng = rng
         self.by_ev: dict[int, Ev] = {}
-        self.bad: dict[tuple[int, int], BadPath] = {}
+        self.bad: dict[PathKey, BadPath] = {}
         self.backups: list[list[Ev]] = [[] for _ in range(planes)]
         self.plane_up = [True] * planes
         self.rotation: list[Ev] = []  # active EVs, planes interleaved
@@ -68,6 +86,27 @@ class EvSet:
                 self.rotation.append(ev)
         self._relive()
 
+    # ------------------------------------------------------------------ queries
+    def ev_plane(self, ev: int) -> int:
+        return ev >> EV_PLANE_SHIFT & 0xFF
+
+    def path_key(self, ev: int) -> PathKey:
+        return self.ev_plane(ev), (ev & EV_CHOICE_MASK) % self.paths_per_plane
+
+    def usable(self, ev: Ev) -> bool:
+        return ev.state in (GOOD, SKIP) and self.plane_up[ev.plane]
+
+    def active_usable(self) -> int:
+        return sum(1 for ev in self.rotation if self.usable(ev))
+
+    def states(self) -> dict[str, int]:
+        """How many active EVs are in each state (for progress logs)."""
+        counts = dict.fromkeys(STATES, 0)
+        for ev in self.rotation:
+            counts[ev.state] += 1
+        return counts
+
+    # ------------------------------------------------------------------ spraying
     def _relive(self) -> None:
         """Rebuild the list `pick` walks; called whenever the rotation or a plane changes."""
         self.live = [ev for ev in self.rotation if self.plane_up[ev.plane]]
@@ -76,6 +115,79 @@ class EvSet:
     def set_plane(self, plane: int, up: bool) -> None:
         self.plane_up[plane] = up
         self._relive()
+
+    def pick(self, plane_ready: Callable[[int], bool]) -> Ev | None:
+        """Next EV of the rotation whose plane may send now, preferring the less loaded
+        of two neighbours; a SKIP EV is passed over once and is GOOD again.
+
+        Looking at two neighbours instead of the whole set keeps this O(1) per packet
+        while still steering away from EVs whose packets are slow to be acknowledged.
+        """
+        live = self.live
+        n = len(live)
+        for _ in range(n):
+            ev = live[self.cursor]
+            self.cursor = (self.cursor + 1) % n
+            if ev.state != GOOD:
+                if ev.state == SKIP:
+                    ev.state = GOOD
+                continue
+            if not plane_ready(ev.plane):
+                continue
+            other = live[self.cursor]
+            if (other.inflight < ev.inflight and other.state == GOOD
+                    and plane_ready(other.plane)):
+                self.cursor = (self.cursor + 1) % n
+                return other
+            return ev
+        return None
+
+    # ------------------------------------------------------------------ state changes
+    def retire(self, ev: Ev, now: float, probe_wait: float) -> list[Ev]:
+        """Retire every EV on ev's path (active and backups) and replace the active ones
+        from the same plane. Returns the EVs retired (none if ev was not usable)."""
+        if ev.state in (ASSUMED_BAD, DENIED):
+            return []
+        bad = self.bad.get(ev.key)
+        if bad is None:
+            bad = self.bad[ev.key] = BadPath(ev.key, now, probe_wait)
+        retired = [e for e in self.rotation if e.key == ev.key and e.state in (GOOD, SKIP)]
+        if ev not in retired:
+            retired.append(ev)
+        spare = self.backups[ev.plane]
+        retired += [e for e in spare if e.key == ev.key and e not in retired]
+        self.backups[ev.plane] = [e for e in spare if e.key != ev.key]
+        for e in retired:
+            e.state = ASSUMED_BAD
+            bad.evs.append(e)
+            if e.active:
+                self._replace(e)
+        self._relive()
+        return retired
+
+    def _replace(self, old: Ev) -> None:
+        """Take `old` out of the rotation, putting an EV of the same plane in its slot."""
+        index = self.rotation.index(old)
+        old.active = False
+        plane = old.plane
+        spare = [e for e in self.backups[plane] if e.state == GOOD and e.key not in self.bad]
+        if spare:
+            new = spare[0]
+            self.backups[plane].remove(new)
+        else:
+            good = [p for p in range(self.paths_per_plane) if (plane, p) not in self.bad]
+            if not good:
+                self.rotation.pop(index)  # the whole plane is bad: it shrinks until probes answer
+                return
+            # The least used good path, so the plane's traffic stays spread evenly.
+            use = dict.fromkeys(good, 0)
+            for e in self.rotation:
+                if e.plane == plane and e.key[1] in use and e is not old:
+                    use[e.key[1]] += 1
+            least = min(use.values())
+            new = self._new_ev(plane, self.rng.choice([p for p in good if use[p] == least]))
+        new.active = True
+        self.rotation[index] = new
 
     def _new_ev(self, plane: int, path: int) -> Ev:
         while True:
@@ -86,78 +198,19 @@ class EvSet:
                 self.by_ev[value] = ev
                 return ev
 
-    def usable(self, ev: Ev) -> bool:
-        return ev.state in (GOOD, SKIP) and self.plane_up[ev.plane]
+    def _active_in(self, plane: int) -> int:
+        return sum(1 for e in self.rotation if e.plane == plane)
 
-    def active_usable(self) -> int:
-        return sum(1 for ev in self.rotation if self.usable(ev))
-
-    def pick(self, plane_ready) -> Ev | None:
-        """Next EV of the rotation whose plane may send now, preferring the less loaded
-        of two neighbours; a SKIP EV is passed over once and is GOOD again."""
-        live = self.live
-        n = len(live)
-        for _ in range(n):
-            ev = live[self.cursor]
-            self.cursor = (self.cursor + 1) % n
-            if ev.state == SKIP:
-                ev.state = GOOD
-                continue
-            if ev.state != GOOD or not plane_ready(ev.plane):
-                continue
-            other = live[self.cursor]
-            if (other.inflight < ev.inflight and other.state == GOOD
-                    and plane_ready(other.plane)):
-                self.cursor = (self.cursor + 1) % n
-                return other
-            return ev
-        return None
-
-    def retire(self, ev: Ev, now: float, probe_wait: float) -> list[Ev]:
-        """Retire every active EV on ev's path and replace each from the same plane.
-        Returns the EVs retired (none if the path was already known bad)."""
-        if ev.state in (ASSUMED_BAD, DENIED):
-            return []
-        bad = self.bad.get(ev.key)
-        if bad is None:
-            bad = self.bad[ev.key] = BadPath(ev.key, now, probe_wait)
-        retired = [e for e in self.rotation if e.key == ev.key and e.state in (GOOD, SKIP)]
-        if ev not in retired:
-            retired.append(ev)
-        for e in retired:
-            e.state = ASSUMED_BAD
-            bad.evs.append(e)
-            if e.active:
-                self._replace(e)
-        self._relive()
-        return retired
-
-    def _replace(self, old: Ev) -> None:
-        index = self.rotation.index(old)
-        old.active = False
-        good_paths = [p for p in range(self.paths_per_plane) if (old.plane, p) not in self.bad]
-        spare = [e for e in self.backups[old.plane] if e.state == GOOD]
-        if spare:
-            new = spare[0]
-            self.backups[old.plane].remove(new)
-        elif good_paths:
-            new = self._new_ev(old.plane, self.rng.choice(good_paths))
-        else:
-            self.rotation.pop(index)  # the whole plane is bad: it shrinks until probes answer
-            return
-        new.active = True
-        self.rotation[index] = new
-
-    def reinstate(self, key: tuple[int, int]) -> list[Ev]:
-        """A probe came back: the path's EVs are GOOD again, as backups or back in use."""
+    def reinstate(self, key: PathKey) -> list[Ev]:
+        """A probe came back: the path's EVs are GOOD again, back in use while the plane
+        has fewer than evs_per_plane active EVs, else as backups."""
         bad = self.bad.pop(key, None)
         if bad is None:
             return []
         plane = key[0]
         for ev in bad.evs:
             ev.state = GOOD
-            active = sum(1 for e in self.rotation if e.plane == plane)
-            if active < self.evs_per_plane:
+            if self._active_in(plane) < self.evs_per_plane:
                 ev.active = True
                 self.rotation.append(ev)
             else:
@@ -165,10 +218,60 @@ class EvSet:
         self._relive()
         return bad.evs
 
+    def deny(self, value: int) -> Ev:
+        """An operator takes an EV out of use for good (until allow())."""
+        ev = self.by_ev.get(value)
+        if ev is None:
+            plane, path = self.path_key(value)
+            if plane >= self.planes:
+                raise EvSetError(f"EV {value:#010x} names plane {plane}; the connection "
+                                 f"has {self.planes}")
+            ev = self.by_ev[value] = Ev(value, plane, (plane, path))
+        if ev.state == DENIED:
+            return ev
+        was_usable = ev.state in (GOOD, SKIP)
+        ev.state = DENIED
+        if ev in self.backups[ev.plane]:
+            self.backups[ev.plane].remove(ev)
+        bad = self.bad.get(ev.key)
+        if bad is not None and ev in bad.evs:
+            bad.evs.remove(ev)
+            if not bad.evs:  # the path still needs an EV to be probed on
+                stand_in = self._new_ev(ev.plane, ev.key[1])
+                stand_in.state = ASSUMED_BAD
+                bad.evs.append(stand_in)
+        if ev.active and was_usable:
+            self._replace(ev)
+        elif ev.active:
+            self.rotation.remove(ev)
+            ev.active = False
+        self._relive()
+        return ev
+
+    def allow(self, value: int) -> Ev:
+        """Undo deny(): the EV becomes a GOOD backup (or active, if its plane is short)."""
+        ev = self.by_ev.get(value)
+        if ev is None or ev.state != DENIED:
+            raise EvSetError(f"EV {value:#010x} is not denied")
+        if ev.key in self.bad:
+            ev.state = ASSUMED_BAD
+            self.bad[ev.key].evs.append(ev)
+            return ev
+        ev.state = GOOD
+        if self._active_in(ev.plane) < self.evs_per_plane:
+            ev.active = True
+            self.rotation.append(ev)
+            self._relive()
+        else:
+            self.backups[ev.plane].append(ev)
+        return ev
+
     def due_probes(self, now: float, max_wait: float) -> list[BadPath]:
+        """Bad paths whose next probe is due (and whose plane is up); reschedules them
+        with doubled waits up to max_wait."""
         due = []
         for bad in self.bad.values():
-            if bad.probe_at <= now and self.plane_up[bad.key[0]]:
+            if bad.probe_at <= now and self.plane_up[bad.key[0]] and bad.evs:
                 due.append(bad)
                 bad.probes += 1
                 bad.wait = min(bad.wait * 2, max_wait)

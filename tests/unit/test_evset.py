@@ -1,0 +1,169 @@
+"""The EV set: rotation, spraying choice, retirement, replacement, probes, denial."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+
+from hosts.config import ProtocolConfig
+from hosts.evset import ASSUMED_BAD, DENIED, GOOD, SKIP, EvSet, EvSetError
+from topologies.model import load_topology
+from topologies.paths import choices_per_plane, ev_plane, path_for_ev
+
+
+def make(planes=2, paths=2, per_plane=4, seed=1):
+    return EvSet(planes, paths, per_plane, random.Random(seed))
+
+
+def ready(plane):
+    return True
+
+
+def test_rotation_interleaves_planes_and_covers_paths_evenly():
+    evs = make(planes=3, paths=2, per_plane=4)
+    assert [e.plane for e in evs.rotation[:6]] == [0, 1, 2, 0, 1, 2]
+    assert len(evs.rotation) == 12
+    per_path = Counter(e.key for e in evs.rotation)
+    assert set(per_path.values()) == {2}  # 4 EVs over 2 paths: 2 each
+    for e in evs.rotation:
+        assert ev_plane(e.ev) == e.plane  # the EV rule of topologies/paths.py
+        assert evs.path_key(e.ev) == e.key
+
+
+def test_evs_name_the_paths_of_the_catalogue():
+    fabric = load_topology("2tier-2plane")
+    paths = choices_per_plane(fabric, 0, 3)
+    evs = make(planes=fabric.spec.planes, paths=paths, per_plane=paths * 2)
+    for e in evs.rotation:
+        path = path_for_ev(fabric, 0, 3, e.ev)
+        assert (path.plane, path.spine) == (e.plane, e.key[1])
+
+
+def test_default_size_comes_from_the_catalogue():
+    config = ProtocolConfig()
+    assert config.evs_for(2) == 8 and config.evs_for(3) == 9 and config.evs_for(16) == 16
+    assert ProtocolConfig(evs_per_plane=5).evs_for(3) == 5
+    evs = make(planes=1, paths=3, per_plane=config.evs_for(3))
+    assert set(Counter(e.key for e in evs.rotation).values()) == {3}
+
+
+def test_pick_walks_the_rotation_and_skips_a_skip_ev_once():
+    evs = make(per_plane=2)
+    order = [evs.pick(ready) for _ in range(4)]
+    assert order == evs.rotation
+    evs.rotation[1].state = SKIP
+    again = [evs.pick(ready) for _ in range(4)]
+    assert evs.rotation[1] not in again
+    assert evs.rotation[1].state == GOOD  # passed over once, then back in use
+
+
+def test_pick_prefers_the_less_loaded_neighbour():
+    evs = make(per_plane=2)
+    first, second = evs.rotation[0], evs.rotation[1]
+    first.inflight = 5
+    assert evs.pick(ready) is second
+
+
+def test_pick_respects_planes_that_may_not_send_now():
+    evs = make(per_plane=2)
+    picked = [evs.pick(lambda p: p == 1) for _ in range(4)]
+    assert {e.plane for e in picked} == {1}
+    assert evs.pick(lambda p: False) is None
+
+
+def test_retire_takes_every_ev_of_the_path_and_replaces_it_in_the_same_plane():
+    evs = make(planes=2, paths=2, per_plane=4)
+    victim = evs.rotation[0]
+    retired = evs.retire(victim, now=1.0, probe_wait=0.05)
+    assert {e.key for e in retired} == {victim.key} and len(retired) == 2
+    assert all(e.state == ASSUMED_BAD and not e.active for e in retired)
+    plane = [e for e in evs.rotation if e.plane == victim.plane]
+    assert len(plane) == 4  # the plane keeps its share
+    assert all(e.key != victim.key and e.state == GOOD for e in plane)
+    assert victim.key in evs.bad and evs.bad[victim.key].probe_at == pytest.approx(1.05)
+    assert evs.retire(victim, 1.1, 0.05) == []  # already retired
+
+
+def test_replacement_takes_the_least_used_good_path():
+    evs = make(planes=1, paths=4, per_plane=4)
+    evs.retire(evs.rotation[0], 0.0, 0.05)  # path 0 bad; paths 1-3 hold one EV each
+    new = evs.rotation[0]
+    assert new.key[1] in (1, 2, 3)
+    assert sorted(Counter(e.key[1] for e in evs.rotation).values()) == [1, 1, 2]
+
+
+def test_a_plane_with_every_path_bad_shrinks_until_a_probe_answers():
+    evs = make(planes=2, paths=1, per_plane=2)
+    evs.retire(evs.rotation[0], 0.0, 0.05)
+    assert all(e.plane == 1 for e in evs.rotation) and len(evs.rotation) == 2
+    back = evs.reinstate((0, 0))
+    assert len(back) == 2 and all(e.state == GOOD for e in back)
+    assert sum(e.plane == 0 for e in evs.rotation) == 2
+
+
+def test_reinstated_evs_beyond_the_plane_share_become_backups():
+    evs = make(planes=1, paths=2, per_plane=2)
+    first = evs.rotation[0]
+    evs.retire(first, 0.0, 0.05)  # replaced by an EV on the other path
+    assert evs.reinstate(first.key) == [first]
+    assert first in evs.backups[0] and first.state == GOOD and not first.active
+    # The next retirement takes the backup rather than making a new EV.
+    evs.retire(evs.rotation[0], 0.1, 0.05)
+    assert first.active and first in evs.rotation
+
+
+def test_a_backup_on_a_path_that_fails_is_retired_with_it_and_never_used():
+    evs = make(planes=1, paths=2, per_plane=2)
+    on_path_0 = next(e for e in evs.rotation if e.key == (0, 0))
+    backup = evs._new_ev(0, 0)  # a GOOD spare on the same path
+    evs.backups[0].append(backup)
+    retired = evs.retire(on_path_0, 0.0, 0.05)
+    assert backup in retired and backup.state == ASSUMED_BAD and backup not in evs.backups[0]
+    assert all(e.key == (0, 1) for e in evs.rotation)
+
+
+def test_due_probes_back_off_and_wait_for_the_plane():
+    evs = make()
+    evs.retire(evs.rotation[0], 0.0, 0.05)
+    assert evs.due_probes(0.04, 0.8) == []
+    (bad,) = evs.due_probes(0.05, 0.8)
+    assert bad.probes == 1 and bad.probe_at == pytest.approx(0.15)  # waits doubled
+    evs.set_plane(0, False)
+    assert evs.due_probes(1.0, 0.8) == []  # nothing to probe on a plane that is down
+    evs.set_plane(0, True)
+    assert evs.due_probes(1.0, 0.2)[0].wait == pytest.approx(0.2)  # capped
+
+
+def test_plane_down_takes_its_evs_out_of_the_walk_and_back():
+    evs = make()
+    evs.set_plane(1, False)
+    assert {evs.pick(ready).plane for _ in range(8)} == {0}
+    evs.set_plane(1, True)
+    assert {evs.pick(ready).plane for _ in range(8)} == {0, 1}
+
+
+def test_denied_ev_is_never_picked_and_is_replaced_then_allowed_back():
+    evs = make(per_plane=2)
+    victim = evs.rotation[0]
+    evs.deny(victim.ev)
+    assert victim.state == DENIED and not victim.active
+    assert victim not in {evs.pick(ready) for _ in range(20)}
+    assert sum(e.plane == victim.plane for e in evs.rotation) == 2
+    evs.allow(victim.ev)
+    assert victim.state == GOOD and victim in evs.backups[victim.plane]
+    with pytest.raises(EvSetError):
+        evs.allow(victim.ev)
+
+
+def test_deny_an_unknown_ev_of_a_missing_plane_is_an_error():
+    evs = make(planes=2)
+    with pytest.raises(EvSetError, match="plane 5"):
+        evs.deny(5 << 24)
+    assert evs.deny(1 << 24 | 77).state == DENIED  # known plane: remembered as denied
+
+
+def test_bad_constructor_arguments():
+    with pytest.raises(EvSetError):
+        EvSet(0, 2, 2, random.Random(1))
