@@ -4,8 +4,10 @@ Like RoCE on an ECMP fabric: a connection is hashed onto one path (EV) and keeps
 Packets go out in order within a window; the receiver takes only the next expected PSN
 (hosts/receiver.py, in_order=True). When the oldest packet times out, everything from it
 on is sent again (go-back-N), with exponential backoff. The path changes only when an
-emulated routing reconvergence (`reconvergence_s` after the first failure, default 1 s,
-as BGP would take) moves the flow to the next path of the catalogue.
+emulated routing reconvergence moves the flow: `reconvergence_s` (default 1 s, as BGP
+would take) after the first timeout of a failure that has not healed since, the flow
+takes the next path of the catalogue and goes back N on it at once. Whether that path
+works is the network's business; if it does not, the next reconvergence moves it again.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import hashlib
 from hosts import wire
 from hosts.cc import DelayWindow
 from hosts.config import ProtocolConfig
+from hosts.sender import SenderError
 from topologies.paths import make_ev
 
 
@@ -29,6 +32,7 @@ class SinglePathSender:
         self.local_up = [True] * planes
         self.packets: list[tuple[int, int, int, int, bool]] = []  # psn -> msg, off, len, last
         self.messages: dict[int, list] = {}  # msg_id -> [data, remaining, started]
+        self.msg_ids: set[int] = set()
         self.base = 0  # oldest unacknowledged PSN
         self.next = 0  # next PSN to send
         self.sent_at = 0.0
@@ -45,6 +49,10 @@ class SinglePathSender:
         return self.paths[self.path_index]
 
     def send_message(self, msg_id: int, data: bytes, now: float) -> None:
+        if msg_id in self.msg_ids:
+            raise SenderError(f"message id {msg_id} already used on connection "
+                              f"{self.conn_id:#x}")
+        self.msg_ids.add(msg_id)
         mtu = self.config.mtu_payload
         count = max(1, -(-len(data) // mtu))
         self.messages[msg_id] = [memoryview(data), count, now]
@@ -64,9 +72,14 @@ class SinglePathSender:
     def wanted_planes(self) -> list[int]:
         return [self.ev >> 24]
 
-    def poll(self, now: float, plane_ready, budget: int = 64) -> list[tuple[int, int, bytes, bool]]:
+    def poll(self, now: float, plane_ready=lambda p: True,
+             budget: int = 64) -> list[tuple[int, int, bytes, bool]]:
+        """Packets to send now: (plane, ev, bytes, ECN-capable), like Sender.poll."""
         out = []
-        if self.busy and self.next > self.base and now - self.sent_at > self._rto():
+        if self.failing_since is not None and now - self.failing_since >= \
+                self.config.reconvergence_s:
+            self._reroute(now)
+        elif self.busy and self.next > self.base and now - self.sent_at > self._rto():
             self._timeout(now)
         plane = self.ev >> 24
         while (budget > 0 and self.next < len(self.packets)
@@ -94,16 +107,22 @@ class SinglePathSender:
         self.on_event({"t": now, "event": "timeout", "psn": self.base, "ev": self.ev,
                        "plane": self.ev >> 24, "peer": self.peer})
         if self.failing_since is None:
-            self.failing_since = now
-        elif now - self.failing_since >= self.config.reconvergence_s:
-            # Routing has reconverged around the failure: the flow moves to another path.
-            self.path_index = (self.path_index + 1) % len(self.paths)
-            self.failing_since = None
-            self.stats["reroutes"] += 1
-            self.on_event({"t": now, "event": "reroute", "ev": self.ev,
-                           "plane": self.ev >> 24, "peer": self.peer})
+            self.failing_since = now  # routing starts to reconverge around the failure
         self.retries += 1
         self.next = self.base  # go back N
+        self.sent_at = now
+
+    def _reroute(self, now: float) -> None:
+        """Routing has reconverged: the flow moves to the next path and goes back N."""
+        old = self.ev
+        self.path_index = (self.path_index + 1) % len(self.paths)
+        self.failing_since = None
+        self.stats["reroutes"] += 1
+        self.on_event({"t": now, "event": "reroute", "ev": self.ev, "from_ev": old,
+                       "plane": self.ev >> 24, "peer": self.peer})
+        self.stats["retransmits"] += self.next - self.base
+        self.retries = 0
+        self.next = self.base
         self.sent_at = now
 
     def on_sack(self, hdr: wire.Header, ctl: wire.Control, now: float) -> None:
@@ -120,11 +139,23 @@ class SinglePathSender:
             self.stats["acked"] += 1
             if entry[1] == 0:
                 self.stats["messages_completed"] += 1
-                self.on_completed(msg_id, len(entry[0]), now - entry[2])
+                took = now - entry[2]
+                self.on_event({"t": now, "event": "complete", "msg_id": msg_id,
+                               "bytes": len(entry[0]), "seconds": took, "peer": self.peer})
+                self.on_completed(msg_id, len(entry[0]), took)
                 del self.messages[msg_id]
         self.base = min(ctl.cum_psn, len(self.packets))
         self.next = max(self.next, self.base)
         self.sent_at, self.retries, self.failing_since = now, 0, None
+
+    def on_packet(self, hdr: wire.Header, ctl: wire.Control | None, now: float) -> None:
+        """Feed one decoded control packet of this connection."""
+        if ctl is None:
+            return
+        if hdr.type == wire.SACK:
+            self.on_sack(hdr, ctl, now)
+        elif hdr.type == wire.NACK:
+            self.on_nack(hdr, ctl, now)
 
     def on_nack(self, hdr: wire.Header, ctl: wire.Control, now: float) -> None:
         self.next = max(self.base, min(self.next, hdr.psn))  # go back to the trimmed packet

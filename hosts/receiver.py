@@ -2,10 +2,14 @@
 
 Every DATA payload is copied to its offset in the message buffer as it arrives, in any
 order; PSNs already seen are duplicates and are only acknowledged again. A message is
-delivered when every byte has arrived. Each DATA packet is answered at once: a SACK
-(cumulative PSN + 64-bit bitmap + the packet's EV echoed + ECN echo) or, for a trimmed
-packet, a NACK for exactly that PSN. Answers go back on the mirror of the data path
-(same EV from this side), so an answer fails only where the data path itself failed.
+delivered when every byte has arrived. Each DATA packet is answered: a SACK (cumulative
+PSN + 64-bit bitmap + the packet's EV echoed + ECN echo) or, for a trimmed packet, a
+NACK for exactly that PSN. The endpoint sends answers back on the mirror of the data
+path (same EV from this side), so an answer fails only where the data path failed.
+
+Arrived PSNs above the cumulative one are kept as one integer bitmap (bit i: PSN
+`cum + i`), so recording a packet, advancing `cum` and building the SACK bitmap are a
+few integer operations, whatever the reordering.
 
 With `in_order=True` (the single-path baseline's go-back-N receiver) a packet other
 than the next expected one is dropped and the cumulative PSN acknowledged again.
@@ -13,9 +17,17 @@ than the next expected one is dropped and the cumulative PSN acknowledged again.
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Callable
+
 from hosts import wire
 
-MAX_PSN_AHEAD = 1 << 20  # farther ahead than any window: garbage
+# Farther ahead of the cumulative PSN than any window: garbage (and a bound on the
+# bitmap's size, which a forged PSN could otherwise blow up).
+MAX_PSN_AHEAD = 1 << 16
+_BITMAP_MASK = (1 << wire.BITMAP_BITS) - 1
+
+DeliveredCallback = Callable[[int, bytearray], None]  # (msg_id, message bytes)
 
 
 class MessageBuffer:
@@ -28,67 +40,111 @@ class MessageBuffer:
 
 
 class Receiver:
-    def __init__(self, peer: int, conn_id: int, on_delivered, in_order: bool = False):
+    """Receiving side of one (peer, conn_id) connection.
+
+    `on_data()` takes a decoded DATA packet and returns the answer the endpoint sends
+    (type, flags, reason); `control()` builds the SACK/NACK body. Completed messages go
+    to `on_delivered(msg_id, bytes)`.
+    """
+
+    def __init__(self, peer: int, conn_id: int, on_delivered: DeliveredCallback,
+                 in_order: bool = False):
         self.peer, self.conn_id = peer, conn_id
         self.on_delivered = on_delivered
         self.in_order = in_order
         self.cum = 0  # every PSN below has arrived
-        self.above: set[int] = set()  # arrived PSNs at or above `cum`
+        self.bits = 0  # bit i set: PSN cum + i has arrived (bit 0 is always clear)
         self.messages: dict[int, MessageBuffer] = {}
         self.delivered: set[int] = set()
-        self.ecn_marks = 0
+        self.ecn_marks = 0  # CE-marked data packets since the last SACK body
         self.stats = {"data_rx": 0, "duplicates": 0, "trimmed_rx": 0, "out_of_order_drops": 0,
-                      "messages_delivered": 0, "rx_bytes": 0}
+                      "messages_delivered": 0, "rx_bytes": 0, "ce_rx": 0, "inconsistent": 0,
+                      "out_of_window": 0}
+
+    @property
+    def above(self) -> set[int]:
+        """Arrived PSNs above the cumulative one (for tests and tools; not the hot path)."""
+        bits, base, out = self.bits, self.cum, set()
+        while bits:
+            low = bits & -bits
+            out.add(base + low.bit_length() - 1)
+            bits ^= low
+        return out
 
     def on_data(self, hdr: wire.Header, payload, ce: bool, now: float) -> tuple[int, int, int]:
         """Take one DATA packet; returns (answer type, flags, reason) for the endpoint."""
-        psn = hdr.psn
-        if hdr.flags & wire.F_TRIMMED:
+        flags = hdr.flags
+        if flags & wire.F_TRIMMED:
             self.stats["trimmed_rx"] += 1
-            lasthop = hdr.flags & wire.F_TRIMMED_LASTHOP
-            return wire.NACK, 0, wire.R_TRIMMED_LASTHOP if lasthop else wire.R_TRIMMED
-        flags = wire.F_ECN_ECHO if ce else 0
+            if flags & wire.F_TRIMMED_LASTHOP:
+                return wire.NACK, 0, wire.R_TRIMMED_LASTHOP
+            return wire.NACK, 0, wire.R_TRIMMED
+        stats = self.stats
+        echo = 0
         if ce:
+            echo = wire.F_ECN_ECHO
             self.ecn_marks += 1
-        if psn < self.cum or psn in self.above or psn - self.cum > MAX_PSN_AHEAD:
-            self.stats["duplicates"] += 1
-            return wire.SACK, flags, 0
-        if self.in_order and psn != self.cum:
-            self.stats["out_of_order_drops"] += 1
-            return wire.SACK, flags, 0
-        self.stats["data_rx"] += 1
-        self._place(hdr, payload)
-        if psn == self.cum:
-            self.cum += 1
-            while self.cum in self.above:
-                self.above.discard(self.cum)
-                self.cum += 1
+            stats["ce_rx"] += 1
+        distance = hdr.psn - self.cum
+        if distance < 0 or self.bits >> distance & 1:
+            stats["duplicates"] += 1
+            return wire.SACK, echo, 0
+        if distance > MAX_PSN_AHEAD:
+            stats["out_of_window"] += 1  # acknowledging it again is harmless
+            return wire.SACK, echo, 0
+        if self.in_order and distance:
+            stats["out_of_order_drops"] += 1
+            return wire.SACK, echo, 0
+        if not self._place(hdr, payload):
+            stats["inconsistent"] += 1
+            return wire.SACK, echo, 0
+        stats["data_rx"] += 1
+        if distance:
+            self.bits |= 1 << distance
         else:
-            self.above.add(psn)
-        return wire.SACK, flags, 0
+            # PSN cum arrived: advance over it and every arrived PSN right behind it.
+            bits = self.bits | 1
+            run = (~bits & (bits + 1)).bit_length() - 1  # trailing ones
+            self.bits = bits >> run
+            self.cum += run
+        return wire.SACK, echo, 0
 
-    def _place(self, hdr: wire.Header, payload) -> None:
-        if hdr.msg_id in self.delivered:
-            return
-        buf = self.messages.get(hdr.msg_id)
+    def _place(self, hdr: wire.Header, payload) -> bool:
+        """Copy the payload into its message; False if it contradicts the message."""
+        msg_id = hdr.msg_id
+        buf = self.messages.get(msg_id)
         if buf is None:
-            buf = self.messages[hdr.msg_id] = MessageBuffer(hdr.msg_len)
+            if msg_id in self.delivered:
+                return True  # a packet of a complete message under a new PSN: nothing to do
+            buf = self.messages[msg_id] = MessageBuffer(hdr.msg_len)
         elif buf.size != hdr.msg_len:
-            return  # inconsistent with the message's first packet: not ours
-        buf.data[hdr.offset:hdr.offset + hdr.payload_len] = payload
-        buf.received += hdr.payload_len
-        self.stats["rx_bytes"] += hdr.payload_len
+            return False  # not the message its first packet announced: not ours
+        length = hdr.payload_len
+        buf.data[hdr.offset:hdr.offset + length] = payload
+        buf.received += length
+        self.stats["rx_bytes"] += length
         if buf.received >= buf.size:
-            del self.messages[hdr.msg_id]
-            self.delivered.add(hdr.msg_id)
+            del self.messages[msg_id]
+            self.delivered.add(msg_id)
             self.stats["messages_delivered"] += 1
-            self.on_delivered(hdr.msg_id, buf.data)
+            self.on_delivered(msg_id, buf.data)
+        return True
 
     def control(self, echo_ev: int, port_state: int) -> wire.Control:
-        bitmap = 0
-        for psn in self.above:
-            distance = psn - self.cum
-            if distance < 64:
-                bitmap |= 1 << distance
+        """The body of the next SACK/NACK: cumulative PSN, bitmap above it, echoed EV,
+        CE marks since the previous body, and this host's port state."""
         marks, self.ecn_marks = self.ecn_marks, 0
-        return wire.Control(self.cum, self.cum, bitmap, echo_ev, min(marks, 0xFFFF), port_state)
+        return wire.Control(self.cum, self.cum, self.bits & _BITMAP_MASK, echo_ev,
+                            min(marks, 0xFFFF), port_state)
+
+
+def digest(data: bytes | bytearray | memoryview) -> str:
+    """A content digest for verifying a delivered message against what was sent."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def verify_message(data: bytes | bytearray | memoryview, expected: bytes | str) -> bool:
+    """True if a delivered message equals `expected` (the bytes, or their digest())."""
+    if isinstance(expected, str):
+        return digest(data) == expected
+    return len(data) == len(expected) and bytes(data) == expected

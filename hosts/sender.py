@@ -4,26 +4,45 @@ Messages are cut into packets with fixed PSNs; each transmission sprays onto the
 EV of the rotation (hosts/evset.py). The receiver acknowledges every packet with a SACK
 echoing its EV, so the sender learns per EV what arrived:
 
-- packets passed on the same EV by `reorder_tolerance` later acknowledged ones, or a
-  retransmission timeout without a NACK: a real loss -> the EV's path is retired
-  (ASSUMED_BAD) and the packet goes out again on another EV;
+- packets passed on the same EV by `reorder_tolerance` later acknowledged ones, packets
+  sent a reordering window before one acknowledged on any EV, or a retransmission
+  timeout: a real loss -> the EV's path is retired (ASSUMED_BAD), replaced by an EV of
+  the same plane, and what was in flight on it goes out again on other EVs;
 - a NACK (the packet was trimmed): retransmit at once on another EV, SKIP the EV once;
-- an ECN echo: SKIP the EV once;
+- an ECN echo: SKIP the EV once; neither ever retires anything;
 - retired paths are probed with backoff; a PROBE_REPLY reinstates them;
-- the peer's port-state bitmap and the local carrier take whole planes out and back.
+- the local carrier (`set_local_plane`) and the peer's port-state bitmap take whole
+  planes out of use and back; a plane the peer reported down is probed, so a lost
+  PLANE_STATUS cannot keep it out of use forever.
 
-`poll()` returns the packets to send now; the endpoint puts them on the wire.
+The caller drives it: `send_message()`, `on_packet()` (or on_sack/on_nack/
+on_probe_reply) with decoded packets, and `poll(now)`, which returns the packets to send
+now as (plane, ev, bytes, ECN-capable) tuples. Events go to `on_event(dict)`.
 """
 
 from __future__ import annotations
 
 import random
 from collections import deque
+from collections.abc import Callable
 
 from hosts import wire
 from hosts.cc import DelayWindow
 from hosts.config import ProtocolConfig
-from hosts.evset import ASSUMED_BAD, GOOD, SKIP, Ev, EvSet
+from hosts.evset import ASSUMED_BAD, DENIED, GOOD, SKIP, Ev, EvSet
+
+EventCallback = Callable[[dict], None]
+CompletedCallback = Callable[[int, int, float], None]  # (msg_id, bytes, seconds taken)
+PlaneReady = Callable[[int], bool]
+Outgoing = tuple[int, int, bytes, bool]  # (plane, ev, datagram, ECN-capable)
+
+
+def _always(plane: int) -> bool:
+    return True
+
+
+class SenderError(ValueError):
+    """A message the connection cannot take (reused id, too large)."""
 
 
 class Packet:
@@ -36,7 +55,7 @@ class Packet:
         self.sent_at = 0.0
         self.retries = 0
         self.acked = False
-        self.passed = 0
+        self.passed = 0  # later packets on the same EV acknowledged before it
         self.queued = False
 
 
@@ -49,17 +68,27 @@ class Message:
 
 
 class Sender:
+    """The sending side of one connection (this host -> peer).
+
+    `planes` and `paths_per_plane` describe the fabric between the two hosts (the agent
+    takes them from the path catalogue); EV values follow the rule of topologies/paths.py.
+    """
+
     def __init__(self, me: int, peer: int, conn_id: int, planes: int, paths_per_plane: int,
-                 config: ProtocolConfig, on_event, on_completed, seed: int = 0):
+                 config: ProtocolConfig, on_event: EventCallback,
+                 on_completed: CompletedCallback, seed: int = 0):
         self.me, self.peer, self.conn_id = me, peer, conn_id
         self.config = config
         self.on_event = on_event
         self.on_completed = on_completed
-        self.evs = EvSet(planes, paths_per_plane, config.evs_per_plane,
+        self.evs = EvSet(planes, paths_per_plane, config.evs_for(paths_per_plane),
                          random.Random(seed or conn_id))
         self.local_up = [True] * planes
         self.remote_up = [True] * planes
+        self.remote_probe_at = [0.0] * planes  # next probe of a plane the peer said is down
+        self.remote_probe_wait = [config.probe_initial_s] * planes
         self.packets: dict[int, Packet] = {}  # unacknowledged, by PSN
+        self.msg_ids: set[int] = set()
         self.next_psn = 0
         self.cum_acked = 0  # every PSN below this one is acknowledged
         self.unsent: deque[Packet] = deque()
@@ -71,27 +100,40 @@ class Sender:
         self.rttvar = 0.0
         self.next_check = 0.0
         self.rack_sent_at = 0.0  # send time of the latest-sent packet acknowledged so far
+        self.packet_events = config.packet_events
         self.stats = {"data_tx": 0, "retransmits": 0, "acked": 0, "nacks": 0, "ecn_echoes": 0,
                       "losses": 0, "timeouts": 0, "retired": 0, "reinstated": 0, "probes": 0,
-                      "messages_completed": 0}
+                      "messages_completed": 0, "stale_acks": 0}
 
     # ------------------------------------------------------------------ messages
     def send_message(self, msg_id: int, data: bytes, now: float) -> None:
+        """Queue a message; completion is reported when every packet is acknowledged.
+        Message ids must be unique within the connection (the receiver keeps them)."""
+        if msg_id in self.msg_ids:
+            raise SenderError(f"message id {msg_id} already used on connection "
+                              f"{self.conn_id:#x}")
+        if not 0 <= msg_id <= 0xFFFFFFFF:
+            raise SenderError(f"message id {msg_id} does not fit 32 bits")
+        if len(data) > wire.MAX_MSG_LEN:
+            raise SenderError(f"message of {len(data)} bytes; the limit is {wire.MAX_MSG_LEN}")
+        self.msg_ids.add(msg_id)
         mtu = self.config.mtu_payload
         count = max(1, -(-len(data) // mtu))
         msg = Message(msg_id, data, now, count)
+        psn = self.next_psn
+        packets, unsent = self.packets, self.unsent
         for i in range(count):
             offset = i * mtu
-            pkt = Packet(self.next_psn, msg, offset, min(mtu, len(data) - offset),
-                         i == count - 1)
+            pkt = Packet(psn + i, msg, offset, min(mtu, len(data) - offset), i == count - 1)
             pkt.queued = True
-            self.packets[pkt.psn] = pkt
-            self.unsent.append(pkt)
-            self.next_psn += 1
+            packets[psn + i] = pkt
+            unsent.append(pkt)
+        self.next_psn = psn + count
 
     @property
     def busy(self) -> bool:
-        return bool(self.packets) or bool(self.evs.bad)
+        """Anything left to do: packets unacknowledged, paths to probe, planes to recheck."""
+        return bool(self.packets) or bool(self.evs.bad) or not all(self.remote_up)
 
     def has_work(self) -> bool:
         """Something to send that only pacing holds back (not the window)."""
@@ -101,22 +143,25 @@ class Sender:
         return [p for p, up in enumerate(self.evs.plane_up) if up]
 
     # ------------------------------------------------------------------ sending
-    def poll(self, now: float, plane_ready, budget: int = 64) -> list[tuple[int, int, bytes, bool]]:
-        """Packets to send now: (plane, ev, bytes, ECN-capable)."""
-        out: list[tuple[int, int, bytes, bool]] = []
+    def poll(self, now: float, plane_ready: PlaneReady = _always,
+             budget: int = 64) -> list[Outgoing]:
+        """Packets to send now, at most `budget` DATA packets (probes come on top).
+        `plane_ready(plane)` says whether a plane may take a packet now (pacing)."""
+        out: list[Outgoing] = []
         if now >= self.next_check:
             self.next_check = now + self.config.tick_s
             self._check_losses(now)
             if self.config.probes:
                 self._probe(now, out)
-        while budget > 0 and self.cwnd.allows(self.inflight) and (self.retx or self.unsent):
-            queue = self.retx if self.retx else self.unsent
+        retx, unsent, cwnd, pick = self.retx, self.unsent, self.cwnd, self.evs.pick
+        while budget > 0 and (retx or unsent) and cwnd.allows(self.inflight):
+            queue = retx if retx else unsent
             pkt = queue[0]
             if pkt.acked:
                 queue.popleft()
                 pkt.queued = False
                 continue
-            ev = self.evs.pick(plane_ready)
+            ev = pick(plane_ready)
             if ev is None:
                 break
             queue.popleft()
@@ -135,6 +180,10 @@ class Sender:
         self.stats["data_tx"] += 1
         if pkt.retries:
             self.stats["retransmits"] += 1
+        if self.packet_events:
+            self.on_event({"t": now, "event": "send", "psn": pkt.psn, "ev": ev.ev,
+                           "plane": ev.plane, "retransmit": bool(pkt.retries),
+                           "peer": self.peer})
         msg = pkt.msg
         return wire.encode_data(flags, ev.plane, self.conn_id, ev.ev, msg.msg_id, pkt.psn,
                                 pkt.offset, msg.size,
@@ -152,30 +201,47 @@ class Sender:
             (self.retx.appendleft if front else self.retx.append)(pkt)
 
     # ------------------------------------------------------------------ feedback
+    def on_packet(self, hdr: wire.Header, ctl: wire.Control | None, now: float) -> None:
+        """Feed one decoded control packet of this connection (SACK, NACK, PROBE_REPLY,
+        PLANE_STATUS); anything else is ignored."""
+        if ctl is None:
+            return
+        kind = hdr.type
+        if kind == wire.SACK:
+            self.on_sack(hdr, ctl, now)
+        elif kind == wire.NACK:
+            self.on_nack(hdr, ctl, now)
+        elif kind == wire.PROBE_REPLY:
+            self.on_probe_reply(hdr, ctl, now)
+        elif kind == wire.PLANE_STATUS:
+            self.remote_ports(ctl.port_state, now)
+
     def on_sack(self, hdr: wire.Header, ctl: wire.Control, now: float) -> None:
         self.remote_ports(ctl.port_state, now)
         if hdr.flags & wire.F_ECN_ECHO:
             self.stats["ecn_echoes"] += 1
             self.cwnd.on_congestion(now)
             ev = self.evs.by_ev.get(ctl.echo_ev)
-            if ev is not None and ev.state == GOOD:
-                ev.state = SKIP
+            if ev is not None:
                 ev.ecn_marks += 1
-                self.on_event({"t": now, "event": "skip", "ev": ev.ev, "plane": ev.plane,
-                               "reason": "ecn", "peer": self.peer})
+                if ev.state == GOOD:
+                    ev.state = SKIP
+                    self.on_event({"t": now, "event": "skip", "ev": ev.ev, "plane": ev.plane,
+                                   "reason": "ecn", "peer": self.peer})
         newly: list[Packet] = []
-        cum = ctl.cum_psn
+        ack = self._ack
+        # A forged or corrupt SACK must not make us walk billions of PSNs.
+        cum = min(ctl.cum_psn, self.next_psn)
         if cum > self.cum_acked:
-            ack = self._ack
             for psn in range(self.cum_acked, cum):
                 ack(psn, now, newly)
             self.cum_acked = cum
         if hdr.psn >= cum:
-            self._ack(hdr.psn, now, newly)
+            ack(hdr.psn, now, newly)
         bits, base = ctl.bitmap, ctl.sack_base
         while bits:
             low = bits & -bits
-            self._ack(base + low.bit_length() - 1, now, newly)
+            ack(base + low.bit_length() - 1, now, newly)
             bits ^= low
         # One SACK may answer many packets; judge gaps in the order they were sent (PSN
         # order differs once retransmissions are in flight).
@@ -198,15 +264,24 @@ class Sender:
             if pkt.retries == 0:
                 # Only first transmissions: an ack of a retransmitted packet may answer
                 # the original, and would make everything sent since look lost.
-                self.rack_sent_at = max(self.rack_sent_at, pkt.sent_at)
+                if pkt.sent_at > self.rack_sent_at:
+                    self.rack_sent_at = pkt.sent_at
                 self._rtt(ev, now - pkt.sent_at)
                 self.cwnd.on_rtt(now - pkt.sent_at, now)
             newly.append(pkt)
+        else:
+            self.stats["stale_acks"] += 1  # the original arrived after it was taken back
+        if self.packet_events:
+            self.on_event({"t": now, "event": "ack", "psn": psn,
+                           "ev": ev.ev if ev is not None else None, "peer": self.peer})
         msg = pkt.msg
         msg.remaining -= 1
         if msg.remaining == 0:
             self.stats["messages_completed"] += 1
-            self.on_completed(msg.msg_id, msg.size, now - msg.started)
+            took = now - msg.started
+            self.on_event({"t": now, "event": "complete", "msg_id": msg.msg_id,
+                           "bytes": msg.size, "seconds": took, "peer": self.peer})
+            self.on_completed(msg.msg_id, msg.size, took)
             msg.data = memoryview(b"")
 
     def _rtt(self, ev: Ev, sample: float) -> None:
@@ -222,6 +297,7 @@ class Sender:
         lost = []
         keep = []
         seen = False
+        tolerance = self.config.reorder_tolerance
         for pkt in ev.outstanding:
             if pkt is acked:
                 seen = True  # everything after it was sent later: not passed
@@ -230,34 +306,39 @@ class Sender:
                 continue  # done, or since sent elsewhere
             if not seen:
                 pkt.passed += 1
-                if pkt.passed >= self.config.reorder_tolerance:
+                if pkt.passed >= tolerance:
                     lost.append(pkt)
                     continue
             keep.append(pkt)
         ev.outstanding = keep
         for pkt in lost:
-            self.stats["losses"] += 1
-            self._loss(pkt, ev, now, "gap")
+            if pkt.ev is ev:  # not already taken back by a retirement in this loop
+                self.stats["losses"] += 1
+                self._loss(pkt, ev, now, "gap")
 
     def _loss(self, pkt: Packet, ev: Ev, now: float, reason: str) -> None:
         self._take_back(pkt, front=False)
         ev.losses += 1
         if ev.state not in (GOOD, SKIP):
             return
-        same_path = sum(1 for e in self.evs.rotation if e.key == ev.key and self.evs.usable(e))
-        if self.evs.active_usable() - same_path < self.config.ev_min_active:
+        evs = self.evs
+        same_path = sum(1 for e in evs.rotation if e.key == ev.key and evs.usable(e))
+        if evs.active_usable() - same_path < self.config.ev_min_active:
             self.on_event({"t": now, "event": "retire-suppressed", "ev": ev.ev,
                            "plane": ev.plane, "reason": reason, "peer": self.peer})
             return
-        for retired in self.evs.retire(ev, now, self.config.probe_initial_s):
+        for retired in evs.retire(ev, now, self.config.probe_initial_s):
             self.stats["retired"] += 1
             self.on_event({"t": now, "event": "retire", "ev": retired.ev, "plane": retired.plane,
                            "path": retired.key[1], "reason": reason, "peer": self.peer})
-            # What was in flight on a dead path is presumed lost: send it elsewhere now.
-            for other in retired.outstanding:
-                if not other.acked and other.ev is retired:
-                    self._take_back(other, front=False)
-            retired.outstanding = []
+            self._resend_outstanding(retired)
+
+    def _resend_outstanding(self, ev: Ev) -> None:
+        """What is in flight on an EV that leaves use is presumed lost: send it elsewhere."""
+        for other in ev.outstanding:
+            if not other.acked and other.ev is ev:
+                self._take_back(other, front=False)
+        ev.outstanding = []
 
     def on_nack(self, hdr: wire.Header, ctl: wire.Control, now: float) -> None:
         self.remote_ports(ctl.port_state, now)
@@ -266,9 +347,13 @@ class Sender:
         pkt = self.packets.get(hdr.psn)
         ev = self.evs.by_ev.get(ctl.echo_ev)
         self.on_event({"t": now, "event": "nack", "psn": hdr.psn, "ev": ctl.echo_ev,
-                       "reason": hdr.reason, "peer": self.peer})
+                       "reason": wire.REASON_NAMES.get(hdr.reason, hdr.reason),
+                       "peer": self.peer})
         if pkt is not None and pkt.ev is not None and pkt.ev.ev == ctl.echo_ev:
-            self._take_back(pkt, front=True)  # at once, and on another EV by rotation
+            # Resend at once: front of the queue. The EV is skipped below (or the rotation
+            # has moved past it), so the packet goes out on another EV.
+            self._take_back(pkt, front=True)
+        # Trimmed on the last hop means the receiver's port is busy, not this path.
         if ev is not None and ev.state == GOOD and hdr.reason == wire.R_TRIMMED:
             ev.state = SKIP
             self.on_event({"t": now, "event": "skip", "ev": ev.ev, "plane": ev.plane,
@@ -283,6 +368,19 @@ class Sender:
             self.stats["reinstated"] += 1
             self.on_event({"t": now, "event": "reinstate", "ev": back.ev, "plane": back.plane,
                            "path": back.key[1], "peer": self.peer})
+
+    # ------------------------------------------------------------------ operator
+    def deny_ev(self, ev: int, now: float) -> None:
+        """Take an EV out of use (DENIED) until allow_ev(); its packets go elsewhere."""
+        denied = self.evs.deny(ev)
+        self._resend_outstanding(denied)
+        self.on_event({"t": now, "event": "deny", "ev": ev, "plane": denied.plane,
+                       "peer": self.peer})
+
+    def allow_ev(self, ev: int, now: float) -> None:
+        allowed = self.evs.allow(ev)
+        self.on_event({"t": now, "event": "allow", "ev": ev, "plane": allowed.plane,
+                       "peer": self.peer})
 
     # ------------------------------------------------------------------ timers
     def rto(self, retries: int) -> float:
@@ -303,10 +401,12 @@ class Sender:
         """
         window = max(self.config.reorder_min_s, 2 * self.srtt + 4 * self.rttvar)
         cutoff = self.rack_sent_at - window if self.srtt else float("-inf")
-        # Only transmissions in flight can be lost; they sit on their EV's list.
-        suspects = [p for ev in self.evs.by_ev.values() for p in ev.outstanding
+        rto = self.rto
+        # Only transmissions in flight can be lost, and they sit on active EVs: an EV
+        # leaving the rotation (retired, denied, plane down) hands its packets back.
+        suspects = [p for ev in self.evs.rotation for p in ev.outstanding
                     if p.ev is ev and not p.acked
-                    and (p.sent_at < cutoff or now - p.sent_at > self.rto(p.retries))]
+                    and (p.sent_at < cutoff or now - p.sent_at > rto(p.retries))]
         for pkt in suspects:
             ev = pkt.ev
             if ev is None:
@@ -320,27 +420,50 @@ class Sender:
                            "plane": ev.plane, "peer": self.peer})
             self._loss(pkt, ev, now, "timeout")
 
-    def _probe(self, now: float, out: list) -> None:
+    def _probe(self, now: float, out: list[Outgoing]) -> None:
         for bad in self.evs.due_probes(now, self.config.probe_max_s):
             ev = bad.evs[0]
             self.stats["probes"] += 1
             self.on_event({"t": now, "event": "probe", "ev": ev.ev, "plane": ev.plane,
                            "path": bad.key[1], "peer": self.peer})
-            ctl = wire.Control(0, 0, 0, ev.ev, 0, self.port_state())
-            out.append((ev.plane, ev.ev, wire.encode_control(
-                wire.PROBE, 0, ev.plane, 0, self.conn_id, ev.ev, 0, bad.probes, ctl), False))
+            out.append((ev.plane, ev.ev, self._probe_packet(ev.plane, ev.ev, bad.probes),
+                        False))
+        for plane, local in enumerate(self.local_up):
+            if local and not self.remote_up[plane] and now >= self.remote_probe_at[plane]:
+                # The peer said this plane is down; its PLANE_STATUS saying it is back may
+                # be lost, so ask: the PROBE_REPLY carries its port state.
+                wait = self.remote_probe_wait[plane]
+                self.remote_probe_at[plane] = now + wait
+                self.remote_probe_wait[plane] = min(wait * 2, self.config.probe_max_s)
+                ev = next((e.ev for e in self.evs.rotation if e.plane == plane), None)
+                if ev is None:
+                    continue
+                self.stats["probes"] += 1
+                self.on_event({"t": now, "event": "probe", "ev": ev, "plane": plane,
+                               "reason": "remote-plane", "peer": self.peer})
+                out.append((plane, ev, self._probe_packet(plane, ev, 0), False))
+
+    def _probe_packet(self, plane: int, ev: int, seq: int) -> bytes:
+        ctl = wire.Control(0, 0, 0, ev, 0, self.port_state())
+        return wire.encode_control(wire.PROBE, 0, plane, 0, self.conn_id, ev, 0, seq, ctl)
 
     # ------------------------------------------------------------------ planes
     def port_state(self) -> int:
         return sum(1 << p for p, up in enumerate(self.local_up) if up)
 
     def set_local_plane(self, plane: int, up: bool, now: float) -> None:
+        """This host's NIC port of `plane` lost (or regained) carrier."""
         self.local_up[plane] = up
         self._planes_changed(now)
 
     def remote_ports(self, state: int, now: float) -> None:
+        """The peer's port-state bitmap, from any control packet it sent."""
         remote = [bool(state >> p & 1) for p in range(len(self.remote_up))]
         if remote != self.remote_up:
+            for plane, (was, now_up) in enumerate(zip(self.remote_up, remote)):
+                if was and not now_up:
+                    self.remote_probe_at[plane] = now + self.config.probe_initial_s
+                    self.remote_probe_wait[plane] = self.config.probe_initial_s
             self.remote_up = remote
             self._planes_changed(now)
 
@@ -350,13 +473,23 @@ class Sender:
             if up == self.evs.plane_up[plane]:
                 continue
             self.evs.set_plane(plane, up)
+            # Say which side's port state decided, so logs tell carrier loss from peers.
             self.on_event({"t": now, "event": "plane-up" if up else "plane-down",
-                           "plane": plane, "peer": self.peer})
+                           "plane": plane, "local_up": self.local_up[plane],
+                           "remote_up": self.remote_up[plane], "peer": self.peer})
             if not up:
                 # Whatever is in flight on that plane will not arrive: send it elsewhere.
                 for ev in self.evs.rotation:
                     if ev.plane == plane:
-                        for pkt in ev.outstanding:
-                            if not pkt.acked and pkt.ev is ev:
-                                self._take_back(pkt, front=False)
-                        ev.outstanding = []
+                        self._resend_outstanding(ev)
+
+    # ------------------------------------------------------------------ introspection
+    def ev_table(self) -> list[dict]:
+        """Every EV the connection has used, with its state (for tools and debugging)."""
+        return [{"ev": ev.ev, "plane": ev.plane, "path": ev.key[1], "state": ev.state,
+                 "active": ev.active, "inflight": ev.inflight, "srtt": ev.srtt,
+                 "last_ack": ev.last_ack, "ecn_marks": ev.ecn_marks, "losses": ev.losses}
+                for ev in self.evs.by_ev.values()]
+
+
+__all__ = ["ASSUMED_BAD", "DENIED", "GOOD", "SKIP", "Sender", "SenderError"]

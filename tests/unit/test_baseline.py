@@ -1,0 +1,141 @@
+"""The single-path baseline: hashed path, go-back-N, moves only after reconvergence."""
+
+from __future__ import annotations
+
+import pytest
+
+from hosts import wire
+from hosts.baseline import SinglePathSender
+from hosts.config import ProtocolConfig
+from hosts.receiver import Receiver
+from hosts.sender import SenderError
+from hosts.simnet import Chaos, Outage, SimNet
+from topologies.model import load_topology
+from topologies.paths import path_for_ev
+
+CFG = ProtocolConfig(window=8, mtu_payload=100, cc=False, reconvergence_s=1.0,
+                     rto_min_s=0.05, rto_max_s=0.1)
+FABRIC = load_topology("2tier-2plane")
+
+
+def sender(events=None, cfg=CFG, me=0, peer=1):
+    return SinglePathSender(me, peer, 9, 2, 2, cfg, (events if events is not None
+                                                     else []).append, lambda *a: None)
+
+
+def psns(out):
+    return [wire.decode(p[2])[0].psn for p in out]
+
+
+def test_one_hashed_path_per_flow_and_in_order_window():
+    s = sender()
+    assert s.ev == sender().ev  # the hash is stable
+    assert len({sender(me=a, peer=b).ev for a in range(4) for b in range(4) if a != b}) > 1
+    s.send_message(0, bytes(1000), 0.0)
+    out = s.poll(0.0)
+    assert psns(out) == list(range(8)) and {p[1] for p in out} == {s.ev}
+
+
+def test_go_back_n_on_timeout_from_the_oldest_unacked_packet():
+    s = sender()
+    s.send_message(0, bytes(500), 0.0)
+    s.poll(0.0)
+    ack = wire.Control(2, 2, 0, s.ev, 0, 3)
+    s.on_sack(wire.Header(wire.SACK, 0, 0, 0, 9, s.ev, 0, 1, 0, 0, 0), ack, 0.01)
+    assert s.poll(0.02) == []
+    again = s.poll(0.2)
+    assert psns(again) == [2, 3, 4]
+    assert all(wire.decode(p[2])[0].flags & wire.F_RETRANSMIT for p in again)
+
+
+def test_does_not_move_before_the_reconvergence_delay_and_moves_right_after():
+    events = []
+    s = sender(events)
+    first_ev = s.ev
+    s.send_message(0, bytes(500), 0.0)
+    assert len(s.poll(0.0)) == 5
+    t = 0.0
+    first_timeout = None
+    while s.ev == first_ev and t < 3:
+        t = round(t + 0.01, 3)
+        s.poll(t)
+        if first_timeout is None and any(e["event"] == "timeout" for e in events):
+            first_timeout = t
+        if first_timeout is not None and t < first_timeout + 1.0:
+            assert s.ev == first_ev  # still on the dead path while routing reconverges
+    assert s.ev != first_ev
+    assert t == pytest.approx(first_timeout + 1.0, abs=0.011)
+    (reroute,) = [e for e in events if e["event"] == "reroute"]
+    assert reroute["from_ev"] == first_ev
+
+
+def test_after_the_move_everything_is_resent_at_once_on_the_new_path():
+    s = sender()
+    s.send_message(0, bytes(500), 0.0)
+    s.poll(0.0)
+    s.poll(0.1)  # first timeout
+    out = s.poll(1.1)
+    assert psns(out) == [0, 1, 2, 3, 4] and {p[1] for p in out} == {s.ev}
+
+
+def test_success_on_the_path_cancels_the_pending_move():
+    s = sender()
+    first_ev = s.ev
+    s.send_message(0, bytes(500), 0.0)
+    s.poll(0.0)
+    s.poll(0.1)  # timeout: the failure clock starts
+    ack = wire.Control(5, 5, 0, s.ev, 0, 3)
+    s.on_sack(wire.Header(wire.SACK, 0, 0, 0, 9, s.ev, 0, 4, 0, 0, 0), ack, 0.2)
+    s.poll(1.5)
+    assert s.ev == first_ev and s.stats["reroutes"] == 0 and not s.busy
+
+
+def test_completes_back_to_back_with_the_in_order_receiver():
+    s = sender()
+    done, got = [], {}
+    s.on_completed = lambda msg_id, size, took: done.append(msg_id)
+    rx = Receiver(0, 9, lambda msg_id, data: got.update({msg_id: bytes(data)}), in_order=True)
+    data = bytes(range(256)) * 3
+    s.send_message(4, data, 0.0)
+    t = 0.0
+    while not done and t < 5:
+        for _plane, ev, packet, _ in s.poll(t):
+            hdr, _, payload = wire.decode(packet)
+            if hdr.psn == 3 and not hdr.flags & wire.F_RETRANSMIT:
+                continue  # lost once: go-back-N recovers it
+            rx.on_data(hdr, payload, False, t)
+            ctl = rx.control(ev, 3)
+            s.on_sack(hdr, ctl, t)
+        t += 0.01
+    assert done == [4] and got == {4: data}
+    assert s.stats["timeouts"] >= 1 and s.stats["reroutes"] == 0
+
+
+def test_message_ids_are_unique():
+    s = sender()
+    s.send_message(0, b"a", 0.0)
+    with pytest.raises(SenderError):
+        s.send_message(0, b"b", 0.0)
+
+
+def test_completes_under_random_loss_on_the_simulated_network():
+    net = SimNet(FABRIC, "single-path", Chaos(loss=0.01, jitter_s=0.0002), seed=3)
+    transfers = [(0, 3, 0), (1, 2, 0)]
+    for src, dst, msg_id in transfers:
+        net.send(src, dst, msg_id, 30_000)
+    net.run(60.0, lambda: net.all_done(transfers))
+    assert net.all_done(transfers) and all(net.delivered.values())
+    assert net.stats()["timeouts"] >= 1
+
+
+def test_reroutes_around_a_dead_spine_only_after_reconvergence():
+    probe = SinglePathSender(0, 3, 3, 2, 2, ProtocolConfig(), lambda e: None, lambda *a: None)
+    dead = path_for_ev(FABRIC, 0, 3, probe.ev)
+    net = SimNet(FABRIC, "single-path", outages=[Outage(dead.plane, spine=dead.spine,
+                                                        start=0.0)], seed=1)
+    net.send(0, 3, 0, 20_000)
+    net.run(30.0, lambda: net.all_done([(0, 3, 0)]))
+    assert net.all_done([(0, 3, 0)])
+    reroutes = [e for e in net.events if e["event"] == "reroute"]
+    timeouts = [e for e in net.events if e["event"] == "timeout"]
+    assert reroutes and reroutes[0]["t"] >= timeouts[0]["t"] + 1.0

@@ -1,0 +1,186 @@
+"""The MRC receiver: placement by offset, duplicates, SACK/NACK contents, garbage."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hosts import wire
+from hosts.config import ProtocolConfig
+from hosts.endpoint import make_endpoint
+from hosts.receiver import MAX_PSN_AHEAD, Receiver, digest, verify_message
+from topologies.model import load_topology
+
+FABRIC = load_topology("2tier-2plane")
+
+
+def data_header(psn: int, offset: int, length: int, msg_len: int, msg_id: int = 0,
+                flags: int = 0) -> wire.Header:
+    return wire.Header(wire.DATA, flags, 0, 0, 1, 0x01000005, msg_id, psn, offset, msg_len,
+                       length)
+
+
+class Sink:
+    def __init__(self, in_order: bool = False):
+        self.got: dict[int, bytes] = {}
+        self.rx = Receiver(0, 1, lambda msg_id, data: self.got.update({msg_id: bytes(data)}),
+                           in_order=in_order)
+
+    def put(self, psn, offset, payload, msg_len, msg_id=0, ce=False):
+        hdr = data_header(psn, offset, len(payload), msg_len, msg_id)
+        return self.rx.on_data(hdr, memoryview(payload), ce, 0.0)
+
+
+MESSAGE = bytes(range(200)) * 5  # 1000 bytes, 10 packets of 100
+
+
+def chunks(data=MESSAGE, size=100):
+    return [(i, i * size, data[i * size:(i + 1) * size]) for i in range(-(-len(data) // size))]
+
+
+def test_payloads_are_placed_by_offset_in_any_order():
+    sink = Sink()
+    order = [7, 2, 9, 0, 5, 1, 8, 3, 6, 4]
+    parts = chunks()
+    for i in order:
+        psn, offset, payload = parts[i]
+        assert sink.put(psn, offset, payload, len(MESSAGE)) == (wire.SACK, 0, 0)
+    assert sink.got == {0: MESSAGE}
+    assert sink.rx.cum == 10 and sink.rx.bits == 0 and not sink.rx.messages
+    assert sink.rx.stats["rx_bytes"] == 1000 and sink.rx.stats["messages_delivered"] == 1
+
+
+def test_duplicates_are_ignored_but_acknowledged():
+    sink = Sink()
+    parts = chunks()
+    for psn, offset, payload in parts[:3] + parts[:3] + parts[5:6] + parts[5:6]:
+        assert sink.put(psn, offset, payload, len(MESSAGE))[0] == wire.SACK
+    assert sink.rx.stats["duplicates"] == 4 and sink.rx.stats["data_rx"] == 4
+    assert sink.rx.stats["rx_bytes"] == 400
+    for psn, offset, payload in parts:
+        sink.put(psn, offset, payload, len(MESSAGE))
+    assert sink.got == {0: MESSAGE}  # delivered once, intact
+
+
+def test_sack_carries_cum_bitmap_echo_ev_marks_and_port_state():
+    sink = Sink()
+    for psn in (0, 2, 5):
+        sink.put(psn, psn * 10, bytes(10), 100, ce=psn == 5)
+    ctl = sink.rx.control(0x01000005, 0b01)
+    assert ctl == wire.Control(1, 1, 0b10010, 0x01000005, 1, 0b01)
+    assert sink.rx.above == {2, 5}
+    assert sink.rx.control(0, 0).ecn_marks == 0  # counted since the previous SACK
+
+
+def test_ecn_mark_is_echoed_in_the_answer():
+    sink = Sink()
+    assert sink.put(0, 0, bytes(10), 10, ce=True) == (wire.SACK, wire.F_ECN_ECHO, 0)
+    assert sink.rx.stats["ce_rx"] == 1
+
+
+def test_bitmap_holds_the_64_psns_above_cum():
+    sink = Sink()
+    for psn in range(1, 80):
+        sink.put(psn, psn, b"x", 100)
+    ctl = sink.rx.control(0, 0)
+    assert ctl.cum_psn == 0 and ctl.bitmap == (1 << 64) - 2  # bit 0 (PSN 0) is missing
+    sink.put(0, 0, b"x", 100)
+    assert sink.rx.cum == 80 and sink.rx.control(0, 0).bitmap == 0
+
+
+def test_trimmed_packet_gets_a_nack_with_the_right_reason_and_is_not_placed():
+    sink = Sink()
+    hdr = data_header(3, 300, 100, 1000, flags=wire.F_TRIMMED)
+    assert sink.rx.on_data(hdr, None, False, 0.0) == (wire.NACK, 0, wire.R_TRIMMED)
+    last = data_header(3, 300, 100, 1000, flags=wire.F_TRIMMED | wire.F_TRIMMED_LASTHOP)
+    assert sink.rx.on_data(last, None, False, 0.0) == (wire.NACK, 0, wire.R_TRIMMED_LASTHOP)
+    assert sink.rx.stats["trimmed_rx"] == 2 and sink.rx.cum == 0 and not sink.rx.messages
+
+
+def test_psn_far_ahead_is_garbage_and_nothing_is_placed():
+    sink = Sink()
+    sink.put(MAX_PSN_AHEAD + 1, 0, bytes(10), 100)
+    sink.put(1 << 31, 0, bytes(10), 100)
+    assert sink.rx.stats["out_of_window"] == 2 and not sink.rx.messages and sink.rx.bits == 0
+
+
+def test_packet_contradicting_its_message_is_dropped_without_marking_its_psn():
+    sink = Sink()
+    sink.put(0, 0, bytes(10), 100)
+    assert sink.put(1, 10, bytes(10), 999)[0] == wire.SACK  # msg_len differs: not ours
+    assert sink.rx.stats["inconsistent"] == 1 and sink.rx.cum == 1
+    sink.put(1, 10, bytes(10), 100)  # the genuine packet 1 is still taken
+    assert sink.rx.cum == 2
+
+
+def test_in_order_receiver_drops_everything_but_the_next_psn():
+    sink = Sink(in_order=True)
+    parts = chunks()
+    sink.put(*parts[1], len(MESSAGE))
+    assert sink.rx.stats["out_of_order_drops"] == 1 and sink.rx.cum == 0
+    for part in parts:
+        sink.put(*part, len(MESSAGE))
+    assert sink.got == {0: MESSAGE}
+
+
+def test_messages_interleaved_on_one_connection():
+    sink = Sink()
+    a, b = bytes([1]) * 250, bytes([2]) * 150
+    sink.put(0, 0, a[:100], 250, msg_id=1)
+    sink.put(3, 0, b[:100], 150, msg_id=2)
+    sink.put(4, 100, b[100:], 150, msg_id=2)
+    sink.put(2, 200, a[200:], 250, msg_id=1)
+    assert sink.got == {2: b}
+    sink.put(1, 100, a[100:200], 250, msg_id=1)
+    assert sink.got == {1: a, 2: b}
+
+
+def test_verification_helpers():
+    assert verify_message(bytearray(b"abc"), b"abc")
+    assert not verify_message(b"abd", b"abc") and not verify_message(b"ab", b"abc")
+    assert verify_message(memoryview(b"abc"), digest(b"abc"))
+    assert not verify_message(b"abd", digest(b"abc"))
+
+
+# ---------------------------------------------------------------------- garbage at the door
+def endpoint():
+    return make_endpoint("mrc", 1, FABRIC, {}, lambda e: None, lambda *a: None,
+                         lambda *a: None)
+
+
+def valid_packets() -> list[bytes]:
+    ctl = wire.Control(1, 1, 3, 5, 0, 3)
+    return [wire.encode_data(wire.F_LAST, 0, 0x10001, 5, 0, 0, 0, 4, b"abcd"),
+            wire.encode_control(wire.SACK, 0, 0, 0, 0x10000, 5, 0, 0, ctl),
+            wire.encode_control(wire.PROBE, 0, 0, 0, 0x10000, 5, 0, 0, ctl)]
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(st.one_of(
+    st.binary(max_size=120),
+    st.tuples(st.sampled_from(valid_packets()), st.integers(0, 55), st.integers(0, 255))
+    .map(lambda t: t[0][:t[1] % len(t[0])] + bytes([t[2]]) + t[0][t[1] % len(t[0]) + 1:]),
+    st.tuples(st.sampled_from(valid_packets()), st.integers(0, 60))
+    .map(lambda t: t[0][:t[1]]),
+))
+def test_garbage_never_raises_out_of_the_endpoint(data):
+    host = endpoint()
+    host.on_datagram(0, 0, data, False, 0.0)
+    host.poll(0.0)
+
+
+def test_garbage_is_counted():
+    host = endpoint()
+    for junk in (b"", b"\x00" * 31, b"\x21" + bytes(31), b"\x1f" + bytes(55),
+                 wire.encode_data(0, 0, 1, 5, 0, 0, 0, 1 << 30, bytes(10))):
+        host.on_datagram(0, 0, junk, False, 0.0)
+    assert host.counters["garbage"] == 5
+
+
+def test_decode_refuses_huge_messages_so_no_buffer_is_allocated():
+    config = ProtocolConfig()
+    assert config.mtu_payload < wire.MAX_MSG_LEN
+    forged = wire.encode_data(0, 0, 1, 5, 0, 0, 0, 0xFFFFFFFF, bytes(10))
+    host = endpoint()
+    host.on_datagram(0, 0, forged, False, 0.0)
+    assert host.counters["garbage"] == 1 and not any(r.messages for r in host.receivers.values())

@@ -1,0 +1,356 @@
+"""The MRC sender: every EV state transition and the reactions to each feedback signal.
+
+A sender and a receiver are wired back to back (hosts/loopback.py); the test decides
+the fate of each packet, so each transition is driven by exactly one signal.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from hosts import wire
+from hosts.config import ConfigError, ProtocolConfig
+from hosts.evset import ASSUMED_BAD, DENIED, GOOD, SKIP
+from hosts.loopback import Loopback
+from hosts.sender import Sender, SenderError
+
+CFG = ProtocolConfig(window=32, evs_per_plane=4, mtu_payload=100, cc=False, ev_min_active=2,
+                     tick_s=0.001)
+
+
+def psn_of(packet) -> int:
+    return wire.decode(packet[2])[0].psn
+
+
+def data_only(packets):
+    return [p for p in packets if p[3]]
+
+
+# ---------------------------------------------------------------------- spraying
+def test_spraying_alternates_planes_and_covers_all_evs():
+    conn = Loopback(CFG)
+    conn.sender.send_message(0, bytes(1600), 0.0)
+    out = conn.send()
+    assert len(out) == 16
+    assert [p for p, _, _, _ in out[:4]] == [0, 1, 0, 1]
+    assert len({ev for _, ev, _, _ in out[:8]}) == 8  # one rotation: every active EV
+    assert all(wire.decode(d)[0].plane == p for p, _, d, _ in out)
+
+
+def test_window_limits_packets_in_flight():
+    conn = Loopback(ProtocolConfig(window=5, mtu_payload=100, cc=False))
+    conn.sender.send_message(0, bytes(2000), 0.0)
+    first = conn.send()
+    assert len(first) == 5 and conn.send() == []
+    conn.deliver(first[0], 0.01)
+    assert len(conn.send(0.01)) == 1
+
+
+def test_clean_transfer_completes_with_a_complete_event():
+    conn = Loopback(CFG)
+    data = bytes(range(256)) * 4
+    conn.sender.send_message(3, data, 0.0)
+    for packet in reversed(conn.send()):
+        conn.deliver(packet, 0.01)
+    assert conn.delivered[3] == data and conn.completed == [3]
+    (done,) = conn.kinds("complete")
+    assert done["msg_id"] == 3 and done["bytes"] == 1024
+    assert not conn.sender.busy and conn.sender.inflight == 0
+
+
+def test_empty_message_is_one_packet_and_completes():
+    conn = Loopback(CFG)
+    conn.sender.send_message(0, b"", 0.0)
+    (packet,) = conn.send()
+    conn.deliver(packet, 0.01)
+    assert conn.delivered[0] == b"" and conn.completed == [0]
+
+
+def test_message_ids_are_unique_per_connection():
+    conn = Loopback(CFG)
+    conn.sender.send_message(1, b"x", 0.0)
+    with pytest.raises(SenderError, match="already used"):
+        conn.sender.send_message(1, b"y", 0.0)
+    with pytest.raises(SenderError, match="32 bits"):
+        conn.sender.send_message(1 << 32, b"y", 0.0)
+
+
+def test_packet_events_are_opt_in():
+    quiet = Loopback(CFG)
+    quiet.sender.send_message(0, bytes(100), 0.0)
+    quiet.deliver(quiet.send()[0], 0.01)
+    assert not quiet.kinds("send") and not quiet.kinds("ack")
+    loud = Loopback(ProtocolConfig(mtu_payload=100, cc=False, packet_events=True))
+    loud.sender.send_message(0, bytes(100), 0.0)
+    loud.deliver(loud.send()[0], 0.01)
+    assert loud.kinds("send")[0]["psn"] == 0 and loud.kinds("ack")[0]["psn"] == 0
+
+
+# ---------------------------------------------------------------------- SKIP
+def test_ecn_echo_skips_the_ev_once_and_never_retires():
+    conn = Loopback(CFG)
+    conn.sender.send_message(0, bytes(200), 0.0)
+    first, second = conn.send()
+    conn.deliver(first, 0.01, ce=True)
+    ev = conn.sender.evs.by_ev[first[1]]
+    assert ev.state == SKIP and ev.ecn_marks == 1
+    assert conn.kinds("skip")[0]["reason"] == "ecn"
+    conn.sender.send_message(1, bytes(800), 0.02)
+    evs = [e for _, e, _, _ in conn.send(0.02)]
+    assert first[1] not in evs[:7]  # passed over for one rotation
+    assert ev.state == GOOD and not conn.kinds("retire")
+
+
+def test_trimmed_packet_is_nacked_skipped_and_resent_at_once_on_another_ev():
+    conn = Loopback(CFG)
+    conn.sender.send_message(0, bytes(300), 0.0)
+    packets = conn.send()
+    conn.deliver(packets[1], 0.01, trimmed=True)
+    assert conn.receiver.stats["trimmed_rx"] == 1
+    nack = conn.kinds("nack")[0]
+    assert nack["psn"] == 1 and nack["reason"] == "TRIMMED"
+    assert conn.sender.evs.by_ev[packets[1][1]].state == SKIP
+    again = conn.send(0.011)
+    assert len(again) == 1 and again[0][1] != packets[1][1]
+    hdr = wire.decode(again[0][2])[0]
+    assert hdr.psn == 1 and hdr.flags & wire.F_RETRANSMIT
+    for packet in (packets[0], packets[2], again[0]):
+        conn.deliver(packet, 0.013)
+    assert conn.completed == [0] and not conn.kinds("retire")
+
+
+def test_last_hop_trim_resends_but_does_not_skip_the_path():
+    conn = Loopback(CFG)
+    conn.sender.send_message(0, bytes(300), 0.0)
+    packets = conn.send()
+    conn.deliver(packets[1], 0.01, trimmed=True, last_hop=True)
+    assert conn.kinds("nack")[0]["reason"] == "TRIMMED_LASTHOP"
+    assert conn.sender.evs.by_ev[packets[1][1]].state == GOOD  # the receiver's port is busy
+    assert [psn_of(p) for p in conn.send(0.011)] == [1]
+
+
+def test_nack_for_an_old_transmission_does_not_resend_twice():
+    conn = Loopback(CFG)
+    conn.sender.send_message(0, bytes(100), 0.0)
+    (packet,) = conn.send()
+    conn.deliver(packet, 0.01, trimmed=True)
+    (again,) = conn.send(0.011)
+    conn.deliver(packet, 0.012, trimmed=True)  # a duplicate of the first, trimmed too
+    assert conn.send(0.013) == []  # the packet in flight is the retransmission
+
+
+# ---------------------------------------------------------------------- ASSUMED_BAD
+def test_timeout_retires_the_path_and_resends_elsewhere_then_probe_reinstates():
+    conn = Loopback(CFG)
+    conn.sender.send_message(0, bytes(100), 0.0)
+    (lost,) = conn.send()
+    ev = conn.sender.evs.by_ev[lost[1]]
+    resent = data_only(conn.send(0.3))  # the timer (initial RTO 0.25 s) fires in poll
+    assert ev.state == ASSUMED_BAD
+    assert conn.kinds("timeout") and conn.kinds("retire")[0]["reason"] == "timeout"
+    assert ev.key in conn.sender.evs.bad
+    rotation = conn.sender.evs.rotation
+    assert all(e.key != ev.key for e in rotation)
+    assert sum(e.plane == ev.plane for e in rotation) == CFG.evs_per_plane  # same plane
+    assert len(resent) == 1 and resent[0][1] != lost[1]
+    conn.deliver(resent[0], 0.35)
+    assert conn.completed == [0]
+    probes = [p for p in conn.send(0.6) if not p[3]]
+    hdr, ctl, _ = wire.decode(probes[0][2])
+    assert hdr.type == wire.PROBE and conn.kinds("probe")
+    assert conn.sender.evs.path_key(hdr.ev) == ev.key
+    conn.deliver(probes[0], 0.61)  # the PROBE_REPLY comes back
+    assert ev.state == GOOD and conn.kinds("reinstate")
+    assert not conn.sender.evs.bad and not conn.sender.busy
+
+
+def test_probes_back_off_while_the_path_stays_dead():
+    conn = Loopback(CFG)
+    conn.sender.send_message(0, bytes(100), 0.0)
+    conn.send()
+    (resent,) = data_only(conn.send(0.3))  # retired at 0.3
+    conn.deliver(resent, 0.301)  # only the one path is bad
+    times = []
+    t = 0.3
+    while t < 2.5:
+        t += 0.001
+        if [p for p in conn.sender.poll(t) if not p[3]]:
+            times.append(round(t - 0.3, 3))
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    assert times[0] == pytest.approx(0.05, abs=0.002)
+    assert gaps[:3] == pytest.approx([0.1, 0.2, 0.4], abs=0.003)
+    assert max(gaps) == pytest.approx(CFG.probe_max_s, abs=0.003)
+
+
+def test_no_probes_when_turned_off():
+    conn = Loopback(ProtocolConfig(evs_per_plane=4, mtu_payload=100, cc=False, probes=False))
+    conn.sender.send_message(0, bytes(100), 0.0)
+    conn.send()
+    conn.send(0.3)
+    assert conn.kinds("retire") and not [p for p in conn.send(1.0) if not p[3]]
+
+
+def test_gap_beyond_reorder_tolerance_on_one_ev_is_a_loss():
+    conn = Loopback(ProtocolConfig(window=64, evs_per_plane=1, mtu_payload=100, cc=False,
+                                   ev_min_active=1), planes=2, paths=1)
+    conn.sender.send_message(0, bytes(1000), 0.0)
+    plane0 = [p for p in conn.send() if p[0] == 0]
+    conn.deliver(plane0[1], 0.01)
+    conn.deliver(plane0[2], 0.01)
+    assert not conn.kinds("retire")  # within the reordering tolerance
+    conn.deliver(plane0[3], 0.01)
+    retire = conn.kinds("retire")[0]
+    assert retire["reason"] == "gap" and retire["plane"] == 0
+    # The passed packet and everything else in flight on the path go out again.
+    assert psn_of(plane0[0]) in {psn_of(p) for p in conn.send(0.011)}
+
+
+def test_packet_sent_well_before_one_acked_elsewhere_is_late():
+    conn = Loopback(CFG)
+    conn.sender.send_message(0, bytes(100), 0.0)
+    (stuck,) = conn.send(0.0)
+    conn.sender.send_message(1, bytes(100), 0.05)
+    (fresh,) = conn.send(0.05)
+    conn.deliver(fresh, 0.06)  # srtt 10 ms: the 50 ms older packet is beyond reordering
+    conn.send(0.062)
+    assert conn.kinds("retire")[0]["reason"] == "late"
+    assert conn.sender.evs.by_ev[stuck[1]].state == ASSUMED_BAD
+
+
+def test_retransmission_timeout_doubles():
+    sender = Loopback(CFG).sender
+    assert sender.rto(0) == CFG.rto_initial_s
+    sender.srtt, sender.rttvar = 0.02, 0.005
+    assert [sender.rto(r) for r in range(3)] == pytest.approx([0.05, 0.1, 0.2])
+    assert sender.rto(10) == CFG.rto_max_s
+
+
+def test_min_active_floor_stops_retiring_everything():
+    conn = Loopback(ProtocolConfig(window=64, evs_per_plane=1, mtu_payload=100, cc=False,
+                                   ev_min_active=2), planes=2, paths=1)
+    conn.sender.send_message(0, bytes(200), 0.0)
+    conn.send()
+    resent = data_only(conn.send(0.3))
+    assert not conn.kinds("retire") and conn.kinds("retire-suppressed")
+    assert all(e.state == GOOD for e in conn.sender.evs.rotation)
+    assert len(resent) == 2  # still resent, on the floor's EVs
+
+
+# ---------------------------------------------------------------------- DENIED
+def test_denied_ev_is_never_used():
+    conn = Loopback(CFG)
+    denied = conn.sender.evs.rotation[0]
+    conn.sender.deny_ev(denied.ev, 0.0)
+    assert denied.state == DENIED and conn.kinds("deny")
+    conn.sender.send_message(0, bytes(3200), 0.0)
+    assert denied.ev not in {ev for _, ev, _, _ in conn.send()}
+
+
+def test_denying_an_ev_in_use_resends_its_packets():
+    conn = Loopback(CFG)
+    conn.sender.send_message(0, bytes(100), 0.0)
+    (packet,) = conn.send()
+    conn.sender.deny_ev(packet[1], 0.001)
+    (again,) = conn.send(0.002)
+    assert again[1] != packet[1] and psn_of(again) == 0
+
+
+# ---------------------------------------------------------------------- planes
+def test_local_plane_down_and_up():
+    conn = Loopback(CFG)
+    conn.sender.send_message(0, bytes(400), 0.0)
+    before = conn.send()
+    conn.sender.set_local_plane(1, False, 0.01)
+    down = conn.kinds("plane-down")[0]
+    assert down["plane"] == 1 and down["local_up"] is False
+    # What was in flight on plane 1 goes out again on plane 0, at once.
+    resent = conn.send(0.01)
+    assert {p[0] for p in resent} == {0}
+    assert {psn_of(p) for p in resent} == {psn_of(p) for p in before if p[0] == 1}
+    conn.sender.send_message(1, bytes(800), 0.02)
+    assert {p for p, _, _, _ in conn.send(0.02)} == {0}
+    assert conn.sender.port_state() == 0b01
+    conn.sender.set_local_plane(1, True, 0.1)
+    assert conn.kinds("plane-up")
+    conn.sender.send_message(2, bytes(800), 0.1)
+    # Back in use; and preferred while plane 0's EVs still have packets in flight.
+    assert {p for p, _, _, _ in conn.send(0.1)} == {1}
+
+
+def test_remote_port_state_takes_the_plane_out_and_back():
+    conn = Loopback(CFG)
+    conn.port_state = 0b10  # the peer lost its plane-0 port; its next answer says so
+    conn.sender.send_message(0, bytes(100), 0.0)
+    conn.deliver(conn.send()[0], 0.01)
+    assert conn.kinds("plane-down")[0]["remote_up"] is False
+    conn.sender.send_message(1, bytes(800), 0.02)
+    assert {p for p, _, _, _ in data_only(conn.send(0.02))} == {1}
+    conn.sender.remote_ports(0b11, 0.1)
+    assert conn.kinds("plane-up")
+    conn.sender.send_message(2, bytes(800), 0.1)
+    assert 0 in {p for p, _, _, _ in data_only(conn.send(0.1))}
+
+
+def test_plane_status_packet_is_understood():
+    conn = Loopback(CFG)
+    ctl = wire.Control(0, 0, 0, 0, 0, 0b01)
+    status = wire.encode_control(wire.PLANE_STATUS, 0, 0, 0, 7, 0, 0, 0, ctl)
+    conn.sender.on_packet(*wire.decode(status)[:2], 0.0)
+    assert conn.sender.evs.plane_up == [True, False]
+
+
+def test_a_remotely_down_plane_is_probed_so_a_lost_plane_status_does_not_strand_it():
+    conn = Loopback(CFG)
+    conn.sender.remote_ports(0b01, 0.0)  # peer: plane 1 down
+    assert conn.sender.busy
+    probes = [p for p in conn.send(0.06) if not p[3]]
+    assert len(probes) == 1 and probes[0][0] == 1
+    assert conn.kinds("probe")[0]["reason"] == "remote-plane"
+    conn.deliver(probes[0], 0.07)  # the port is back: the reply carries port_state 0b11
+    assert conn.sender.evs.plane_up == [True, True] and conn.kinds("plane-up")
+
+
+def test_plane_down_locally_stops_probing_it():
+    conn = Loopback(CFG)
+    conn.sender.send_message(0, bytes(100), 0.0)
+    (lost,) = conn.send()
+    conn.send(0.3)  # retired
+    conn.sender.set_local_plane(lost[0], False, 0.31)
+    assert not [p for p in conn.send(1.0) if not p[3]]
+
+
+# ---------------------------------------------------------------------- robustness
+def test_a_forged_sack_cannot_stall_the_sender_or_ack_unsent_packets():
+    conn = Loopback(CFG)
+    conn.sender.send_message(0, bytes(300), 0.0)
+    conn.send()
+    ctl = wire.Control(0xFFFFFFFF, 0xFFFFFF00, (1 << 64) - 1, 0, 0, 0b11)
+    forged = wire.encode_control(wire.SACK, 0, 0, 0, 7, 0, 0, 0xFFFFFFF0, ctl)
+    conn.sender.on_packet(*wire.decode(forged)[:2], 0.01)
+    assert conn.sender.cum_acked == conn.sender.next_psn == 3
+
+
+def test_sender_with_default_config_uses_the_catalogue_size():
+    sender = Sender(0, 1, 1, 2, 3, ProtocolConfig(), lambda e: None, lambda *a: None)
+    assert len(sender.evs.rotation) == 2 * 9
+    assert sender.ev_table()[0]["state"] == GOOD
+
+
+# ---------------------------------------------------------------------- config
+@pytest.mark.parametrize("value", [{"window": 8}, {}])
+def test_config_overrides(value):
+    assert ProtocolConfig.with_overrides(value).window == value.get("window", 64)
+
+
+@pytest.mark.parametrize("overrides,match", [
+    ({"windw": 3}, "protocol.windw: unknown setting"),
+    ({"window": 0}, "protocol.window: must be at least 1"),
+    ({"window": "8"}, "protocol.window: must be int"),
+    ({"probes": 1}, "protocol.probes: must be bool"),
+    ({"rto_min_s": 0}, "protocol.rto_min_s: must be a positive"),
+    ({"mtu_payload": 70000}, "protocol.mtu_payload"),
+    ({"rto_min_s": 2.0}, "protocol.rto_max_s"),
+])
+def test_config_rejects_bad_settings(overrides, match):
+    with pytest.raises(ConfigError, match=match):
+        ProtocolConfig.with_overrides(overrides)
