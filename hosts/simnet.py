@@ -2,10 +2,12 @@
 
 Each host has a real `Endpoint`; datagrams travel through a model of the fabric instead
 of sockets: a fixed delay plus random jitter (reordering), and per packet, with given
-probabilities, loss, duplication, trimming (DATA cut to its header) and ECN marking.
-Paths can be black-holed (every path through a T1, or a whole plane of a host) from a
-virtual time on, and back. Used by the tests and the labs; runs thousands of packets a
-second with no root and no Mininet.
+probabilities, loss, duplication, trimming (DATA cut to its header, on a fabric hop or
+on the last hop) and ECN marking. The chaos may differ per path (`path_chaos`, keyed by
+plane and spine). Paths can be black-holed (every path through a T1, or one plane port
+of a host, seen by its agent as carrier loss or not) from a virtual time on, and back.
+One seeded RNG and a virtual clock make every run repeatable. Used by the tests and the
+labs; runs tens of thousands of packets a second with no root and no Mininet.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ class Chaos:
     duplicate: float = 0.0
     trim: float = 0.0
     ecn: float = 0.0
+    last_hop: float = 0.0  # fraction of trims that happen on the port facing the receiver
 
 
 @dataclass
@@ -59,6 +62,8 @@ class SimNet:
     outages: list[Outage] = field(default_factory=list)
     seed: int = 1
     protocol: dict = field(default_factory=dict)
+    # Chaos of particular paths, by (plane, spine); spine None is the direct same-rack path.
+    path_chaos: dict[tuple[int, int | None], Chaos] = field(default_factory=dict)
 
     def __post_init__(self):
         self.rng = random.Random(self.seed)
@@ -69,10 +74,12 @@ class SimNet:
         self.delivered: dict[tuple[int, int, int], bool] = {}
         self.completed: set[tuple[int, int, int]] = set()
         self.dropped = 0
+        self.trimmed = 0
         self.hosts = []
         for h in self.fabric.hosts:
             self.hosts.append(make_endpoint(
-                self.transport, h.index, self.fabric, self.protocol, self.events.append,
+                self.transport, h.index, self.fabric, self.protocol,
+                lambda event, host=h.index: self.events.append({**event, "host": host}),
                 lambda src, msg_id, data, dst=h.index: self._delivered(src, dst, msg_id, data),
                 lambda dst, msg_id, size, src=h.index: self.completed.add((src, dst, msg_id))))
         self._carrier_applied: set[int] = set()
@@ -89,14 +96,15 @@ class SimNet:
         if path.plane != plane or any(o.hits(path, self.now) for o in self.outages):
             self.dropped += 1
             return
-        chaos, rng = self.chaos, self.rng
+        chaos, rng = self.path_chaos.get((path.plane, path.spine), self.chaos), self.rng
         if rng.random() < chaos.loss:
             self.dropped += 1
             return
         ce = False
         if data[0] & 0x0F == wire.DATA and not data[1] & wire.F_TRIMMED:
             if rng.random() < chaos.trim:
-                data = wire.trim(data)
+                data = wire.trim(data, rng.random() < chaos.last_hop)
+                self.trimmed += 1
             elif ect and rng.random() < chaos.ecn:
                 ce = True
         copies = 2 if rng.random() < chaos.duplicate else 1
@@ -137,3 +145,11 @@ class SimNet:
 
     def all_done(self, transfers) -> bool:
         return all(self.delivered.get(t) and t in self.completed for t in transfers)
+
+    def stats(self) -> dict:
+        """Network counters and the sum of every endpoint's counters."""
+        total = {"now": self.now, "dropped": self.dropped, "trimmed": self.trimmed}
+        for endpoint in self.hosts:
+            for key, value in endpoint.stats().items():
+                total[key] = total.get(key, 0) + value
+        return total
