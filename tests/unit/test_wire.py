@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scapy.layers.inet import UDP
 from scapy.layers.inet6 import IPv6
 
@@ -82,3 +84,89 @@ def test_scapy_stacks_on_ipv6_udp():
 def test_garbage_raises_wire_error(data, match):
     with pytest.raises(wire.WireError, match=match):
         wire.decode(data)
+
+
+# NACK, reason TRIMMED_LASTHOP, for PSN 0x0102 of message 3 (offset and msg_len echoed).
+NACK_HEX = ("13" "00" "01" "02" "00030001" "01000002" "00000003" "00000102" "00001000"
+            "00010000" "0000" "0000"
+            "00000100" "00000100" "8000000000000001" "01000002" "0000" "0003")
+# PLANE_STATUS: plane 1 only (port 0 lost carrier).
+PLANE_STATUS_HEX = ("16" "00" "01" "00" "00000001" "01000000" "00000000" "00000000"
+                    "00000000" "00000000" "0000" "0000"
+                    "00000000" "00000000" "0000000000000000" "01000000" "0000" "0002")
+
+
+@pytest.mark.parametrize("hexdata,kind,reason,port_state", [
+    (NACK_HEX, wire.NACK, wire.R_TRIMMED_LASTHOP, 0b11),
+    (PLANE_STATUS_HEX, wire.PLANE_STATUS, 0, 0b10),
+])
+def test_control_vectors_both_ways(hexdata, kind, reason, port_state):
+    data = bytes.fromhex(hexdata)
+    hdr, ctl, payload = wire.decode(data)
+    assert (hdr.type, hdr.reason, ctl.port_state, payload) == (kind, reason, port_state, None)
+    assert len(data) == wire.CONTROL_PACKET_LEN == 56
+    assert wire.encode_control(hdr.type, hdr.flags, hdr.plane, hdr.reason, hdr.conn_id, hdr.ev,
+                               hdr.msg_id, hdr.psn, ctl, hdr.offset, hdr.msg_len) == data
+    pkt = MRC(data)
+    assert (pkt.type, pkt.reason, pkt.plane, pkt.psn) == (kind, reason, hdr.plane, hdr.psn)
+    assert pkt[MRCControl].bitmap == ctl.bitmap and pkt[MRCControl].echo_ev == ctl.echo_ev
+    assert bytes(pkt) == data
+
+
+def test_limits_and_constants():
+    assert (wire.MRC_UDP_PORT, wire.HEADER_LEN, wire.CONTROL_LEN) == (4793, 32, 24)
+    at_limit = wire.encode_data(0, 0, 1, 1, 0, 0, 0, wire.MAX_MSG_LEN, b"x")
+    assert wire.decode(at_limit)[0].msg_len == wire.MAX_MSG_LEN
+    with pytest.raises(wire.WireError, match="above the limit"):
+        wire.decode(wire.encode_data(0, 0, 1, 1, 0, 0, 0, wire.MAX_MSG_LEN + 1, b"x"))
+    with pytest.raises(wire.WireError, match="past the end"):
+        wire.decode(wire.encode_data(0, 0, 1, 1, 0, 0, 9, 10, b"xy"))
+    assert "DATA flags=LAST" in wire.describe(wire.decode(bytes.fromhex(DATA_HEX))[0])
+
+
+def test_decode_takes_bytearray_and_memoryview_without_copying_the_payload():
+    data = bytearray.fromhex(DATA_HEX)
+    _, _, payload = wire.decode(memoryview(data))
+    data[-1] = 0
+    assert bytes(payload) == bytes.fromhex("deadbe00")  # a view, not a copy
+
+
+u8, u16, u32 = st.integers(0, 0xFF), st.integers(0, 0xFFFF), st.integers(0, 0xFFFFFFFF)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, database=None)
+@given(flags=st.integers(0, 0x1F).filter(lambda f: not f & wire.F_TRIMMED), plane=u8,
+       conn_id=u32, ev=u32, msg_id=u32, psn=u32, payload=st.binary(max_size=64),
+       offset=st.integers(0, 1 << 20), extra=st.integers(0, 1000))
+def test_struct_and_scapy_agree_on_any_data_header(flags, plane, conn_id, ev, msg_id, psn,
+                                                   payload, offset, extra):
+    msg_len = offset + len(payload) + extra
+    data = wire.encode_data(flags, plane, conn_id, ev, msg_id, psn, offset, msg_len, payload)
+    hdr, _, view = wire.decode(data)
+    assert hdr == (wire.DATA, flags, plane, 0, conn_id, ev, msg_id, psn, offset, msg_len,
+                   len(payload)) and bytes(view) == payload
+    built = MRC(type=wire.DATA, flags=flags, plane=plane, conn_id=conn_id, ev=ev,
+                msg_id=msg_id, psn=psn, offset=offset, msg_len=msg_len) / payload
+    assert bytes(built) == data
+    parsed = MRC(data)
+    assert (int(parsed.flags), parsed.conn_id, parsed.ev, parsed.payload_len) == (
+        flags, conn_id, ev, len(payload))
+
+
+@settings(max_examples=100, deadline=None, derandomize=True, database=None)
+@given(kind=st.sampled_from([wire.SACK, wire.NACK, wire.PROBE, wire.PROBE_REPLY,
+                             wire.PLANE_STATUS]),
+       flags=u8, reason=u8, words=st.tuples(u32, u32, u32, u32, u32, u32),
+       ctl=st.tuples(u32, u32, st.integers(0, (1 << 64) - 1), u32, u16, u16))
+def test_struct_and_scapy_agree_on_any_control_packet(kind, flags, reason, words, ctl):
+    conn_id, ev, msg_id, psn, offset, msg_len = words
+    data = wire.encode_control(kind, flags, 2, reason, conn_id, ev, msg_id, psn,
+                               wire.Control(*ctl), offset, msg_len)
+    hdr, body, _ = wire.decode(data)
+    assert body == ctl and (hdr.type, hdr.flags, hdr.reason, hdr.msg_len) == (
+        kind, flags, reason, msg_len)
+    built = MRC(type=kind, flags=flags, plane=2, reason=reason, conn_id=conn_id, ev=ev,
+                msg_id=msg_id, psn=psn, offset=offset, msg_len=msg_len) / MRCControl(
+        cum_psn=ctl[0], sack_base=ctl[1], bitmap=ctl[2], echo_ev=ctl[3], ecn_marks=ctl[4],
+        port_state=ctl[5])
+    assert bytes(built) == data
