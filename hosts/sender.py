@@ -25,11 +25,13 @@ from __future__ import annotations
 import random
 from collections import deque
 from collections.abc import Callable
+from operator import attrgetter
 
 from hosts import wire
 from hosts.cc import DelayWindow
 from hosts.config import ProtocolConfig
 from hosts.evset import ASSUMED_BAD, DENIED, GOOD, SKIP, Ev, EvSet
+from topologies.paths import EV_PLANE_SHIFT
 
 EventCallback = Callable[[dict], None]
 CompletedCallback = Callable[[int, int, float], None]  # (msg_id, bytes, seconds taken)
@@ -39,6 +41,9 @@ Outgoing = tuple[int, int, bytes, bool]  # (plane, ev, datagram, ECN-capable)
 
 def _always(plane: int) -> bool:
     return True
+
+
+_sent_at = attrgetter("sent_at")
 
 
 class SenderError(ValueError):
@@ -246,7 +251,7 @@ class Sender:
         # One SACK may answer many packets; judge gaps in the order they were sent (PSN
         # order differs once retransmissions are in flight).
         if len(newly) > 1:
-            newly.sort(key=lambda p: p.sent_at)
+            newly.sort(key=_sent_at)
         for pkt in newly:
             self._detect_gaps(pkt.ev, pkt, now)
 
@@ -294,6 +299,10 @@ class Sender:
 
     def _detect_gaps(self, ev: Ev, acked: Packet, now: float) -> None:
         """Packets sent on `ev` before `acked` and still unacknowledged were passed."""
+        outstanding = ev.outstanding
+        if outstanding and outstanding[0] is acked:
+            del outstanding[0]  # the oldest on its EV: nothing was passed (the usual case)
+            return
         lost = []
         keep = []
         seen = False
@@ -435,13 +444,22 @@ class Sender:
                 wait = self.remote_probe_wait[plane]
                 self.remote_probe_at[plane] = now + wait
                 self.remote_probe_wait[plane] = min(wait * 2, self.config.probe_max_s)
-                ev = next((e.ev for e in self.evs.rotation if e.plane == plane), None)
-                if ev is None:
-                    continue
+                ev = self._plane_ev(plane)
                 self.stats["probes"] += 1
                 self.on_event({"t": now, "event": "probe", "ev": ev, "plane": plane,
                                "reason": "remote-plane", "peer": self.peer})
                 out.append((plane, ev, self._probe_packet(plane, ev, 0), False))
+
+    def _plane_ev(self, plane: int) -> int:
+        """Some EV of the plane to probe it on: an active one, else one of a bad path (a
+        plane whose paths all failed still has to be asked whether it is back)."""
+        for ev in self.evs.rotation:
+            if ev.plane == plane:
+                return ev.ev
+        for key, bad in self.evs.bad.items():
+            if key[0] == plane and bad.evs:
+                return bad.evs[0].ev
+        return plane << EV_PLANE_SHIFT
 
     def _probe_packet(self, plane: int, ev: int, seq: int) -> bytes:
         ctl = wire.Control(0, 0, 0, ev, 0, self.port_state())

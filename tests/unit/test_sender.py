@@ -354,3 +354,18 @@ def test_config_overrides(value):
 def test_config_rejects_bad_settings(overrides, match):
     with pytest.raises(ConfigError, match=match):
         ProtocolConfig.with_overrides(overrides)
+
+
+def test_a_plane_down_at_the_peer_with_every_path_bad_is_still_probed():
+    conn = Loopback(ProtocolConfig(evs_per_plane=1, mtu_payload=100, cc=False, ev_min_active=1),
+                   planes=2, paths=1)
+    conn.sender.send_message(0, bytes(100), 0.0)
+    (lost,) = conn.send()
+    resent = data_only(conn.send(0.3))  # plane lost[0]'s only path retired
+    conn.deliver(resent[0], 0.31)
+    dead = lost[0]
+    conn.sender.remote_ports(0b11 & ~(1 << dead), 0.32)  # and the peer reports it down
+    probes = [p for p in conn.send(0.4) if not p[3]]
+    assert [p[0] for p in probes] == [dead]
+    conn.deliver(probes[0], 0.41)  # back: plane up and the path reinstated
+    assert conn.sender.evs.plane_up == [True, True] and not conn.sender.evs.bad
