@@ -78,6 +78,7 @@ class EvSet:
         self.plane_up = [True] * planes
         self.rotation: list[Ev] = []  # active EVs, planes interleaved
         self.live: list[Ev] = []  # the rotation without EVs of planes that are down
+        self.sendable: list[int] = []  # planes with an EV in `live`, in order
         self.cursor = 0
         for i in range(evs_per_plane):
             for plane in range(planes):
@@ -111,6 +112,7 @@ class EvSet:
         """Rebuild the list `pick` walks; called whenever the rotation or a plane changes."""
         self.live = [ev for ev in self.rotation if self.plane_up[ev.plane]]
         self.cursor = self.cursor % len(self.live) if self.live else 0
+        self.sendable = sorted({ev.plane for ev in self.live})
 
     def set_plane(self, plane: int, up: bool) -> None:
         self.plane_up[plane] = up
@@ -125,6 +127,8 @@ class EvSet:
         """
         live = self.live
         n = len(live)
+        if n > len(self.sendable) and not any(map(plane_ready, self.sendable)):
+            return None  # every plane is paced: say so without walking every EV
         for _ in range(n):
             ev = live[self.cursor]
             self.cursor = (self.cursor + 1) % n

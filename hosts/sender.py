@@ -145,7 +145,9 @@ class Sender:
         return bool(self.retx or self.unsent) and self.cwnd.allows(self.inflight)
 
     def wanted_planes(self) -> list[int]:
-        return [p for p, up in enumerate(self.evs.plane_up) if up]
+        """Planes a packet could go out on now (up, with an EV in the rotation): the
+        event loop waits for one of them, never for a plane whose paths are all retired."""
+        return self.evs.sendable
 
     # ------------------------------------------------------------------ sending
     def poll(self, now: float, plane_ready: PlaneReady = _always,

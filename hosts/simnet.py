@@ -75,6 +75,7 @@ class SimNet:
         self.completed: set[tuple[int, int, int]] = set()
         self.dropped = 0
         self.trimmed = 0
+        self._paths: dict = {}
         self.hosts = []
         for h in self.fabric.hosts:
             self.hosts.append(make_endpoint(
@@ -92,7 +93,10 @@ class SimNet:
                                      self.now)
 
     def _transmit(self, src: int, plane: int, dst: int, ev: int, data: bytes, ect: bool):
-        path = path_for_ev(self.fabric, src, dst, ev)
+        key = (src, dst, ev)
+        path = self._paths.get(key)
+        if path is None:
+            path = self._paths[key] = path_for_ev(self.fabric, src, dst, ev)
         if path.plane != plane or any(o.hits(path, self.now) for o in self.outages):
             self.dropped += 1
             return

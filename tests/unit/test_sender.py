@@ -369,3 +369,16 @@ def test_a_plane_down_at_the_peer_with_every_path_bad_is_still_probed():
     assert [p[0] for p in probes] == [dead]
     conn.deliver(probes[0], 0.41)  # back: plane up and the path reinstated
     assert conn.sender.evs.plane_up == [True, True] and not conn.sender.evs.bad
+
+
+def test_the_event_loop_is_never_told_to_wait_for_a_plane_without_evs():
+    conn = Loopback(ProtocolConfig(evs_per_plane=1, mtu_payload=100, cc=False, ev_min_active=1),
+                   planes=2, paths=1)
+    assert conn.sender.wanted_planes() == [0, 1]
+    conn.sender.send_message(0, bytes(100), 0.0)
+    (lost,) = conn.send()
+    conn.send(0.3)  # its plane's only path is retired
+    assert conn.sender.wanted_planes() == [1 - lost[0]]
+    conn.sender.set_local_plane(1 - lost[0], False, 0.31)
+    assert conn.sender.wanted_planes() == []
+    assert conn.sender.evs.pick(lambda p: True) is None
