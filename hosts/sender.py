@@ -65,11 +65,18 @@ class Packet:
 
 
 class Message:
-    __slots__ = ("msg_id", "data", "size", "remaining", "started")
+    """A queued message. Its packets get their PSNs when it is queued but become Packet
+    objects only when first sent, so queueing a large message costs O(1), not a stall
+    of the event loop while other connections wait for their acks."""
 
-    def __init__(self, msg_id: int, data: bytes, started: float, packets: int):
+    __slots__ = ("msg_id", "data", "size", "remaining", "started", "first_psn", "count",
+                 "next_index")
+
+    def __init__(self, msg_id: int, data: bytes, started: float, packets: int,
+                 first_psn: int):
         self.msg_id, self.data, self.size = msg_id, memoryview(data), len(data)
         self.remaining, self.started = packets, started
+        self.first_psn, self.count, self.next_index = first_psn, packets, 0
 
 
 class Sender:
@@ -96,7 +103,7 @@ class Sender:
         self.msg_ids: set[int] = set()
         self.next_psn = 0
         self.cum_acked = 0  # every PSN below this one is acknowledged
-        self.unsent: deque[Packet] = deque()
+        self.unsent: deque[Message] = deque()  # messages with packets never sent
         self.retx: deque[Packet] = deque()
         self.inflight = 0
         self.cwnd = DelayWindow(config.cwnd_initial, config.window, config.target_delay_s,
@@ -124,21 +131,14 @@ class Sender:
         self.msg_ids.add(msg_id)
         mtu = self.config.mtu_payload
         count = max(1, -(-len(data) // mtu))
-        msg = Message(msg_id, data, now, count)
-        psn = self.next_psn
-        packets, unsent = self.packets, self.unsent
-        for i in range(count):
-            offset = i * mtu
-            pkt = Packet(psn + i, msg, offset, min(mtu, len(data) - offset), i == count - 1)
-            pkt.queued = True
-            packets[psn + i] = pkt
-            unsent.append(pkt)
-        self.next_psn = psn + count
+        self.unsent.append(Message(msg_id, data, now, count, self.next_psn))
+        self.next_psn += count
 
     @property
     def busy(self) -> bool:
         """Anything left to do: packets unacknowledged, paths to probe, planes to recheck."""
-        return bool(self.packets) or bool(self.evs.bad) or not all(self.remote_up)
+        return (bool(self.packets) or bool(self.unsent) or bool(self.evs.bad)
+                or not all(self.remote_up))
 
     def has_work(self) -> bool:
         """Something to send that only pacing holds back (not the window)."""
@@ -162,20 +162,39 @@ class Sender:
                 self._probe(now, out)
         retx, unsent, cwnd, pick = self.retx, self.unsent, self.cwnd, self.evs.pick
         while budget > 0 and (retx or unsent) and cwnd.allows(self.inflight):
-            queue = retx if retx else unsent
-            pkt = queue[0]
-            if pkt.acked:
-                queue.popleft()
+            if retx:
+                pkt = retx[0]
+                if pkt.acked:
+                    retx.popleft()
+                    pkt.queued = False
+                    continue
+                ev = pick(plane_ready)
+                if ev is None:
+                    break
+                retx.popleft()
                 pkt.queued = False
-                continue
-            ev = pick(plane_ready)
-            if ev is None:
-                break
-            queue.popleft()
-            pkt.queued = False
+            else:
+                ev = pick(plane_ready)
+                if ev is None:
+                    break
+                pkt = self._next_new()
             out.append((ev.plane, ev.ev, self._transmit(pkt, ev, now), True))
             budget -= 1
         return out
+
+    def _next_new(self) -> Packet:
+        """The next never-sent packet of the oldest queued message."""
+        msg = self.unsent[0]
+        index = msg.next_index
+        msg.next_index = index + 1
+        if msg.next_index == msg.count:
+            self.unsent.popleft()
+        offset = index * self.config.mtu_payload
+        pkt = Packet(msg.first_psn + index, msg, offset, min(self.config.mtu_payload,
+                                                              msg.size - offset),
+                     index == msg.count - 1)
+        self.packets[pkt.psn] = pkt
+        return pkt
 
     def _transmit(self, pkt: Packet, ev: Ev, now: float) -> bytes:
         flags = (wire.F_LAST if pkt.last else 0) | (wire.F_RETRANSMIT if pkt.retries else 0)
@@ -237,8 +256,11 @@ class Sender:
                                    "reason": "ecn", "peer": self.peer})
         newly: list[Packet] = []
         ack = self._ack
-        # A forged or corrupt SACK must not make us walk billions of PSNs.
-        cum = min(ctl.cum_psn, self.next_psn)
+        # A forged or corrupt SACK must not make us walk billions of PSNs, nor move the
+        # cumulative point past what was ever sent (later real SACKs would not ack it).
+        unsent = self.unsent
+        cum = min(ctl.cum_psn, unsent[0].first_psn + unsent[0].next_index if unsent
+                  else self.next_psn)
         if cum > self.cum_acked:
             for psn in range(self.cum_acked, cum):
                 ack(psn, now, newly)

@@ -382,3 +382,31 @@ def test_the_event_loop_is_never_told_to_wait_for_a_plane_without_evs():
     conn.sender.set_local_plane(1 - lost[0], False, 0.31)
     assert conn.sender.wanted_planes() == []
     assert conn.sender.evs.pick(lambda p: True) is None
+
+
+def test_a_sack_cannot_acknowledge_packets_never_sent():
+    conn = Loopback(ProtocolConfig(window=2, mtu_payload=100, cc=False))
+    conn.sender.send_message(0, bytes(500), 0.0)
+    first = conn.send()
+    for packet in first:
+        conn.deliver(packet, 0.005)
+    conn.send(0.005)  # PSNs 2 and 3 go out, unanswered so far
+    ctl = wire.Control(5, 5, 0b111, 0, 0, 0b11)
+    forged = wire.encode_control(wire.SACK, 0, 0, 0, 7, 0, 0, 4, ctl)
+    conn.sender.on_packet(*wire.decode(forged)[:2], 0.01)
+    assert conn.sender.cum_acked == 4 and not conn.completed  # only what was sent
+    assert 4 in conn.sender.packets or conn.sender.unsent  # PSN 4 still to be sent
+    t = 0.02
+    while not conn.completed and t < 1:
+        for packet in conn.send(t):
+            if psn_of(packet) == 4:
+                conn.deliver(packet, t)
+        t += 0.01
+    assert conn.completed == [0] and conn.receiver.above == {4}  # 4 really went out
+
+
+def test_queueing_a_large_message_is_cheap():
+    sender = Loopback(CFG).sender
+    sender.send_message(0, bytes(50_000_000), 0.0)  # 500,000 packets of 100 bytes
+    assert len(sender.packets) == 0 and sender.busy and sender.has_work()
+    assert len(sender.poll(0.0, budget=10)) == 10 and len(sender.packets) == 10
