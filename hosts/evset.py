@@ -127,17 +127,22 @@ class EvSet:
         """
         live = self.live
         n = len(live)
-        if n > len(self.sendable) and not any(map(plane_ready, self.sendable)):
-            return None  # every plane is paced: say so without walking every EV
+        looked = False
         for _ in range(n):
             ev = live[self.cursor]
-            self.cursor = (self.cursor + 1) % n
             if ev.state != GOOD:
+                self.cursor = (self.cursor + 1) % n
                 if ev.state == SKIP:
                     ev.state = GOOD
                 continue
             if not plane_ready(ev.plane):
+                if not looked:
+                    looked = True
+                    if not any(map(plane_ready, self.sendable)):
+                        return None  # every plane is paced: no need to walk every EV
+                self.cursor = (self.cursor + 1) % n
                 continue
+            self.cursor = (self.cursor + 1) % n
             other = live[self.cursor]
             if (other.inflight < ev.inflight and other.state == GOOD
                     and plane_ready(other.plane)):
