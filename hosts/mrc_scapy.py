@@ -50,6 +50,9 @@ class MRC(Packet):
             pkt = pkt[:28] + length.to_bytes(2, "big") + pkt[30:]
         return pkt + pay
 
+    def mysummary(self) -> str:
+        return self.sprintf("MRC %type% %flags% psn=%psn% ev=%ev% plane=%plane%")
+
     def guess_payload_class(self, payload: bytes):
         if self.type != wire.DATA:
             return MRCControl
@@ -66,6 +69,10 @@ class MRCControl(Packet):
         ShortField("ecn_marks", 0),
         ShortField("port_state", 0),
     ]
+
+    def mysummary(self) -> str:
+        return self.sprintf("cum=%cum_psn% bitmap=%bitmap% echo_ev=%echo_ev% "
+                            "ports=%port_state%")
 
 
 bind_layers(UDP, MRC, dport=wire.MRC_UDP_PORT)

@@ -41,6 +41,7 @@ def test_data_vector_scapy():
     built = MRC(type=wire.DATA, flags="LAST", plane=3, conn_id=0x00010002, ev=0x03000001,
                 msg_id=7, psn=9, offset=2400, msg_len=3000) / bytes.fromhex("deadbeef")
     assert bytes(built) == data  # payload_len computed in post_build
+    assert "MRC DATA LAST psn=9" in pkt.summary()
 
 
 def test_sack_vector_both_ways():
