@@ -109,15 +109,23 @@ def test_trimming_and_ecn_alone_never_retire_a_path(trim, ecn, last_hop, seed):
         assert net.stats()["nacks"] > 0
 
 
-@settings(max_examples=10, **PROFILE)
+@settings(max_examples=20, **PROFILE)
 @given(plane=st.integers(0, 1), spine=st.integers(0, 1), loss=st.floats(0.2, 1.0),
        seed=st.integers(1, 1000))
-def test_one_lossy_path_among_clean_ones(plane, spine, loss, seed):
+def test_one_lossy_path_is_retired_and_no_clean_one_stays_retired(plane, spine, loss, seed):
     net = run("mrc", Chaos(), [], seed, 30_000, {(plane, spine): Chaos(loss=loss)})
     assert_all_delivered(net)
     retired = [path_for_ev(FABRIC, e["host"], e["peer"], e["ev"])
                for e in net.events if e["event"] == "retire"]
-    assert retired and all((p.plane, p.spine) == (plane, spine) for p in retired)
+    assert any((p.plane, p.spine) == (plane, spine) for p in retired)
+    # A clean path may be retired when a SACK answering packets of several paths is lost
+    # on the lossy one (the receiver batches in-order acks); its probes bring it back.
+    net.run(net.now + 1.0)
+    for src, endpoint in enumerate(net.hosts):
+        for peer, sender in endpoint.senders.items():
+            for key in sender.evs.bad:
+                path = path_for_ev(FABRIC, src, peer, sender.evs.bad[key].evs[0].ev)
+                assert (path.plane, path.spine) == (plane, spine), path.label
 
 
 @settings(max_examples=8, **PROFILE)
