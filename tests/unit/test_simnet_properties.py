@@ -48,11 +48,17 @@ flap = st.tuples(st.integers(0, 1), st.integers(0, 1), st.floats(0, 0.05),
 outages = st.lists(st.one_of(permanent, flap), max_size=2)
 
 
-def run(transport, chaos, outages, seed, size, path_chaos=None):
-    net = SimNet(FABRIC, transport, chaos, outages, seed, path_chaos=path_chaos or {})
-    for src, dst, msg_id in TRANSFERS:
+FABRIC8 = load_topology("2tier-8plane")
+TRANSFERS8 = [(s, d, 0) for s in range(len(FABRIC8.hosts)) for d in range(len(FABRIC8.hosts))
+              if s != d]
+
+
+def run(transport, chaos, outages, seed, size, path_chaos=None, fabric=FABRIC,
+        transfers=TRANSFERS):
+    net = SimNet(fabric, transport, chaos, outages, seed, path_chaos=path_chaos or {})
+    for src, dst, msg_id in transfers:
         net.send(src, dst, msg_id, size)
-    net.run(120.0, lambda: net.all_done(TRANSFERS))
+    net.run(120.0, lambda: net.all_done(transfers))
     return net
 
 
@@ -61,13 +67,13 @@ def assert_all_delivered(net, transfers=TRANSFERS):
     assert all(net.delivered[t] for t in transfers)  # byte for byte
 
 
-def clean_wave(net) -> float:
+def clean_wave(net, transfers=TRANSFERS) -> float:
     """Send another message on every connection through a quiet network (the outages
     stay); returns when the wave started."""
     net.chaos = Chaos(delay_s=net.chaos.delay_s)
     net.path_chaos = {}
     start = net.now
-    wave = [(s, d, 1) for s, d, _ in TRANSFERS]
+    wave = [(s, d, 1) for s, d, _ in transfers]
     for src, dst, msg_id in wave:
         net.send(src, dst, msg_id, 40 * 1200)  # a few rotations of every EV set
     net.run(net.now + 120.0, lambda: net.all_done(wave))
@@ -76,13 +82,14 @@ def clean_wave(net) -> float:
 
 
 def assert_no_dead_path_stays_good(net, since: float):
+    fabric = net.fabric
     for src, endpoint in enumerate(net.hosts):
         for peer, sender in endpoint.senders.items():
             assert isinstance(sender, Sender)
             for ev in sender.evs.rotation:
                 if ev.state != GOOD or not sender.evs.plane_up[ev.plane]:
                     continue  # retired, or on a plane out of use (judged again when it returns)
-                path = path_for_ev(FABRIC, src, peer, ev.ev)
+                path = path_for_ev(fabric, src, peer, ev.ev)
                 for outage in net.outages:
                     if ev.last_sent >= max(since, outage.start) and outage.hits(path, net.now):
                         raise AssertionError(f"h{src}->h{peer} EV {ev.ev:#010x} "
@@ -95,6 +102,19 @@ def test_mrc_delivers_everything_and_leaves_no_dead_path_in_use(chaos, outages, 
     net = run("mrc", chaos, outages, seed, size)
     assert_all_delivered(net)
     since = clean_wave(net)
+    assert_no_dead_path_stays_good(net, since)
+
+
+@settings(max_examples=10, **PROFILE)
+@given(chaos=chaos, seed=st.integers(1, 1000), outages=st.lists(st.one_of(
+    st.builds(Outage, plane=st.integers(0, 7), spine=st.integers(0, 1),
+              start=st.floats(0, 0.05)),
+    st.builds(Outage, plane=st.integers(0, 7), host=st.integers(0, 7),
+              start=st.floats(0, 0.05), local_carrier=st.booleans())), max_size=3))
+def test_eight_planes_survive_lost_spines_and_ports(chaos, seed, outages):
+    net = run("mrc", chaos, outages, seed, 12_000, fabric=FABRIC8, transfers=TRANSFERS8)
+    assert_all_delivered(net, TRANSFERS8)
+    since = clean_wave(net, TRANSFERS8)
     assert_no_dead_path_stays_good(net, since)
 
 
