@@ -72,8 +72,8 @@ class SinglePathSender:
     def wanted_planes(self) -> list[int]:
         return [self.ev >> 24]
 
-    def poll(self, now: float, plane_ready=lambda p: True,
-             budget: int = 64) -> list[tuple[int, int, bytes, bool]]:
+    def poll(self, now: float, plane_ready=lambda p: True, budget: int = 64,
+             charge=lambda plane, size: None) -> list[tuple[int, int, bytes, bool]]:
         """Packets to send now: (plane, ev, bytes, ECN-capable), like Sender.poll."""
         out = []
         if self.failing_since is not None and now - self.failing_since >= \
@@ -87,9 +87,14 @@ class SinglePathSender:
             msg_id, offset, length, size, last = self.packets[self.next]
             data = self.messages[msg_id][0]
             flags = (wire.F_LAST if last else 0) | (wire.F_RETRANSMIT if self.retries else 0)
-            out.append((plane, self.ev, wire.encode_data(
-                flags, plane, self.conn_id, self.ev, msg_id, self.next, offset, size,
-                data[offset:offset + length]), True))
+            packet = wire.encode_data(flags, plane, self.conn_id, self.ev, msg_id, self.next,
+                                      offset, size, data[offset:offset + length])
+            charge(plane, len(packet))
+            out.append((plane, self.ev, packet, True))
+            if self.config.packet_events:
+                self.on_event({"t": now, "event": "send", "psn": self.next, "ev": self.ev,
+                               "plane": plane, "retransmit": bool(self.retries),
+                               "peer": self.peer})
             if self.next == self.base:
                 self.sent_at = now
             self.next += 1
@@ -137,6 +142,9 @@ class SinglePathSender:
             entry = self.messages[msg_id]
             entry[1] -= 1
             self.stats["acked"] += 1
+            if self.config.packet_events:
+                self.on_event({"t": now, "event": "ack", "psn": psn, "ev": self.ev,
+                               "peer": self.peer})
             if entry[1] == 0:
                 self.stats["messages_completed"] += 1
                 took = now - entry[2]

@@ -27,6 +27,7 @@ class ProtocolConfig:
     ev_min_active: int = 2  # never retire below this many usable active EVs
     reorder_tolerance: int = 3  # later packets acked on the same EV before one counts lost
     reorder_min_s: float = 0.002  # floor of the cross-path reordering window (one srtt)
+    plane_reorder_min_s: float = 0.0005  # floor of the reordering window within a plane
     rto_min_s: float = 0.05  # retransmission timeout floor
     rto_initial_s: float = 0.25  # until the first RTT sample
     rto_max_s: float = 1.0
@@ -66,7 +67,7 @@ class ProtocolConfig:
             if getattr(self, name) < 0:
                 raise ConfigError(f"protocol.{name}: must not be negative "
                                   f"(got {getattr(self, name)!r})")
-        timers = ("reorder_min_s", "rto_min_s", "rto_initial_s", "rto_max_s",
+        timers = ("reorder_min_s", "plane_reorder_min_s", "rto_min_s", "rto_initial_s", "rto_max_s",
                   "probe_initial_s", "probe_max_s", "tick_s", "target_delay_s")
         for name in timers:
             if not getattr(self, name) > 0:

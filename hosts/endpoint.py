@@ -19,14 +19,13 @@ from dataclasses import replace
 from hosts import wire
 from hosts.baseline import SinglePathSender
 from hosts.config import ProtocolConfig
+from hosts.pacing import Pacer
 from hosts.receiver import Receiver
 from hosts.sender import Sender
 from topologies.model import Fabric
 from topologies.paths import choices_per_plane, make_ev
 
 TRANSPORTS = ("mrc", "mrc-no-trim", "mrc-no-probe", "single-path")
-WIRE_OVERHEAD = 14 + 40 + 8  # Ethernet, IPv6, UDP bytes around each MRC packet
-PACE_FRACTION = 0.97
 
 
 class Endpoint:
@@ -42,11 +41,8 @@ class Endpoint:
         # Plain in-order SACKs wait for the end of the receive batch (poll), so one SACK
         # can answer several packets; anything unusual is answered at once.
         self.pending_acks: dict[tuple[int, int], tuple[int, wire.Header, int]] = {}
-        # Pace a little under the line rate, so rounding never builds a standing queue.
-        self.bits_per_s = fabric.spec.host_t0.rate_mbit * 1e6 * PACE_FRACTION
-        self.next_free = [0.0] * self.planes
-        # A plane may run ahead of its pace by two full packets, to keep its link busy.
-        self.burst_s = 2 * (config.mtu_payload + 32 + WIRE_OVERHEAD) * 8 / self.bits_per_s
+        self.pacer = Pacer(self.planes, fabric.spec.host_t0.rate_mbit,
+                           config.mtu_payload + wire.HEADER_LEN, config.pace)
         self.senders: dict[int, Sender | SinglePathSender] = {}
         self.receivers: dict[tuple[int, int], Receiver] = {}
         self.control_out: deque = deque()
@@ -109,9 +105,11 @@ class Endpoint:
             ctl = self.receivers[(src, conn_id)].control(hdr.ev, self._port_state)
             self._answer(wire.SACK, 0, 0, plane, src, hdr, ctl)
         self.pending_acks.clear()
+        pacer = self.pacer
+        pacer.at(now)
         while self.control_out:
             plane, dst, ev, data = self.control_out.popleft()
-            self._charge(plane, len(data), now)
+            pacer.charge(plane, len(data))
             out.append((plane, dst, ev, data, False))
             self.counters["control_tx"] += 1
         senders = list(self.senders.values())
@@ -119,17 +117,16 @@ class Endpoint:
             return out
         # Round-robin over connections, one small batch each, so they share the planes.
         self._rr = (self._rr + 1) % len(senders)
-        horizon = now + self.burst_s
-        ready = lambda p: self.next_free[p] <= horizon  # noqa: E731 - hot path, no def overhead
+        ready, charge = pacer.ready, pacer.charge
         for i in range(len(senders)):
             sender = senders[(self._rr + i) % len(senders)]
-            for plane, ev, data, ect in sender.poll(now, ready, budget=32):
-                self._charge(plane, len(data), now)
+            for plane, ev, data, ect in sender.poll(now, ready, budget=32, charge=charge):
                 out.append((plane, sender.peer, ev, data, ect))
         return out
 
     def next_wakeup(self, now: float) -> float | None:
         wake = None
+        self.pacer.at(now)
         for sender in self.senders.values():
             if sender.busy:
                 wake = now + self.config.tick_s
@@ -137,7 +134,7 @@ class Endpoint:
                     wanted = sender.wanted_planes()
                     if not wanted:
                         continue
-                    soonest = min(self.next_free[p] for p in wanted) - self.burst_s
+                    soonest = self.pacer.ready_at(wanted)
                     if soonest > now:
                         wake = min(wake, soonest)
                     else:
@@ -223,11 +220,6 @@ class Endpoint:
         data = wire.encode_control(kind, flags, plane, reason, hdr.conn_id, ev, hdr.msg_id,
                                    hdr.psn, ctl, hdr.offset, hdr.msg_len)
         self.control_out.append((plane, dst, ev, data))
-
-    def _charge(self, plane: int, size: int, now: float) -> None:
-        if self.config.pace:
-            start = max(self.next_free[plane], now)
-            self.next_free[plane] = start + (size + WIRE_OVERHEAD) * 8 / self.bits_per_s
 
 
 def make_endpoint(transport: str, me: int, fabric: Fabric, overrides: dict, on_event,

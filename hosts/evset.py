@@ -32,7 +32,7 @@ class EvSetError(ValueError):
 class Ev:
     """One entropy value and what the sender knows about it."""
 
-    __slots__ = ("ev", "plane", "key", "state", "inflight", "outstanding", "srtt",
+    __slots__ = ("ev", "plane", "key", "state", "inflight", "outstanding", "srtt", "rttvar",
                  "last_ack", "last_sent", "ecn_marks", "losses", "active")
 
     def __init__(self, ev: int, plane: int, key: PathKey):
@@ -41,6 +41,7 @@ class Ev:
         self.inflight = 0
         self.outstanding: list = []  # packets sent on this EV, in send order (lazy cleanup)
         self.srtt = 0.0
+        self.rttvar = 0.0
         self.last_ack = 0.0
         self.last_sent = -1.0
         self.ecn_marks = 0
@@ -79,6 +80,7 @@ class EvSet:
         self.rotation: list[Ev] = []  # active EVs, planes interleaved
         self.live: list[Ev] = []  # the rotation without EVs of planes that are down
         self.sendable: list[int] = []  # planes with an EV in `live`, in order
+        self.plane_evs: list[list[Ev]] = []  # the rotation's EVs, by plane
         self.cursor = 0
         for i in range(evs_per_plane):
             for plane in range(planes):
@@ -113,6 +115,9 @@ class EvSet:
         self.live = [ev for ev in self.rotation if self.plane_up[ev.plane]]
         self.cursor = self.cursor % len(self.live) if self.live else 0
         self.sendable = sorted({ev.plane for ev in self.live})
+        self.plane_evs = [[] for _ in range(self.planes)]
+        for ev in self.rotation:
+            self.plane_evs[ev.plane].append(ev)
 
     def set_plane(self, plane: int, up: bool) -> None:
         self.plane_up[plane] = up

@@ -30,17 +30,22 @@ from operator import attrgetter
 from hosts import wire
 from hosts.cc import DelayWindow
 from hosts.config import ProtocolConfig
-from hosts.evset import ASSUMED_BAD, DENIED, GOOD, SKIP, Ev, EvSet
+from hosts.evset import ASSUMED_BAD, DENIED, GOOD, SKIP, Ev, EvSet, PathKey
 from topologies.paths import EV_PLANE_SHIFT
 
 EventCallback = Callable[[dict], None]
 CompletedCallback = Callable[[int, int, float], None]  # (msg_id, bytes, seconds taken)
 PlaneReady = Callable[[int], bool]
+Charge = Callable[[int, int], None]  # (plane, datagram bytes) as each packet is made
 Outgoing = tuple[int, int, bytes, bool]  # (plane, ev, datagram, ECN-capable)
 
 
 def _always(plane: int) -> bool:
     return True
+
+
+def _uncharged(plane: int, size: int) -> None:
+    pass
 
 
 _sent_at = attrgetter("sent_at")
@@ -97,12 +102,14 @@ class Sender:
                          random.Random(seed or conn_id))
         self.local_up = [True] * planes
         self.remote_up = [True] * planes
+        self.remote_state = (1 << planes) - 1  # the peer's port-state bitmap, as last seen
         self.remote_probe_at = [0.0] * planes  # next probe of a plane the peer said is down
         self.remote_probe_wait = [config.probe_initial_s] * planes
         self.packets: dict[int, Packet] = {}  # unacknowledged, by PSN
         self.msg_ids: set[int] = set()
         self.next_psn = 0
         self.cum_acked = 0  # every PSN below this one is acknowledged
+        self.acked_above = 0  # bit i: PSN cum_acked + i is acknowledged
         self.unsent: deque[Message] = deque()  # messages with packets never sent
         self.retx: deque[Packet] = deque()
         self.inflight = 0
@@ -112,6 +119,7 @@ class Sender:
         self.rttvar = 0.0
         self.next_check = 0.0
         self.rack_sent_at = 0.0  # send time of the latest-sent packet acknowledged so far
+        self.plane_rack = [0.0] * planes  # the same, per plane
         self.packet_events = config.packet_events
         self.stats = {"data_tx": 0, "retransmits": 0, "acked": 0, "nacks": 0, "ecn_echoes": 0,
                       "losses": 0, "timeouts": 0, "retired": 0, "reinstated": 0, "probes": 0,
@@ -150,10 +158,12 @@ class Sender:
         return self.evs.sendable
 
     # ------------------------------------------------------------------ sending
-    def poll(self, now: float, plane_ready: PlaneReady = _always,
-             budget: int = 64) -> list[Outgoing]:
+    def poll(self, now: float, plane_ready: PlaneReady = _always, budget: int = 64,
+             charge: Charge = _uncharged) -> list[Outgoing]:
         """Packets to send now, at most `budget` DATA packets (probes come on top).
-        `plane_ready(plane)` says whether a plane may take a packet now (pacing)."""
+        `plane_ready(plane)` says whether a plane may take a packet now, and each
+        packet is charged to its plane as it is made (`charge(plane, size)`), so the
+        answers of plane_ready follow the packets of this very poll (pacing)."""
         out: list[Outgoing] = []
         if now >= self.next_check:
             self.next_check = now + self.config.tick_s
@@ -178,7 +188,9 @@ class Sender:
                 if ev is None:
                     break
                 pkt = self._next_new()
-            out.append((ev.plane, ev.ev, self._transmit(pkt, ev, now), True))
+            data = self._transmit(pkt, ev, now)
+            charge(ev.plane, len(data))
+            out.append((ev.plane, ev.ev, data, True))
             budget -= 1
         return out
 
@@ -256,28 +268,50 @@ class Sender:
                                    "reason": "ecn", "peer": self.peer})
         newly: list[Packet] = []
         ack = self._ack
-        # A forged or corrupt SACK must not make us walk billions of PSNs, nor move the
-        # cumulative point past what was ever sent (later real SACKs would not ack it).
+        # Everything this SACK acknowledges, as a bitmap relative to cum_acked, less what
+        # is known acknowledged already: only new acks cost work, however many PSNs a
+        # SACK repeats. Nothing at or past the first never-sent PSN counts, so a forged
+        # or corrupt SACK can neither make us walk billions of PSNs nor move the
+        # cumulative point past what was sent (later real SACKs would not ack it).
+        base = self.cum_acked
         unsent = self.unsent
-        cum = min(ctl.cum_psn, unsent[0].first_psn + unsent[0].next_index if unsent
-                  else self.next_psn)
-        if cum > self.cum_acked:
-            for psn in range(self.cum_acked, cum):
-                ack(psn, now, newly)
-            self.cum_acked = cum
-        if hdr.psn >= cum:
-            ack(hdr.psn, now, newly)
-        bits, base = ctl.bitmap, ctl.sack_base
-        while bits:
-            low = bits & -bits
+        span = (unsent[0].first_psn + unsent[0].next_index if unsent else self.next_psn) - base
+        if span <= 0:
+            return
+        cum = ctl.cum_psn - base
+        want = (1 << min(cum, span)) - 1 if cum > 0 else 0
+        psn = hdr.psn - base
+        if 0 <= psn < span:
+            want |= 1 << psn
+        shift = ctl.sack_base - base
+        if ctl.bitmap and shift < span:
+            want |= ctl.bitmap << shift if shift >= 0 else ctl.bitmap >> -shift
+        want &= (1 << span) - 1
+        fresh = want & ~self.acked_above
+        if not fresh:
+            return
+        known = self.acked_above | fresh
+        while fresh:
+            low = fresh & -fresh
             ack(base + low.bit_length() - 1, now, newly)
-            bits ^= low
+            fresh ^= low
+        run = (~known & (known + 1)).bit_length() - 1  # trailing ones: the new cum point
+        self.acked_above = known >> run
+        self.cum_acked = base + run
         # One SACK may answer many packets; judge gaps in the order they were sent (PSN
         # order differs once retransmissions are in flight).
         if len(newly) > 1:
             newly.sort(key=_sent_at)
+        racks = self.plane_rack
+        advanced = set()
         for pkt in newly:
-            self._detect_gaps(pkt.ev, pkt, now)
+            ev = pkt.ev
+            if pkt.retries == 0 and pkt.sent_at > racks[ev.plane]:
+                racks[ev.plane] = pkt.sent_at
+                advanced.add(ev.plane)
+            self._detect_gaps(ev, pkt, now)
+        for plane in advanced:
+            self._late_on_plane(plane, now)
 
     def _ack(self, psn: int, now: float, newly: list[Packet]) -> None:
         pkt = self.packets.pop(psn, None)
@@ -314,7 +348,11 @@ class Sender:
             msg.data = memoryview(b"")
 
     def _rtt(self, ev: Ev, sample: float) -> None:
-        ev.srtt = sample if not ev.srtt else 0.875 * ev.srtt + 0.125 * sample
+        if not ev.srtt:
+            ev.srtt, ev.rttvar = sample, sample / 2
+        else:
+            ev.rttvar = 0.75 * ev.rttvar + 0.25 * abs(ev.srtt - sample)
+            ev.srtt = 0.875 * ev.srtt + 0.125 * sample
         if not self.srtt:
             self.srtt, self.rttvar = sample, sample / 2
         else:
@@ -422,15 +460,54 @@ class Sender:
         return min(self.config.rto_max_s,
                    max(self.config.rto_min_s, base) * (2 ** min(retries, 6)))
 
+    def _late_on_plane(self, plane: int, now: float) -> None:
+        """RACK within a plane, run as soon as an ack moves the plane's latest
+        acknowledged send time. On each EV of the plane, the oldest packet in flight is
+        lost when both hold:
+
+        - a packet sent at least `plane_reorder_min_s` after it on the same plane has
+          been acknowledged: the plane, the receiver and its acks are alive (the paths
+          of one plane share the host ports at both ends and differ only in the spine);
+        - it is older than its path has ever been slow: the path's smoothed RTT plus
+          four times its variation (the largest over the path's EVs), so a path merely
+          behind a sibling with a shorter queue is left alone.
+
+        A dead spine is thus found a round trip or two after its first unanswered
+        packet. A path not measured yet is left to the checks of _check_losses, like a
+        path alone in its plane.
+        """
+        evs = self.evs.plane_evs[plane]
+        bounds: dict[PathKey, float] = {}
+        for ev in evs:
+            if ev.srtt:
+                bound = ev.srtt + 4 * ev.rttvar
+                if bound > bounds.get(ev.key, 0.0):
+                    bounds[ev.key] = bound
+        if not bounds:
+            return
+        cutoff = self.plane_rack[plane] - self.config.plane_reorder_min_s
+        for ev in evs:
+            bound = bounds.get(ev.key)
+            if bound is None or ev.state not in (GOOD, SKIP):
+                continue
+            for pkt in ev.outstanding:  # in send order: the first one in flight decides
+                if pkt.acked or pkt.ev is not ev:
+                    continue
+                if pkt.sent_at < cutoff and now - pkt.sent_at > bound:
+                    self.stats["losses"] += 1
+                    self._loss(pkt, ev, now, "late-in-plane")
+                break
+
     def _check_losses(self, now: float) -> None:
-        """Time-based loss detection over the whole connection, then the timeout backstop.
+        """Time-based loss detection across the whole connection (RACK, RFC 8985, over
+        all EVs), then the timeout backstop.
 
         A packet is lost when one sent more than a reordering window after it has been
-        acknowledged on any EV (RACK, RFC 8985, across paths): a dead path is found about
-        one round trip after its first unanswered packet, not after a timeout. The window
-        is two smoothed RTTs plus four times their variation: queues on different planes
-        can differ that much, and a busy host can stall a whole plane's acks for a few
-        milliseconds. Until the first RTT sample, only the timeout applies.
+        acknowledged on any EV. The window is two smoothed RTTs plus four times their
+        variation: planes can differ that much (separate queues at every hop), and a
+        busy host can stall a whole plane's acks for a few milliseconds. Within a plane
+        the much narrower check of _late_on_plane runs on every ack; this one catches a
+        path alone in its plane. Until the first RTT sample, only the timeout applies.
         """
         window = max(self.config.reorder_min_s, 2 * self.srtt + 4 * self.rttvar)
         cutoff = self.rack_sent_at - window if self.srtt else float("-inf")
@@ -500,6 +577,10 @@ class Sender:
 
     def remote_ports(self, state: int, now: float) -> None:
         """The peer's port-state bitmap, from any control packet it sent."""
+        state &= (1 << len(self.remote_up)) - 1
+        if state == self.remote_state:
+            return  # every control packet carries it: the usual case costs one compare
+        self.remote_state = state
         remote = [bool(state >> p & 1) for p in range(len(self.remote_up))]
         if remote != self.remote_up:
             for plane, (was, now_up) in enumerate(zip(self.remote_up, remote)):

@@ -6,6 +6,8 @@ the fate of each packet, so each transition is driven by exactly one signal.
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from hosts import wire
@@ -215,6 +217,66 @@ def test_packet_sent_well_before_one_acked_elsewhere_is_late():
     conn.send(0.062)
     assert conn.kinds("retire")[0]["reason"] == "late"
     assert conn.sender.evs.by_ev[stuck[1]].state == ASSUMED_BAD
+
+
+def run_two_paths(dead_from: float, slow_path_rtt: float = 0.001, until: float = 0.03):
+    """One plane, two spines: a packet every 0.5 ms, alternately on each path. Path 0
+    answers after 1 ms; path 1 after `slow_path_rtt`, and not at all from `dead_from`.
+    Returns the connection."""
+    conn = Loopback(ProtocolConfig(window=64, evs_per_plane=4, mtu_payload=100, cc=False,
+                                   tick_s=0.001, ev_min_active=1), planes=1, paths=2)
+    conn.sender.send_message(0, bytes(100 * 200), 0.0)
+    arrivals = []
+    t = 0.0
+    while t < until and not conn.kinds("retire"):
+        for packet in conn.send(t, budget=1):
+            if not packet[3]:
+                continue
+            path = conn.sender.evs.by_ev[packet[1]].key[1]
+            if path == 0:
+                arrivals.append((t + 0.001, packet))
+            elif t < dead_from:
+                arrivals.append((t + slow_path_rtt, packet))
+        t = round(t + 0.0005, 6)
+        for at, packet in sorted(a for a in arrivals if a[0] <= t):
+            conn.deliver(packet, at)
+        arrivals = [a for a in arrivals if a[0] > t]
+    return conn
+
+
+def test_a_dead_spine_is_found_within_three_round_trips_by_its_sibling_acks():
+    conn = run_two_paths(dead_from=0.010)
+    retire = conn.kinds("retire")[0]
+    assert retire["reason"] == "late-in-plane" and retire["path"] == 1
+    # The first packet into the dead path left at 10 ms or just after; RTT 1 ms (the
+    # retransmission timeout would take 50 ms, the cross-plane check several RTTs).
+    assert 0.010 < retire["t"] < 0.0131
+
+
+def test_a_slower_spine_of_the_plane_is_not_taken_for_a_dead_one():
+    conn = run_two_paths(dead_from=1.0, slow_path_rtt=0.004, until=0.1)
+    assert not conn.kinds("retire") and conn.sender.stats["losses"] == 0
+
+
+def test_repeated_and_overlapping_sacks_acknowledge_each_packet_once():
+    rng = random.Random(5)
+    for _ in range(20):
+        conn = Loopback(ProtocolConfig(window=64, mtu_payload=100, cc=False))
+        conn.sender.send_message(0, bytes(100 * 40), 0.0)
+        packets = conn.send()
+        rng.shuffle(packets)
+        answers = []
+        for packet in packets:
+            answers.append(conn.answer(packet, 0.01))
+            if rng.random() < 0.5:  # answers arrive late, repeated and out of order
+                continue
+            for answer in rng.sample(answers, min(3, len(answers))):
+                conn.sender.on_packet(*wire.decode(answer)[:2], 0.02)
+        for answer in answers:
+            conn.sender.on_packet(*wire.decode(answer)[:2], 0.03)
+        sender = conn.sender
+        assert sender.stats["acked"] == 40 and conn.completed == [0]
+        assert sender.cum_acked == 40 and sender.acked_above == 0 and not sender.packets
 
 
 def test_retransmission_timeout_doubles():

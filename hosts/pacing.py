@@ -1,0 +1,51 @@
+"""Per-plane pacing: a host sends on each plane a little under that port's link rate.
+
+Each plane keeps the time its link is busy until (`next_free`). A packet may leave when
+that time is at most `burst_s` ahead of now (two full packets), so the link never idles
+for lack of a queued packet, yet the host's own queue never overflows and no plane
+gets a burst that would build a standing queue downstream.
+
+Senders charge every packet as they produce it (`charge`), so one poll of a sender
+that may send many packets spreads them over the planes that are ready instead of
+piling them onto whichever plane was ready when the poll began.
+"""
+
+from __future__ import annotations
+
+WIRE_OVERHEAD = 14 + 40 + 8  # Ethernet, IPv6, UDP bytes around each MRC packet
+PACE_FRACTION = 0.97  # a little under the line rate, so rounding never builds a queue
+BURST_PACKETS = 2
+
+
+class Pacer:
+    __slots__ = ("enabled", "bits_per_s", "burst_s", "next_free", "now", "horizon")
+
+    def __init__(self, planes: int, rate_mbit: float, packet_bytes: int, enabled: bool = True):
+        self.enabled = enabled
+        self.bits_per_s = rate_mbit * 1e6 * PACE_FRACTION
+        self.burst_s = BURST_PACKETS * (packet_bytes + WIRE_OVERHEAD) * 8 / self.bits_per_s
+        self.next_free = [0.0] * planes
+        self.now = 0.0
+        self.horizon = 0.0
+
+    def at(self, now: float) -> None:
+        """Set the clock for the ready()/charge() calls that follow."""
+        self.now = now
+        self.horizon = now + self.burst_s
+
+    def ready(self, plane: int) -> bool:
+        return not self.enabled or self.next_free[plane] <= self.horizon
+
+    def charge(self, plane: int, size: int) -> None:
+        """A datagram of `size` bytes (MRC header and body) leaves on `plane` now."""
+        if self.enabled:
+            start = self.next_free[plane]
+            if start < self.now:
+                start = self.now
+            self.next_free[plane] = start + (size + WIRE_OVERHEAD) * 8 / self.bits_per_s
+
+    def ready_at(self, planes: list[int]) -> float:
+        """When the first of `planes` may send again."""
+        if not self.enabled:
+            return self.now
+        return min(self.next_free[p] for p in planes) - self.burst_s

@@ -1,0 +1,48 @@
+"""Per-plane pacing: one poll of a sender with much to send spreads it over the planes."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from hosts.config import ProtocolConfig
+from hosts.endpoint import Endpoint
+from hosts.pacing import BURST_PACKETS, Pacer
+from topologies.model import load_topology
+
+
+def endpoint(pace: bool = True) -> Endpoint:
+    config = ProtocolConfig(window=1000, cc=False, pace=pace)
+    return Endpoint(0, load_topology("2tier-2plane"), "mrc", config, lambda e: None,
+                    lambda *a: None, lambda *a: None)
+
+
+def test_one_poll_sends_at_most_a_burst_per_plane_and_uses_every_plane():
+    host = endpoint()
+    host.send_message(3, 0, bytes(1_000_000), 0.0)
+    out = host.poll(0.0)
+    per_plane = Counter(plane for plane, _, _, _, _ in out)
+    assert set(per_plane) == {0, 1}
+    assert all(n <= BURST_PACKETS + 1 for n in per_plane.values())
+    # Nothing more until a plane's link has room; then it is the plane that woke up.
+    assert host.poll(0.0) == []
+    wake = host.next_wakeup(0.0)
+    assert 0.0 < wake < 0.002
+    assert host.poll(wake)
+
+
+def test_the_pace_is_the_link_rate_less_a_little():
+    host = endpoint()
+    host.send_message(3, 0, bytes(2_000_000), 0.0)
+    sent, t = 0, 0.0
+    while t < 0.2:  # the window (1000 packets) is never the limit
+        sent += sum(len(d) for _, _, _, d, _ in host.poll(t))
+        t = host.next_wakeup(t)
+    mbit = (sent + 62 * (sent // 1232)) * 8 / 0.2 / 1e6
+    assert 0.9 * 2 * 20 < mbit <= 2 * 20  # two planes of 20 Mbit/s
+
+
+def test_without_pacing_a_poll_sends_what_the_sender_allows():
+    host = endpoint(pace=False)
+    host.send_message(3, 0, bytes(1_000_000), 0.0)
+    assert len(host.poll(0.0)) == 32  # one sender's batch
+    assert Pacer(1, 10, 1000, enabled=False).ready(0)
