@@ -13,6 +13,10 @@ Control channel: JSON lines on stdin (commands) and stdout (answers and notifica
     -> {"cmd": "stats"}   <- {"event": "stats", ...counters}
     -> {"cmd": "quit"}
 
+A message to send is made from its seed (hosts/payload.py), and a delivered one checked
+against it, a chunk at a time between packets: the loop never stalls for milliseconds
+while acks wait (a peer would take that for a broken path).
+
 Every protocol event (send bursts, ack, nack, trim, retire, probe, reinstate, plane
 changes...) goes to the JSON-lines event log named in the config, with monotonic times
 (CLOCK_MONOTONIC is shared by all namespaces, so logs of all hosts line up).
@@ -27,14 +31,21 @@ import os
 import selectors
 import sys
 import time
+from collections import deque
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 
 from hosts.endpoint import Endpoint, make_endpoint
 from hosts.netio import CarrierWatcher, PlaneSockets, carrier
-from hosts.payload import message_bytes, verify
+from hosts.payload import build, check
+from hosts.wire import MAX_MSG_LEN
 from topologies.addressing import AddressingError, host_address, parse_usids
 from topologies.model import load_topology
 from topologies.paths import path_for_ev
+
+# Time the loop gives to making and checking messages per turn: a chunk or two, so
+# packets and acks wait at most about this long behind them.
+JOB_BUDGET_S = 0.0005
 
 
 @dataclass
@@ -89,6 +100,8 @@ class Agent:
         self.endpoint: Endpoint = make_endpoint(
             config.transport, self.me, self.fabric, config.protocol,
             on_event=self.log, on_delivered=self.delivered, on_completed=self.completed)
+        # Making and checking messages, a chunk at a time between packets: (steps, then).
+        self.jobs: deque[tuple[Generator, Callable]] = deque()
         self.running = True
 
     # ----------------------------------------------------------------- helpers
@@ -121,12 +134,16 @@ class Agent:
 
     # ----------------------------------------------------------------- callbacks
     def delivered(self, src: int, msg_id: int, data) -> None:
-        ok = verify(src, self.me, msg_id, data)
-        self.counters["delivered"] += 1
-        if not ok:
-            self.counters["verify_failed"] += 1
-        self.emit({"event": "delivered", "src": src, "msg_id": msg_id, "bytes": len(data),
-                   "verified": ok, "t": time.monotonic()})
+        """Every byte is there: check it (a chunk at a time), then tell the runner."""
+
+        def then(ok: bool) -> None:
+            self.counters["delivered"] += 1
+            if not ok:
+                self.counters["verify_failed"] += 1
+            self.emit({"event": "delivered", "src": src, "msg_id": msg_id,
+                       "bytes": len(data), "verified": ok, "t": time.monotonic()})
+
+        self.jobs.append((check(src, self.me, msg_id, data), then))
 
     def completed(self, dst: int, msg_id: int, size: int) -> None:
         self.emit({"event": "completed", "dst": dst, "msg_id": msg_id, "bytes": size,
@@ -139,8 +156,12 @@ class Agent:
             kind = cmd["cmd"]
             if kind == "send":
                 dst, msg_id, size = int(cmd["dst"]), int(cmd["msg_id"]), int(cmd["bytes"])
-                data = message_bytes(self.me, dst, msg_id, size)
-                self.endpoint.send_message(dst, msg_id, data, time.monotonic())
+                if dst == self.me or not 0 <= dst < len(self.fabric.hosts):
+                    raise ValueError(f"no peer host {dst}")
+                if not 0 <= size <= MAX_MSG_LEN:
+                    raise ValueError(f"message size {size} is not 0..{MAX_MSG_LEN}")
+                self.jobs.append((build(self.me, dst, msg_id, size), lambda data: self.send(
+                    dst, msg_id, data)))
             elif kind == "stats":
                 stats = dict(self.counters, **self.endpoint.stats())
                 self.emit({"event": "stats", **stats})
@@ -151,7 +172,27 @@ class Agent:
         except (ValueError, KeyError, TypeError) as err:
             self.emit({"event": "error", "message": f"bad command {line.strip()!r}: {err}"})
 
+    def send(self, dst: int, msg_id: int, data: bytes) -> None:
+        try:
+            self.endpoint.send_message(dst, msg_id, data, time.monotonic())
+        except ValueError as err:
+            self.emit({"event": "error", "message": f"send to {dst}: {err}"})
+
     # ----------------------------------------------------------------- loop
+    def run_jobs(self, budget_s: float = JOB_BUDGET_S) -> None:
+        """Steps of the pending jobs, for at most about `budget_s`."""
+        end = time.monotonic() + budget_s
+        jobs = self.jobs
+        while jobs:
+            steps, then = jobs[0]
+            try:
+                next(steps)
+            except StopIteration as done:
+                jobs.popleft()
+                then(done.value)
+            if time.monotonic() >= end:
+                return
+
     def flush(self, now: float) -> None:
         sent = errors = 0
         send, addresses = self.sockets.send, self.addresses
@@ -185,6 +226,8 @@ class Agent:
             wake = self.endpoint.next_wakeup(now)
             timeout = max(0.0, min(wake if wake is not None else now + 0.05,
                                    next_progress) - now)
+            if self.jobs:
+                timeout = 0.0
             for key, _ in selector.select(timeout):
                 now = time.monotonic()
                 if key.data == "control":
@@ -210,6 +253,8 @@ class Agent:
                         self.endpoint.on_datagram(key.data, src, data, ce, now)
             now = time.monotonic()
             self.flush(now)
+            if self.jobs:
+                self.run_jobs()
             if now >= next_progress:
                 next_progress = now + every
                 self.log({"t": now, "event": "progress", **self.endpoint.progress()})

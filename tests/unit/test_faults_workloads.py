@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from experiments.faults import Action, FaultError, FaultInjector, parse_faults
 from experiments.workloads import WorkloadError, phases
-from hosts.payload import message_bytes, verify
+from hosts.payload import CHUNK, build, check, message_bytes, message_seed, verify
 from topologies.model import load_topology
 
 
@@ -81,3 +83,17 @@ def test_payload_is_deterministic_and_verifiable():
     broken = bytearray(data)
     broken[5000] ^= 1
     assert not verify(1, 2, 3, broken)
+
+
+def test_payload_is_made_and_checked_a_chunk_at_a_time():
+    size = 3 * CHUNK + 10
+    steps = build(4, 5, 6, size)
+    assert sum(1 for _ in steps) == 4  # one step per chunk, then the bytes
+    data = message_bytes(4, 5, 6, size)
+    # Chunks of whole 32-bit words: the same bytes as one draw for the whole message.
+    assert data == random.Random(message_seed(4, 5, 6)).randbytes(size)
+    checking = check(4, 5, 6, data)
+    assert sum(1 for _ in checking) == 4
+    late = bytearray(data)
+    late[-1] ^= 0x80  # a wrong byte in the last chunk only
+    assert not verify(4, 5, 6, late) and not verify(4, 5, 6, data[:-1] + b"?")
