@@ -8,8 +8,11 @@
    message over the same paths. Prints packets/s, Mbit/s and the agent/raw ratio.
 2. Recovery, on 2tier-2plane at its emulated rates: a long transfer h0 -> h3; the link
    under the baseline's hashed path fails half a second in. For `mrc` and `single-path`
-   it prints how long goodput stayed below 90% of its level before the failure, in ms
-   and in round trips, and the time to the first path retirement (mrc).
+   (three runs each, medians) it prints, from per-packet events
+   (experiments/metrics.py, path_failure_recovery): the time from the failure to its
+   detection (retirement, or reroute), and to the moment every packet lost in it had
+   been delivered, in ms and in round trips; and the goodput of the 100 ms after the
+   failure as a fraction of the goodput before.
 
 Figures go to stdout (and bench/results.json); nothing here is a test.
 """
@@ -17,6 +20,7 @@ Figures go to stdout (and bench/results.json); nothing here is a test.
 from __future__ import annotations
 
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -29,7 +33,7 @@ sys.path.insert(0, str(REPO))
 
 from experiments.bringup import running  # noqa: E402
 from experiments.faults import parse_faults  # noqa: E402
-from experiments.metrics import read_events  # noqa: E402
+from experiments.metrics import path_failure_recovery, read_events  # noqa: E402
 from experiments.targets import KernelTarget, apply_fault  # noqa: E402
 from experiments.workload_run import run_transport  # noqa: E402
 from experiments.workloads import phases  # noqa: E402
@@ -116,69 +120,75 @@ def throughput(folder: Path) -> dict:
     return out
 
 
-def recovery(folder: Path) -> dict:
+def recovery(folder: Path, repeats: int = 3) -> dict:
     fabric = load_topology("2tier-2plane")
     cfg = ProtocolConfig()
     base = SinglePathSender(0, 3, 3, fabric.spec.planes, choices_per_plane(fabric, 0, 3), cfg,
                             lambda e: None, lambda *a: None)
     path = path_for_ev(fabric, 0, 3, base.ev)
     t0, t1 = fabric.t0(path.plane, 0).name, fabric.t1(path.plane, path.spine).name
-    fail_at = 0.5
-    faults = [{"kind": "link-flap", "link": [t0, t1], "at_s": fail_at, "down_s": 30}]
+    faults = [{"kind": "link-flap", "link": [t0, t1], "at_s": 0.5, "down_s": 30}]
     out = {"failed_link": [t0, t1]}
+
+    def path_of(ev: int) -> tuple[int, int | None]:
+        p = path_for_ev(fabric, 0, 3, ev)
+        return p.plane, p.spine
+
     with running(fabric, KernelTarget()) as network:
         net = network.net
         for transport in ("mrc", "single-path"):
-            plan = phases("transfer", {"src": 0, "dst": 3, "message_bytes": 8_000_000}, 4)
-            run = run_transport(net, fabric, transport, plan, parse_faults(faults, fabric),
-                                lambda a: apply_fault(net, fabric, a, KernelTarget()),
-                                folder / f"recovery-{transport}", 60.0, {}, lambda m: None,
-                                progress_s=0.005)
-            out[transport] = recovery_figures(run, read_events(run.event_files), fail_at)
-            r = out[transport]
-            print(f"recovery, {transport}: goodput below 90% for {r['recovery_ms']} ms "
-                  f"= {r['recovery_rtts']} RTT (srtt {r['srtt_ms']} ms before the failure); "
-                  f"first retirement after {r['detect_ms']} ms; transfer "
-                  f"{'done' if r['ok'] else 'FAILED'} in {r['fct_s']} s", flush=True)
+            runs = []
+            for i in range(repeats):
+                plan = phases("transfer", {"src": 0, "dst": 3, "message_bytes": 8_000_000}, 4)
+                run = run_transport(net, fabric, transport, plan, parse_faults(faults, fabric),
+                                    lambda a: apply_fault(net, fabric, a, KernelTarget()),
+                                    folder / f"recovery-{transport}-{i}", 60.0,
+                                    {"packet_events": True}, lambda m: None,
+                                    progress_s=0.005)
+                events = read_events(run.event_files)
+                figures = path_failure_recovery(events, 0, 3, (path.plane, path.spine),
+                                                path_of) or {}
+                figures["ok"] = all(t.done and t.verified for t in run.transfers)
+                if "failed_at" in figures:
+                    figures["goodput_kept"] = goodput_kept(events, 3, figures.pop("failed_at"))
+                runs.append(figures)
+            out[transport] = {"runs": runs, "median": medians(runs)}
+            r = out[transport]["median"]
+            print(f"recovery, {transport} (median of {repeats}): failure detected after "
+                  f"{r.get('detect_ms')} ms, every lost packet delivered after "
+                  f"{r.get('repaired_ms')} ms = {r.get('repaired_rtts')} RTT (RTT median "
+                  f"{r.get('rtt_median_ms')} ms, min {r.get('rtt_min_ms')} ms); "
+                  f"{r.get('lost_packets')} packets lost; goodput in the 100 ms after the "
+                  f"failure {r.get('goodput_kept')} of before; all transfers verified: "
+                  f"{all(x['ok'] for x in runs)}", flush=True)
     return out
 
 
-def recovery_figures(run, events: list[dict], fail_at: float) -> dict:
-    samples = [(e["t"] - run.start, e["rx_bytes"], e.get("srtt_ms")) for e in events
-               if e.get("event") == "progress" and e.get("host") == 3]
-    sender = [(e["t"] - run.start, e.get("srtt_ms")) for e in events
-              if e.get("event") == "progress" and e.get("host") == 0 and e.get("srtt_ms")]
-    rates = []
-    for (ta, ba, _), (tb, bb, _) in zip(samples, samples[1:]):
-        if tb > ta:
-            rates.append((tb, (bb - ba) * 8 / (tb - ta) / 1e6))
-    before = [r for t, r in rates if fail_at - 0.3 <= t < fail_at]
-    level = sorted(before)[len(before) // 2] if before else 0.0
-    # The dip ends at the first sample from which goodput holds 90% of its level for
-    # 20 ms (four samples), so a single lucky sample does not end it.
-    after = [(t, r) for t, r in rates if t >= fail_at]
-    low = [t for t, r in after if r < 0.9 * level]
-    back = None
-    for i, (t, _) in enumerate(after):
-        if low and t > low[0] and all(r >= 0.9 * level for _, r in after[i:i + 4]):
-            back = after[i - 1][0] if i else t  # the interval that reached the level began here
-            break
-    recovery_s = (back - fail_at) if back is not None else (0.0 if not low else None)
-    srtt = [s for t, s in sender if t < fail_at]
-    srtt_ms = srtt[-1] if srtt else None
-    retire = [e["t"] - run.start for e in events if e["event"] in ("retire", "reroute")
-              and e["t"] - run.start >= fail_at]
-    (t,) = run.transfers
-    return {
-        "ok": t.done and t.verified,
-        "fct_s": round(t.fct(), 3) if t.fct() else None,
-        "goodput_before_mbps": round(level, 1),
-        "recovery_ms": round(recovery_s * 1000, 1) if recovery_s is not None else None,
-        "srtt_ms": srtt_ms,
-        "recovery_rtts": round(recovery_s * 1000 / srtt_ms, 1)
-        if recovery_s is not None and srtt_ms else None,
-        "detect_ms": round((retire[0] - fail_at) * 1000, 1) if retire else None,
-    }
+def goodput_kept(events: list[dict], receiver: int, failed_at: float,
+                 after_s: float = 0.1) -> float | None:
+    """The receiver's goodput in the `after_s` seconds after the failure, as a fraction
+    of its goodput in the 300 ms before."""
+    samples = [(e["t"], e["rx_bytes"]) for e in events
+               if e.get("event") == "progress" and e.get("host") == receiver]
+
+    def rate(lo: float, hi: float) -> float:
+        inside = [(t, b) for t, b in samples if lo <= t <= hi]
+        if len(inside) < 2 or inside[-1][0] <= inside[0][0]:
+            return 0.0
+        return (inside[-1][1] - inside[0][1]) / (inside[-1][0] - inside[0][0])
+
+    before = rate(failed_at - 0.3, failed_at)
+    return round(rate(failed_at, failed_at + after_s) / before, 3) if before else None
+
+
+def medians(runs: list[dict]) -> dict:
+    keys = {k for r in runs for k, v in r.items() if isinstance(v, (int, float))
+            and not isinstance(v, bool)}
+    out = {}
+    for key in sorted(keys):
+        values = [r[key] for r in runs if r.get(key) is not None]
+        out[key] = round(statistics.median(values), 3) if values else None
+    return out
 
 
 def main() -> int:

@@ -7,6 +7,7 @@ output is a plain dict for summary.json, and time series for the plots.
 from __future__ import annotations
 
 import json
+import statistics
 from collections import Counter
 from pathlib import Path
 
@@ -98,3 +99,60 @@ def _sum_counters(stats: dict[int, dict]) -> dict:
             if isinstance(value, (int, float)) and not isinstance(value, bool) and key != "t":
                 total[key] += value
     return dict(sorted(total.items()))
+
+
+def path_failure_recovery(events: list[dict], sender: int, peer: int, failed,
+                          path_of) -> dict | None:
+    """How one connection came through the failure of one path, from per-packet events.
+
+    Needs the sender's `send` and `ack` events (protocol setting `packet_events`), which
+    both transports log with the EV of the transmission. `failed` names the failed path
+    as `path_of(ev)` does (e.g. (plane, spine)). A transmission on it was lost when its
+    packet was in the end acknowledged on another path.
+
+    - failure: the send time of the first lost transmission. The link went down between
+      the last transmission that got through and this one (`uncertainty_ms`); times are
+      measured from it, so they are not flattered by the fault's own timing;
+    - detection: the first retirement (mrc) or reroute (single-path) after it;
+    - repaired: when the last lost packet was acknowledged: from then on every packet
+      sent before the failure was noticed has arrived, and the flow runs on live paths;
+    - RTT: median and minimum of the connection's acknowledged first transmissions in
+      the 300 ms before the failure, so results can be read in round trips.
+
+    Returns None if the failure hit no packet of the connection.
+    """
+    sends, acks = [], {}
+    for e in events:
+        if e.get("host") != sender or e.get("peer") != peer:
+            continue
+        if e["event"] == "send":
+            sends.append(e)
+        elif e["event"] == "ack" and e.get("ev") is not None:
+            acks[e["psn"]] = e
+    on_path = [s for s in sends if path_of(s["ev"]) == failed]
+    lost = [s for s in on_path
+            if s["psn"] in acks and path_of(acks[s["psn"]]["ev"]) != failed]
+    if not lost:
+        return None
+    t_fail = min(s["t"] for s in lost)
+    lost_psns = {s["psn"] for s in lost}
+    through = [s["t"] for s in on_path if s["t"] < t_fail and s["psn"] not in lost_psns]
+    reacted = [e["t"] for e in events if e.get("host") == sender and e.get("peer") == peer
+               and e["event"] in ("retire", "reroute") and e["t"] >= t_fail]
+    repaired = max(acks[psn]["t"] for psn in lost_psns)
+    rtts = [acks[s["psn"]]["t"] - s["t"] for s in sends
+            if t_fail - 0.3 <= s["t"] < t_fail and not s.get("retransmit")
+            and s["psn"] in acks and acks[s["psn"]]["ev"] == s["ev"]
+            and acks[s["psn"]]["t"] < t_fail]
+    rtt = statistics.median(rtts) if rtts else None
+    repaired_s = repaired - t_fail
+    return {
+        "failed_at": t_fail,
+        "lost_packets": len(lost_psns),
+        "uncertainty_ms": round((t_fail - max(through)) * 1000, 2) if through else None,
+        "detect_ms": round((reacted[0] - t_fail) * 1000, 2) if reacted else None,
+        "repaired_ms": round(repaired_s * 1000, 2),
+        "rtt_median_ms": round(rtt * 1000, 3) if rtt else None,
+        "rtt_min_ms": round(min(rtts) * 1000, 3) if rtts else None,
+        "repaired_rtts": round(repaired_s / rtt, 1) if rtt else None,
+    }

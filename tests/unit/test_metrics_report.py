@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import json
 
-from experiments.metrics import goodput_series, percentile, read_events, summarize
+from experiments.metrics import (
+    goodput_series,
+    path_failure_recovery,
+    percentile,
+    read_events,
+    summarize,
+)
 from experiments.plots import fct_cdf_plot, goodput_plot, path_state_plot
 from experiments.report import write_report
 from experiments.workload_run import TransferResult, TransportRun
@@ -54,3 +60,29 @@ def test_plots_and_report_are_written(tmp_path):
     text = (tmp_path / "report.md").read_text()
     assert "| completed and verified | 1/2 |" in text
     assert "t=0.30s link-flap a b down" in text and "Note: no ECN." in text
+
+
+def test_recovery_from_a_path_failure_is_timed_from_the_first_lost_packet():
+    # Paths are EV & 1 here. Packets every ms alternate paths; RTT 0.5 ms. Path 1
+    # fails after PSN 5 got through: PSNs 7 and 9 are lost, the sender retires path 1
+    # at 11.2 ms and the two packets are acknowledged over path 0 at 11.8 and 12.4 ms.
+    events = []
+    for psn in range(12):
+        ev = psn % 2
+        t = psn * 0.001
+        events.append({"t": t, "event": "send", "psn": psn, "ev": ev, "host": 0, "peer": 1})
+        if ev == 0 or psn < 7:
+            events.append({"t": t + 0.0005, "event": "ack", "psn": psn, "ev": ev, "host": 0,
+                           "peer": 1})
+    events.append({"t": 0.0112, "event": "retire", "host": 0, "peer": 1})
+    for psn, t in ((7, 0.0118), (9, 0.0124)):
+        events.append({"t": t - 0.0005, "event": "send", "psn": psn, "ev": 0, "host": 0,
+                       "peer": 1, "retransmit": True})
+        events.append({"t": t, "event": "ack", "psn": psn, "ev": 0, "host": 0, "peer": 1})
+    events.sort(key=lambda e: e["t"])
+    figures = path_failure_recovery(events, 0, 1, 1, lambda ev: ev & 1)
+    assert figures["failed_at"] == 0.007 and figures["lost_packets"] == 2
+    assert figures["uncertainty_ms"] == 2.0  # PSN 5, at 5 ms, got through
+    assert figures["detect_ms"] == 4.2 and figures["repaired_ms"] == 5.4
+    assert figures["rtt_median_ms"] == 0.5 and figures["repaired_rtts"] == 10.8
+    assert path_failure_recovery(events, 0, 1, 0, lambda ev: ev & 1) is None
