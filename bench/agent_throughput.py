@@ -72,7 +72,7 @@ def raw_limit(net, fabric, planes: int) -> dict:
 
 
 def agent_goodput(net, fabric, folder: Path, planes: int) -> dict:
-    size = 12_000_000 if planes > 1 else 6_000_000
+    size = 48_000_000  # one to three seconds of transport: long enough to be steady
     plan = phases("transfer", {"src": 0, "dst": 1, "message_bytes": size}, 2)
     # One plane: keep the EV set on plane 0 by taking the other planes' ports away.
     faults = [{"kind": "nic-port-down", "host": "h0", "plane": p, "at_s": 0}

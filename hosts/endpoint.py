@@ -23,7 +23,7 @@ from hosts.pacing import Pacer
 from hosts.receiver import Receiver
 from hosts.sender import Sender
 from topologies.model import Fabric
-from topologies.paths import choices_per_plane, make_ev
+from topologies.paths import EV_CHOICE_MASK, choices_per_plane, make_ev
 
 TRANSPORTS = ("mrc", "mrc-no-trim", "mrc-no-probe", "single-path")
 
@@ -38,9 +38,11 @@ class Endpoint:
         self.planes = fabric.spec.planes
         self.local_up = [True] * self.planes
         self._port_state = (1 << self.planes) - 1
-        # Plain in-order SACKs wait for the end of the receive batch (poll), so one SACK
-        # can answer several packets; anything unusual is answered at once.
-        self.pending_acks: dict[tuple[int, int], tuple[int, wire.Header, int]] = {}
+        # Plain SACKs wait for the end of the receive batch (poll), grouped by (peer,
+        # connection, plane, path): [latest header, PSNs answered]. Anything unusual
+        # (trimmed, CE-marked, LAST) is answered at once.
+        self.pending_acks: dict[tuple[int, int, int, int], list] = {}
+        self.paths_to: dict[int, int] = {}  # peer -> paths per plane
         self.pacer = Pacer(self.planes, fabric.spec.host_t0.rate_mbit,
                            config.mtu_payload + wire.HEADER_LEN, config.pace)
         self.senders: dict[int, Sender | SinglePathSender] = {}
@@ -64,20 +66,27 @@ class Endpoint:
         kind = hdr.type
         if kind == wire.DATA:
             receiver = self._receiver(src, hdr.conn_id)
-            cum_before = receiver.cum
             answer, flags, reason = receiver.on_data(hdr, payload, ce, now)
             if reason:
                 self.on_event({"t": now, "event": "trim", "psn": hdr.psn, "ev": hdr.ev,
                                "peer": src})
-            key = (src, hdr.conn_id)
-            in_order = hdr.psn == cum_before and not flags and not hdr.flags & wire.F_LAST
-            if answer == wire.SACK and in_order and self.config.ack_every > 1:
-                pending = self.pending_acks.get(key)
-                count = pending[2] + 1 if pending else 1
-                if count < self.config.ack_every:
-                    self.pending_acks[key] = (plane, hdr, count)
+            if (answer == wire.SACK and not flags and not hdr.flags & wire.F_LAST
+                    and self.config.ack_every > 1):
+                # Plain SACKs wait for the end of the receive batch, grouped by the path
+                # they answer (fate sharing: an answer is lost only where its data path
+                # failed), and one SACK answers the whole group if it can.
+                key = (src, hdr.conn_id, plane, self._path_index(src, hdr.ev))
+                group = self.pending_acks.get(key)
+                if group is None:
+                    self.pending_acks[key] = [hdr, [hdr.psn]]
                     return
-            self.pending_acks.pop(key, None)
+                group[0] = hdr
+                group[1].append(hdr.psn)
+                if len(group[1]) < self.config.ack_every:
+                    return
+                del self.pending_acks[key]
+                self._sack_group(key, hdr, group[1])
+                return
             ctl = receiver.control(hdr.ev, self._port_state)
             self._answer(answer, flags, reason, plane, src, hdr, ctl)
         elif kind == wire.PROBE:
@@ -101,9 +110,8 @@ class Endpoint:
 
     def poll(self, now: float) -> list[tuple[int, int, int, bytes, bool]]:
         out = []
-        for (src, conn_id), (plane, hdr, _) in self.pending_acks.items():
-            ctl = self.receivers[(src, conn_id)].control(hdr.ev, self._port_state)
-            self._answer(wire.SACK, 0, 0, plane, src, hdr, ctl)
+        for key, (hdr, psns) in self.pending_acks.items():
+            self._sack_group(key, hdr, psns)
         self.pending_acks.clear()
         pacer = self.pacer
         pacer.at(now)
@@ -178,6 +186,29 @@ class Endpoint:
                 "srtt_ms": round(1000 * sum(rtts) / len(rtts), 3) if rtts else None}
 
     # ------------------------------------------------------------------ helpers
+    def _path_index(self, peer: int, ev: int) -> int:
+        paths = self.paths_to.get(peer)
+        if paths is None:
+            paths = self.paths_to[peer] = choices_per_plane(self.fabric, self.me, peer)
+        return (ev & EV_CHOICE_MASK) % paths
+
+    def _sack_group(self, key: tuple[int, int, int, int], hdr: wire.Header,
+                    psns: list[int]) -> None:
+        """Answer a group of packets of one path: one SACK (for the latest) whose
+        cumulative PSN and bitmap cover them all when they lie within 64 PSNs of the
+        cumulative point; a packet farther ahead gets a SACK whose bitmap starts at it
+        (and covers whatever else of the group is within 64 PSNs of it)."""
+        src, conn_id, plane, _ = key
+        receiver = self.receivers[(src, conn_id)]
+        self._answer(wire.SACK, 0, 0, plane, src, hdr, receiver.control(hdr.ev,
+                                                                          self._port_state))
+        covered = receiver.cum + wire.BITMAP_BITS
+        for psn in sorted(psns):
+            if psn >= covered and psn != hdr.psn:
+                ctl = receiver.control(hdr.ev, self._port_state, base=psn)
+                self._answer(wire.SACK, 0, 0, plane, src, hdr._replace(psn=psn), ctl)
+                covered = psn + wire.BITMAP_BITS
+
     def _conn_id(self, peer: int) -> int:
         return (self.me << 16) | peer
 

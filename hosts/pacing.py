@@ -1,9 +1,10 @@
 """Per-plane pacing: a host sends on each plane a little under that port's link rate.
 
 Each plane keeps the time its link is busy until (`next_free`). A packet may leave when
-that time is at most `burst_s` ahead of now (two full packets), so the link never idles
-for lack of a queued packet, yet the host's own queue never overflows and no plane
-gets a burst that would build a standing queue downstream.
+that time is at most `burst_s` ahead of now (two full packets, or a millisecond on a
+fast link), so the link never idles for lack of a queued packet, yet the host's own
+queue never overflows and no plane gets a burst that would build a standing queue
+downstream.
 
 Senders charge every packet as they produce it (`charge`), so one poll of a sender
 that may send many packets spreads them over the planes that are ready instead of
@@ -15,6 +16,10 @@ from __future__ import annotations
 WIRE_OVERHEAD = 14 + 40 + 8  # Ethernet, IPv6, UDP bytes around each MRC packet
 PACE_FRACTION = 0.97  # a little under the line rate, so rounding never builds a queue
 BURST_PACKETS = 2
+# The event loop sleeps in epoll, whose timeout has a resolution of one millisecond: a
+# plane may run that far ahead, or on a fast link it would idle a whole millisecond
+# each time it got two packets ahead (a tenth of a millisecond at 100 Mbit/s).
+MIN_BURST_S = 0.001
 
 
 class Pacer:
@@ -23,7 +28,8 @@ class Pacer:
     def __init__(self, planes: int, rate_mbit: float, packet_bytes: int, enabled: bool = True):
         self.enabled = enabled
         self.bits_per_s = rate_mbit * 1e6 * PACE_FRACTION
-        self.burst_s = BURST_PACKETS * (packet_bytes + WIRE_OVERHEAD) * 8 / self.bits_per_s
+        self.burst_s = max(MIN_BURST_S,
+                           BURST_PACKETS * (packet_bytes + WIRE_OVERHEAD) * 8 / self.bits_per_s)
         self.next_free = [0.0] * planes
         self.now = 0.0
         self.horizon = 0.0

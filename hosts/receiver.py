@@ -130,12 +130,17 @@ class Receiver:
             self.on_delivered(msg_id, buf.data)
         return True
 
-    def control(self, echo_ev: int, port_state: int) -> wire.Control:
-        """The body of the next SACK/NACK: cumulative PSN, bitmap above it, echoed EV,
-        CE marks since the previous body, and this host's port state."""
+    def control(self, echo_ev: int, port_state: int, base: int | None = None) -> wire.Control:
+        """The body of the next SACK/NACK: cumulative PSN, the bitmap of arrived PSNs
+        from `base` (default: the cumulative PSN), echoed EV, CE marks since the
+        previous body, and this host's port state."""
         marks, self.ecn_marks = self.ecn_marks, 0
-        return wire.Control(self.cum, self.cum, self.bits & _BITMAP_MASK, echo_ev,
-                            min(marks, 0xFFFF), port_state)
+        if base is None or base <= self.cum:
+            base, bits = self.cum, self.bits
+        else:
+            bits = self.bits >> (base - self.cum)
+        return wire.Control(self.cum, base, bits & _BITMAP_MASK, echo_ev, min(marks, 0xFFFF),
+                            port_state)
 
 
 def digest(data: bytes | bytearray | memoryview) -> str:

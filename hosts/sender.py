@@ -511,12 +511,13 @@ class Sender:
         """
         window = max(self.config.reorder_min_s, 2 * self.srtt + 4 * self.rttvar)
         cutoff = self.rack_sent_at - window if self.srtt else float("-inf")
-        rto = self.rto
+        rto, first = self.rto, self.rto(0)
         # Only transmissions in flight can be lost, and they sit on active EVs: an EV
         # leaving the rotation (retired, denied, plane down) hands its packets back.
         suspects = [p for ev in self.evs.rotation for p in ev.outstanding
                     if p.ev is ev and not p.acked
-                    and (p.sent_at < cutoff or now - p.sent_at > rto(p.retries))]
+                    and (p.sent_at < cutoff
+                         or now - p.sent_at > (rto(p.retries) if p.retries else first))]
         for pkt in suspects:
             ev = pkt.ev
             if ev is None:

@@ -184,3 +184,43 @@ def test_decode_refuses_huge_messages_so_no_buffer_is_allocated():
     host = endpoint()
     host.on_datagram(0, 0, forged, False, 0.0)
     assert host.counters["garbage"] == 1 and not any(r.messages for r in host.receivers.values())
+
+
+# ---------------------------------------------------------------------- SACK batching
+def batch_answers(host, packets):
+    """Feed one receive batch of DATA packets; the SACKs sent at its end, decoded."""
+    for plane, ev, psn in packets:
+        data = wire.encode_data(0, plane, 0x10001, ev, 0, psn, psn * 10, 10_000, bytes(10))
+        host.on_datagram(plane, 0, data, False, 0.0)
+    return [(plane, *wire.decode(data)[:2]) for plane, _, _, data, _ in host.poll(0.0)]
+
+
+def acked_by(answers) -> set[int]:
+    acked = set()
+    for _, hdr, ctl in answers:
+        acked |= set(range(ctl.cum_psn)) | {hdr.psn}
+        acked |= {ctl.sack_base + i for i in range(64) if ctl.bitmap >> i & 1}
+    return acked
+
+
+def test_a_batch_is_answered_by_one_sack_per_path_covering_every_packet():
+    host = endpoint()
+    # Plane 0 and 1, spines 0 and 1 (EV choice 4 and 5): 3 packets on each path.
+    packets = [(p, p << 24 | 4 + s, 4 * i + 2 * p + s) for i in range(3) for p in (0, 1)
+               for s in (0, 1)]
+    answers = batch_answers(host, packets)
+    assert len(answers) == 4  # one per (plane, path), on that plane
+    assert sorted((plane, hdr.ev & 1) for plane, hdr, _ in answers) == [
+        (0, 0), (0, 1), (1, 0), (1, 1)]
+    assert acked_by(answers) >= {psn for _, _, psn in packets}
+
+
+def test_packets_beyond_the_bitmap_get_a_sack_based_at_them():
+    host = endpoint()
+    # PSN 0 never arrives: the cumulative point stays at 0; these lie 100-330 above it.
+    packets = [(0, 4, psn) for psn in (100, 130, 200, 260, 330)]
+    answers = batch_answers(host, packets)
+    # 100 and 130 share a bitmap, 200 and 260 another; 330 rides in the header.
+    assert len(answers) == 3
+    assert acked_by(answers) >= {100, 130, 200, 260, 330}
+    assert {ctl.sack_base for _, _, ctl in answers} == {0, 100, 200}
