@@ -11,11 +11,11 @@ control MrcEgress(inout headers_t hdr, inout local_metadata_t meta,
     counter(MAX_PORTS, CounterType.packets) ecn_marked_packets;
 
     apply {
-        // The data queue's depth, for the next trimming decision at ingress. Only
-        // data packets write it: the priority queue is short by design.
+        // A data packet left its queue: what is still queued behind it is the true
+        // backlog, for the next trimming decisions at ingress (see data_backlog).
         if (standard_metadata.priority == PRIORITY_DATA) {
-            last_qdepth.write((bit<32>) standard_metadata.egress_port,
-                                         (bit<32>) standard_metadata.deq_qdepth);
+            data_backlog.write((bit<32>) standard_metadata.egress_port,
+                               (bit<32>) standard_metadata.deq_qdepth);
         }
 
         /*
@@ -35,12 +35,15 @@ control MrcEgress(inout headers_t hdr, inout local_metadata_t meta,
         }
 
         /*
-         * ECN: mark CE on an ECN-capable packet that found its queue over the
+         * ECN: mark CE on an ECN-capable packet that found the data queue over the
          * threshold, but never on a port facing a host. In MRC a mark says "this path
          * is busier than its siblings"; the last hop is shared by every path to the
-         * host, so a mark there would say nothing about the path.
+         * host, so a mark there would say nothing about the path. Packets of the
+         * priority queue (acks, trimmed headers) are not marked: their queue says
+         * nothing about the data path either.
          */
         if (hdr.ipv6.isValid() && meta.host_facing == 0 && hdr.ipv6.ecn != ECN_NOT_ECT
+                && standard_metadata.priority == PRIORITY_DATA
                 && (qdepth_t) standard_metadata.enq_qdepth >= meta.ecn_threshold) {
             hdr.ipv6.ecn = ECN_CE;
             ecn_marked_packets.count((bit<32>) standard_metadata.egress_port);

@@ -100,9 +100,13 @@ struct local_metadata_t {
     mac_addr_t port_mac;      // the egress port's own MAC
 }
 
-// The data-queue depth last seen at each egress port, written at egress and read at
-// ingress: v1model shows queue depths only at egress, but trimming is decided before
-// the packet joins the queue. Declared at the top level so both controls share it.
-register<bit<32>>(MAX_PORTS) last_qdepth;
+// The backlog of each egress port's data queue, for the trimming decision at ingress.
+// v1model shows queue depths only at egress, when a packet leaves its queue, but a
+// packet must be trimmed before it joins one: ingress counts every data packet it
+// sends into a queue, and egress resets the count to the true depth each time a data
+// packet leaves. Between two departures (50 ms apart on a slow port) the count keeps
+// up with a burst, and a packet the queue dropped is forgotten at the next departure.
+// Declared at the top level so both controls share it.
+register<bit<32>>(MAX_PORTS) data_backlog;
 
 #endif

@@ -128,11 +128,13 @@ control MrcIngress(inout headers_t hdr, inout local_metadata_t meta,
                     || (hdr.mrc.flags & MRC_FLAG_TRIMMED) != 0) {
                 standard_metadata.priority = PRIORITY_CONTROL;
             } else {
-                bit<32> depth;
-                last_qdepth.read(depth, (bit<32>) standard_metadata.egress_spec);
-                if (depth >= (bit<32>) meta.trim_threshold) {
+                bit<32> backlog;
+                data_backlog.read(backlog, (bit<32>) standard_metadata.egress_spec);
+                if (backlog >= (bit<32>) meta.trim_threshold) {
                     meta.trim = 1;
                     standard_metadata.priority = PRIORITY_CONTROL;
+                } else {
+                    data_backlog.write((bit<32>) standard_metadata.egress_spec, backlog + 1);
                 }
             }
         }
