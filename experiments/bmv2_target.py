@@ -20,7 +20,6 @@ from topologies.model import Fabric
 
 REPO = Path(__file__).resolve().parent.parent
 P4_MAIN = REPO / "p4src" / "mrc_switch.p4"
-FRAME_BYTES = 1500  # BMv2 queue rates are in packets/s; links are given in bits/s
 GRPC_BASE, THRIFT_BASE = 50001, 9091
 
 
@@ -67,8 +66,7 @@ class Bmv2Target:
         queues = {}
         for port in fabric.ports(name):
             params = fabric.link_params(port.tier)
-            pps = max(1, int(params.rate_mbit * 1e6 / 8 / FRAME_BYTES))
-            queues[port.number] = (pps, params.queue_pkts)
+            queues[port.number] = (params.rate_mbit, params.queue_pkts)
         node.set_queues(queues)
         return result.entries
 
@@ -78,7 +76,7 @@ class Bmv2Target:
     def reboot(self, net, fabric: Fabric, switch: str, up: bool) -> int:
         node = net.get(switch)
         state = "up" if up else "down"
-        for _, intf in node.ports():
+        for _, intf in node.port_intfs():
             subprocess.run(["ip", "link", "set", intf, state], check=True)
         if not up:
             node.stop(deleteIntfs=False)  # the process dies, its tables with it
@@ -88,7 +86,7 @@ class Bmv2Target:
 
     def blackhole(self, net, switch: str, on: bool) -> None:
         """Everything the switch sends is dropped on its ports; links stay up."""
-        for _, intf in net.get(switch).ports():
+        for _, intf in net.get(switch).port_intfs():
             command = (["tc", "qdisc", "replace", "dev", intf, "root", "pfifo", "limit", "0"]
                        if on else ["tc", "qdisc", "del", "dev", intf, "root"])
             subprocess.run(command, check=on, capture_output=True)

@@ -29,9 +29,12 @@ class Network:
     bringup_s: float
 
     def link_emulation(self) -> dict:
+        # Where switches queue by themselves (BMv2), they also mark ECN and trim.
+        switch_queues = not self.target.shape_switch_ports
         return {"rate": True, "queue_limit": True, "delay": self.features.netem,
-                "ecn": self.features.red, "tc_commands": self.tc_commands,
-                "notes": self.features.missing()}
+                "ecn": switch_queues or self.features.red, "trimming": switch_queues,
+                "tc_commands": self.tc_commands,
+                "notes": self.features.missing(red_needed=not switch_queues)}
 
 
 def bring_up(fabric: Fabric, target, say: Callable[[str], None] = lambda _: None) -> Network:
@@ -40,7 +43,7 @@ def bring_up(fabric: Fabric, target, say: Callable[[str], None] = lambda _: None
     try:
         features = probe_features(net.get(fabric.hosts[0].name).cmd)
         tc = shape_links(net, fabric, features, hosts_only=not target.shape_switch_ports)
-        for note in features.missing():
+        for note in features.missing(red_needed=target.shape_switch_ports):
             say(f"note: {note}")
         say(f"programming {len(fabric.switches)} switches (static tables, written once)")
         writes = target.program(net, fabric)

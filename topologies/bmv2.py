@@ -6,12 +6,15 @@ Thrift port, strict-priority queues (`--priority-queues 8`, trimmed headers and 
 packets skip the data queue) and a log file. `start()` returns once the P4Runtime port
 accepts connections (or raises if the process dies or the deadline passes).
 
+Its log goes to `<log_dir>/<switch>` at level `info` (MRC_BMV2_LOG_LEVEL changes it).
 Queues live inside BMv2, so that the P4 program sees the backlog it marks and trims
-on: `set_queues()` sets each port's rate (packets/s) and depth through the Thrift CLI.
+on: `set_queues()` sets each port's queues from its link rate and depth through the
+Thrift CLI (`queue_commands()`).
 """
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import time
@@ -19,7 +22,38 @@ from pathlib import Path
 
 from mininet.node import Switch
 
+from hosts.config import ProtocolConfig
+from hosts.pacing import WIRE_OVERHEAD
+from hosts.wire import HEADER_LEN
+
 PRIORITY_QUEUES = 8
+# BMv2 logs every step of every packet at its default level (trace), which slows a
+# switch down by an order of magnitude; experiments log what happens at start-up and
+# what goes wrong. MRC_BMV2_LOG_LEVEL=trace brings the per-packet log back.
+LOG_LEVEL = os.environ.get("MRC_BMV2_LOG_LEVEL", "info")
+
+
+# The queues p4src/ uses (include/headers.p4): data, and strict priority for control
+# packets and trimmed headers.
+PRIORITY_DATA, PRIORITY_CONTROL = 0, 7
+# A full MRC data frame: the agents' default payload behind the MRC, UDP, IPv6 and
+# Ethernet headers. BMv2 paces each queue in packets per second, so this is the frame
+# whose rate matches the link's bit rate (and the agents' pacing).
+FRAME_BYTES = ProtocolConfig().mtu_payload + HEADER_LEN + WIRE_OVERHEAD
+HEADER_FRAME_BYTES = 94  # a trimmed header (TRIMMED_FRAME_BYTES) or a control packet, about
+
+
+def queue_commands(port: int, rate_mbit: float, depth: int) -> list[str]:
+    """simple_switch_CLI commands that make `port` a link of `rate_mbit` with queues of
+    `depth` packets. BMv2 limits each priority queue on its own, in packets per second:
+    the data queue gets the packet rate of full frames, the priority queue that of
+    headers, so trimmed headers and acks are not held to the pace of full frames."""
+    data_pps = max(1, round(rate_mbit * 1e6 / 8 / FRAME_BYTES))
+    header_pps = max(1, round(rate_mbit * 1e6 / 8 / HEADER_FRAME_BYTES))
+    return [f"set_queue_rate {data_pps} {port} {PRIORITY_DATA}",
+            f"set_queue_depth {depth} {port} {PRIORITY_DATA}",
+            f"set_queue_rate {header_pps} {port} {PRIORITY_CONTROL}",
+            f"set_queue_depth {depth} {port} {PRIORITY_CONTROL}"]
 
 
 class Bmv2Error(RuntimeError):
@@ -53,20 +87,20 @@ class Bmv2Switch(Switch):
     def grpc_address(self) -> str:
         return f"127.0.0.1:{self.grpc_port}"
 
-    def ports(self) -> list[tuple[int, str]]:
+    def port_intfs(self) -> list[tuple[int, str]]:
         return [(port, intf.name) for port, intf in sorted(self.intfs.items())
                 if intf.name != "lo"]
 
     def start(self, controllers=None) -> None:
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        for _, intf in self.ports():
+        for _, intf in self.port_intfs():
             # The kernel must not answer or originate anything on the switch's ports.
             subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{intf}.disable_ipv6=1"],
                            capture_output=True)
         args = ["simple_switch_grpc", "--device-id", str(self.device_id),
                 "--thrift-port", str(self.thrift_port),
-                "--log-file", str(self.log_dir / self.name), "--log-flush"]
-        for port, intf in self.ports():
+                "--log-file", str(self.log_dir / self.name), "--log-level", LOG_LEVEL]
+        for port, intf in self.port_intfs():
             args += ["-i", f"{port}@{intf}"]
         args += [self.json_path or "--no-p4", "--",
                  "--grpc-server-addr", self.grpc_address,
@@ -86,11 +120,11 @@ class Bmv2Switch(Switch):
                             f"{(done.stderr or done.stdout).strip().splitlines()[-1:]}")
         return done.stdout
 
-    def set_queues(self, settings: dict[int, tuple[int, int]]) -> None:
-        """port -> (packets per second, depth in packets), for every priority queue."""
+    def set_queues(self, settings: dict[int, tuple[float, int]]) -> None:
+        """port -> (link rate in Mbit/s, queue depth in packets)."""
         commands = []
-        for port, (pps, depth) in settings.items():
-            commands += [f"set_queue_rate {pps} {port}", f"set_queue_depth {depth} {port}"]
+        for port, (rate_mbit, depth) in settings.items():
+            commands += queue_commands(port, rate_mbit, depth)
         self.cli(commands)
 
     def stop(self, deleteIntfs: bool = True) -> None:  # noqa: N803 - Mininet's signature

@@ -33,11 +33,13 @@ class ShapingFeatures:
     netem: bool
     red: bool
 
-    def missing(self) -> list[str]:
+    def missing(self, red_needed: bool = True) -> list[str]:
+        """What the links cannot emulate here. RED is needed only where tc marks ECN
+        (the kernel data plane; the P4 switch marks by itself)."""
         gaps = []
         if not self.netem:
             gaps.append("delay not emulated: the kernel has no netem qdisc (CONFIG_NET_SCH_NETEM)")
-        if not self.red:
+        if red_needed and not self.red:
             gaps.append("no ECN marking: the kernel has no RED qdisc (CONFIG_NET_SCH_RED)")
         return gaps
 

@@ -11,6 +11,7 @@ import pytest
 from experiments import dataplane
 from experiments.scenario import ScenarioError, load_scenario
 from topologies import size
+from topologies.bmv2 import queue_commands
 from topologies.model import LinkParams
 from topologies.shaping import ShapingFeatures, tc_commands
 
@@ -47,6 +48,16 @@ def test_tc_commands_full_and_minimal_kernels():
     assert minimal[-1] == "tc qdisc replace dev x-eth0 parent 1:1 handle 10: pfifo limit 64"
     assert not any("red" in c for c in tc_commands("x-eth0", params, None,
                                                     ShapingFeatures(True, True)))
+
+
+def test_bmv2_queues_follow_the_link_rate_in_frames_and_headers():
+    # 10 Mbit/s: 966 full 1294-byte frames a second in the data queue (0), and the
+    # priority queue (7) of trimmed headers and acks at the rate of 94-byte frames.
+    assert queue_commands(3, 10, 64) == [
+        "set_queue_rate 966 3 0", "set_queue_depth 64 3 0",
+        "set_queue_rate 13298 3 7", "set_queue_depth 64 3 7"]
+    emulation = ShapingFeatures(netem=False, red=False)
+    assert len(emulation.missing()) == 2 and len(emulation.missing(red_needed=False)) == 1
 
 
 def test_scenarios():
