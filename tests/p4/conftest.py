@@ -1,9 +1,14 @@
-"""A real BMv2 switch running p4src/mrc_switch.p4, for the P4 tests.
+"""A real BMv2 switch running p4src/mrc_switch.p4, driven by PTF, for the P4 tests.
 
-The fixture compiles the program, creates four veth pairs (switch side `mrcp4-s<N>`,
-test side `mrcp4-t<N>`), starts simple_switch_grpc on the switch sides with priority
-queues and programs it as T0 `p0t0r0` of 2tier-2plane (ports 0-1 face hosts h0 and h1,
-ports 2-3 go up to the two T1s). Everything is removed in `finally`.
+The `switch` fixture compiles the program, creates four veth pairs (switch side
+`mrcp4-s<N>`, test side `mrcp4-t<N>`), starts simple_switch_grpc on the switch sides
+with priority queues and programs it over P4Runtime as T0 `p0t0r0` of 2tier-2plane
+(ports 0-1 face hosts h0 and h1, ports 2-3 go up to the two T1s). The `ptf` fixture
+is a PTF dataplane on the test sides (PTF port N = switch port N), with what
+`ptf.testutils` needs from a test. Every test starts with empty capture queues and
+the switch's queues as simple_switch starts them, whatever the previous test did.
+Everything is removed in `finally`.
+
 Skipped, with the reason, where p4c-bm2-ss or simple_switch_grpc is missing or not root.
 """
 
@@ -18,6 +23,8 @@ import pytest
 PORTS = 4
 SWITCH = "p0t0r0"
 GRPC_PORT, THRIFT_PORT = 50551, 9551
+# simple_switch's defaults, which every test finds: no rate limit, 64 packets per queue.
+UNLIMITED_PPS, DEFAULT_DEPTH = 0, 64
 
 
 def skip_reason(tools: tuple[str, ...], root: bool) -> str | None:
@@ -47,6 +54,14 @@ def _ip(*args: str) -> None:
     subprocess.run(["ip", *args], check=True, capture_output=True)
 
 
+def cli(commands: list[str]) -> str:
+    done = subprocess.run(["simple_switch_CLI", "--thrift-port", str(THRIFT_PORT)],
+                          input="\n".join(commands) + "\n", text=True, capture_output=True,
+                          check=True, timeout=30)
+    assert "Error" not in done.stdout, done.stdout
+    return done.stdout
+
+
 @pytest.fixture(scope="module")
 def switch(tmp_path_factory):
     from controller.p4info import P4Info
@@ -63,6 +78,8 @@ def switch(tmp_path_factory):
     proc = None
     try:
         for i in range(PORTS):
+            # A run killed with -9 leaves its veths behind: start from none.
+            subprocess.run(["ip", "link", "del", f"mrcp4-s{i}"], capture_output=True)
             _ip("link", "add", f"mrcp4-s{i}", "type", "veth", "peer", "name", f"mrcp4-t{i}")
             for side in ("s", "t"):
                 name = f"mrcp4-{side}{i}"
@@ -81,10 +98,67 @@ def switch(tmp_path_factory):
         program_switch(f"127.0.0.1:{GRPC_PORT}", 1, p4info, json_path.read_bytes(), tables,
                        log_path=build / "p4runtime.log")
         yield {"fabric": fabric, "tables": tables, "p4info": p4info,
-               "thrift_port": THRIFT_PORT, "grpc": f"127.0.0.1:{GRPC_PORT}"}
+               "grpc": f"127.0.0.1:{GRPC_PORT}"}
     finally:
         if proc is not None:
             proc.terminate()
             proc.wait(timeout=10)
         for i in range(PORTS):
             subprocess.run(["ip", "link", "del", f"mrcp4-s{i}"], capture_output=True)
+
+
+class PtfHarness:
+    """What ptf.testutils needs from a test (the dataplane, two hooks and fail()), and
+    the switch's queue settings."""
+
+    def __init__(self, dataplane):
+        self.dataplane = dataplane
+
+    def slow(self, port: int, data_pps: int, depth: int = DEFAULT_DEPTH) -> None:
+        """Make `port` a link of `data_pps` full frames a second inside BMv2, set up as
+        the BMv2 target sets up its links, so its queue builds."""
+        from topologies.bmv2 import FRAME_BYTES, queue_commands
+
+        cli(queue_commands(port, data_pps * FRAME_BYTES * 8 / 1e6, depth))
+
+    def before_send(self, pkt, device_number=0, port_number=-1):
+        pass
+
+    def at_receive(self, pkt, device_number=0, port_number=-1):
+        pass
+
+    def fail(self, message: str) -> None:
+        pytest.fail(message, pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def dataplane(switch):
+    import ptf
+    import ptf.ptfutils
+
+    ptf.config.update({"relax": False, "platform": "linux", "qlen": 1000,
+                       "port_map": {(0, i): f"mrcp4-t{i}" for i in range(PORTS)}})
+    ptf.ptfutils.default_timeout = 2.0
+    ptf.ptfutils.default_negative_timeout = 0.4
+    from ptf.dataplane import DataPlane
+
+    plane = DataPlane(ptf.config)
+    try:
+        for i in range(PORTS):
+            plane.port_add(f"mrcp4-t{i}", 0, i)
+        ptf.dataplane_instance = plane
+        yield plane
+    finally:
+        plane.kill()
+        ptf.dataplane_instance = None
+
+
+@pytest.fixture
+def test(dataplane):
+    """A PTF test context on the switch, with clean capture queues and fast ports."""
+    dataplane.flush()
+    try:
+        yield PtfHarness(dataplane)
+    finally:
+        cli([f"set_queue_rate {UNLIMITED_PPS} {port}" for port in range(PORTS)]
+            + [f"set_queue_depth {DEFAULT_DEPTH} {port}" for port in range(PORTS)])

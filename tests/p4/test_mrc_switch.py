@@ -1,114 +1,200 @@
-"""The P4 switch on BMv2: shift-and-forward, drops, hop limit, ECN and trimming.
+"""PTF tests of the P4 switch on BMv2: shift-and-forward, drops, hop limit, ECN, trimming.
 
-Packets are built with scapy (and the MRC layer from hosts/mrc_scapy.py), sent into one
-test-side veth and captured on all the others. The switch is T0 p0t0r0 of 2tier-2plane:
+Packets are built with scapy (and the MRC layer of hosts/mrc_scapy.py) and sent into
+the switch with ptf.testutils; the expected packets are built the same way, field by
+field, and compared byte for byte on the port they must leave by, with no packet
+allowed anywhere else. The switch is T0 p0t0r0 of 2tier-2plane (tests/p4/conftest.py):
 port 0 -> h0, port 1 -> h1, port 2 -> T1 p0t1s0, port 3 -> T1 p0t1s1.
 """
 
 from __future__ import annotations
 
-import subprocess
+import copy
 import time
 
+from ptf import testutils
 from scapy.layers.inet import UDP
 from scapy.layers.inet6 import IPv6
-from scapy.layers.l2 import Ether
-from scapy.sendrecv import AsyncSniffer, sendp
+from scapy.layers.l2 import ARP, Ether
 
 from controller.program import read_counters
 from hosts import wire
-from hosts.mrc_scapy import MRC
+from hosts.mrc_scapy import MRC, MRCControl
 from topologies.addressing import mac_address
 
 SWITCH_MAC = [mac_address("p0t0r0", p) for p in range(4)]
 PEER_MAC = [mac_address("h0", 0), mac_address("h1", 0), mac_address("p0t1s0", 0),
             mac_address("p0t1s1", 0)]
+H0, H3 = "fcbb:bb00:8000::", "fcbb:bb00:8003::"
+UP_TO_S1 = "fcbb:bb00:1000:2001:1001:8003::"  # h0 -> h3 through T1 spine 1 (port 3)
+DOWN_TO_H1 = "fcbb:bb00:1000:8001::"  # from a T1, last hop to h1 (port 1)
+ECT0, CE = 0b10, 0b11
+TRIMMED_BYTES = 14 + 40 + 8 + wire.HEADER_LEN
 
 
-def frame(dst: str, hop_limit: int = 64, payload: bytes = b"x" * 100, tc: int = 0,
-          in_port: int = 0):
+def frame(dst: str, in_port: int = 0, hop_limit: int = 64, ecn: int = 0,
+          payload: bytes = b"x" * 100, psn: int = 0):
+    """A DATA packet as a host or a T1 would send it into `in_port`."""
     return (Ether(src=PEER_MAC[in_port], dst=SWITCH_MAC[in_port])
-            / IPv6(src="fcbb:bb00:8000::", dst=dst, hlim=hop_limit, tc=tc)
-            / UDP(sport=4793, dport=4793, chksum=0)
-            / MRC(type=wire.DATA, msg_len=len(payload)) / payload)
+            / IPv6(src=H0, dst=dst, hlim=hop_limit, tc=ecn)
+            / UDP(sport=wire.MRC_UDP_PORT, dport=wire.MRC_UDP_PORT, chksum=0)
+            / MRC(type=wire.DATA, conn_id=3, ev=0x00010001, psn=psn, msg_len=100_000)
+            / payload)
 
 
-def exchange(frames, in_port: int, wait: float = 1.0) -> dict[int, list]:
-    """Send frames into `in_port`; return what came out of every other port."""
-    sniffers = {p: AsyncSniffer(iface=f"mrcp4-t{p}", store=True) for p in range(4)
-                if p != in_port}
-    for sniffer in sniffers.values():
-        sniffer.start()
-    time.sleep(0.3)  # let the capture sockets attach before the first frame leaves
-    sendp(frames, iface=f"mrcp4-t{in_port}", verbose=False)
-    time.sleep(wait)
-    out = {}
-    for port, sniffer in sniffers.items():
-        out[port] = [p for p in sniffer.stop() if IPv6 in p]
+def sack(dst: str, in_port: int = 0):
+    return (Ether(src=PEER_MAC[in_port], dst=SWITCH_MAC[in_port])
+            / IPv6(src=H0, dst=dst, tc=ECT0)
+            / UDP(sport=wire.MRC_UDP_PORT, dport=wire.MRC_UDP_PORT, chksum=0)
+            / MRC(type=wire.SACK, conn_id=3, ev=0x00010001) / MRCControl(cum_psn=7))
+
+
+def forwarded(pkt, out_port: int, dst: str, ecn: int | None = None):
+    """What the switch must send: next uSID active, hop limit down, MACs of the hop."""
+    out = copy.deepcopy(pkt)
+    out[Ether].src, out[Ether].dst = SWITCH_MAC[out_port], PEER_MAC[out_port]
+    out[IPv6].dst = dst
+    out[IPv6].hlim -= 1
+    if ecn is not None:
+        out[IPv6].tc = (out[IPv6].tc & ~0b11) | ecn
     return out
 
 
-def test_shift_and_forward_up_to_a_t1(switch):
-    out = exchange([frame("fcbb:bb00:1000:2001:1001:8003::")], in_port=0)
-    assert [len(out[p]) for p in (1, 2, 3)] == [0, 0, 1]
-    pkt = out[3][0]
-    assert pkt[IPv6].dst == "fcbb:bb00:2001:1001:8003::"
-    assert pkt[IPv6].hlim == 63
-    assert (pkt[Ether].src, pkt[Ether].dst) == (SWITCH_MAC[3], PEER_MAC[3])
+def collect(test, port: int, seconds: float) -> list:
+    """Every packet that leaves `port` within `seconds`, parsed."""
+    got, end = [], time.monotonic() + seconds
+    while time.monotonic() < end:
+        result = test.dataplane.poll(0, port, timeout=max(0.01, end - time.monotonic()))
+        if isinstance(result, test.dataplane.PollSuccess):
+            got.append(Ether(result.packet))
+    return got
 
 
-def test_last_hop_to_a_host(switch):
-    out = exchange([frame("fcbb:bb00:1000:8001::", in_port=2)], in_port=2)
-    assert [len(out[p]) for p in (0, 1, 3)] == [0, 1, 0]
-    assert out[1][0][IPv6].dst == "fcbb:bb00:8001::"
+def dropped(switch) -> dict[int, int]:
+    return read_counters(switch["grpc"], 1, switch["p4info"])["MrcIngress.dropped_packets"]
 
 
-def test_not_mine_and_no_route_are_dropped_and_counted(switch):
-    before = read_counters(switch["grpc"], 1, switch["p4info"])["MrcIngress.dropped_packets"]
-    out = exchange([frame("fcbb:bb00:1001:8001::"), frame("fcbb:bb00:1000:9999::")], 0)
-    assert all(not pkts for pkts in out.values())
-    after = read_counters(switch["grpc"], 1, switch["p4info"])["MrcIngress.dropped_packets"]
-    assert after.get(0, 0) - before.get(0, 0) == 2
+# ---------------------------------------------------------------------- forwarding
+def test_shift_and_forward_up_to_a_t1(test):
+    pkt = frame(UP_TO_S1)
+    testutils.send_packet(test, 0, pkt)
+    testutils.verify_packets(test, forwarded(pkt, 3, "fcbb:bb00:2001:1001:8003::"), [3])
 
 
-def test_hop_limit(switch):
-    out = exchange([frame("fcbb:bb00:1000:8001::", hop_limit=1)], 0)
-    assert all(not pkts for pkts in out.values())
-    out = exchange([frame("fcbb:bb00:1000:8001::", hop_limit=2)], 0)
-    assert out[1][0][IPv6].hlim == 1
+def test_the_other_spine_is_the_other_port(test):
+    pkt = frame("fcbb:bb00:1000:2000:1001:8003::")
+    testutils.send_packet(test, 0, pkt)
+    testutils.verify_packets(test, forwarded(pkt, 2, "fcbb:bb00:2000:1001:8003::"), [2])
 
 
-def _slow_port(switch, port: int, pps: int) -> None:
-    commands = f"set_queue_rate {pps} {port}\nset_queue_depth 64 {port}\n"
-    subprocess.run(["simple_switch_CLI", "--thrift-port", str(switch["thrift_port"])],
-                   input=commands, text=True, capture_output=True, check=True)
+def test_last_hop_to_a_host(test):
+    pkt = frame(DOWN_TO_H1, in_port=2)
+    testutils.send_packet(test, 2, pkt)
+    testutils.verify_packets(test, forwarded(pkt, 1, "fcbb:bb00:8001::"), [1])
 
 
-def test_ecn_marked_on_a_busy_uplink_but_never_on_the_last_hop(switch):
-    _slow_port(switch, 3, 50)
-    _slow_port(switch, 1, 50)
-    burst = [frame("fcbb:bb00:1000:2001:1001:8003::", tc=0x02) for _ in range(40)]
-    out = exchange(burst, 0, wait=2.5)
-    marks = [p[IPv6].tc & 0x3 for p in out[3]]
-    assert marks and marks.count(3) > 0  # CE once the queue passed the threshold (16)
-    burst = [frame("fcbb:bb00:1000:8001::", tc=0x02, in_port=2) for _ in range(40)]
-    out = exchange(burst, 2, wait=2.5)
-    assert out[1] and all(p[IPv6].tc & 0x3 == 2 for p in out[1])
-    _slow_port(switch, 3, 100000)
-    _slow_port(switch, 1, 100000)
+def test_same_rack_path_down_from_the_t0(test):
+    pkt = frame(DOWN_TO_H1, in_port=0)
+    testutils.send_packet(test, 0, pkt)
+    testutils.verify_packets(test, forwarded(pkt, 1, "fcbb:bb00:8001::"), [1])
 
 
-def test_trimming_with_a_saturated_queue(switch):
-    _slow_port(switch, 3, 20)
-    burst = [frame("fcbb:bb00:1000:2001:1001:8003::", payload=b"y" * 1000) for _ in range(120)]
-    out = exchange(burst, 0, wait=4.0)
-    trimmed = [p for p in out[3] if p[MRC].flags.TRIMMED]
-    whole = [p for p in out[3] if not p[MRC].flags.TRIMMED]
-    assert trimmed and whole  # the first packets went whole, later ones were trimmed
-    cut = trimmed[0]
-    assert len(bytes(cut)) == 94 and cut[IPv6].plen == 40
-    assert cut[UDP].len == 40 and cut[UDP].chksum == 0
-    assert cut[MRC].payload_len == 1000 and not cut[MRC].flags.TRIMMED_LASTHOP
+# ---------------------------------------------------------------------- drops
+def test_not_mine_no_route_and_not_ipv6_are_dropped_and_counted(test, switch):
+    before = dropped(switch).get(0, 0)
+    testutils.send_packet(test, 0, frame("fcbb:bb00:1001:8001::"))  # a T0 of rack 1
+    testutils.send_packet(test, 0, frame("fcbb:bb00:1000:9999::"))  # mine, then nowhere
+    testutils.send_packet(test, 0, frame("fcbb:bb01:1000:8001::"))  # another block
+    testutils.send_packet(test, 0, Ether(src=PEER_MAC[0], dst=SWITCH_MAC[0]) / ARP())
+    testutils.verify_no_other_packets(test)
+    assert dropped(switch).get(0, 0) - before == 4
+
+
+def test_hop_limit(test, switch):
+    before = dropped(switch).get(0, 0)
+    testutils.send_packet(test, 0, frame(DOWN_TO_H1, hop_limit=1))
+    testutils.verify_no_other_packets(test)
+    assert dropped(switch).get(0, 0) - before == 1
+    pkt = frame(DOWN_TO_H1, hop_limit=2)
+    testutils.send_packet(test, 0, pkt)
+    testutils.verify_packets(test, forwarded(pkt, 1, "fcbb:bb00:8001::"), [1])
+
+
+# ---------------------------------------------------------------------- ECN
+def test_ecn_marked_on_a_busy_uplink(test):
+    test.slow(3, 50)
+    burst = [frame(UP_TO_S1, ecn=ECT0, psn=i) for i in range(40)]
+    for pkt in burst:
+        testutils.send_packet(test, 0, pkt)
+    out = collect(test, 3, 2.0)
+    assert [p[MRC].psn for p in out] == list(range(40))  # nothing lost, in order
+    marks = [p[IPv6].tc & 0b11 for p in out]
+    # The queue (threshold 16) fills as the burst arrives: early packets pass unmarked,
+    # the ones that found 16 or more ahead of them carry CE.
+    assert marks[:8] == [ECT0] * 8 and marks.count(CE) >= 16
+    assert bytes(out[-1]) == bytes(forwarded(burst[-1], 3, "fcbb:bb00:2001:1001:8003::",
+                                             ecn=CE))
+
+
+def test_never_marked_on_the_last_hop_nor_when_not_ect(test):
+    test.slow(1, 50)
+    for i in range(40):
+        testutils.send_packet(test, 2, frame(DOWN_TO_H1, in_port=2, ecn=ECT0, psn=i))
+    out = collect(test, 1, 2.0)
+    assert len(out) == 40 and all(p[IPv6].tc & 0b11 == ECT0 for p in out)
+    test.slow(3, 50)
+    for i in range(40):
+        testutils.send_packet(test, 0, frame(UP_TO_S1, psn=i))  # Not-ECT
+    out = collect(test, 3, 2.0)
+    assert len(out) == 40 and all(p[IPv6].tc & 0b11 == 0 for p in out)
+
+
+# ---------------------------------------------------------------------- trimming
+def test_trimming_with_a_saturated_queue(test, switch):
+    test.slow(3, 20)
+    burst = [frame(UP_TO_S1, payload=bytes([i]) * 1000, psn=i) for i in range(120)]
+    for pkt in burst:
+        testutils.send_packet(test, 0, pkt)
+    out = collect(test, 3, 5.0)
+    assert sorted(p[MRC].psn for p in out) == list(range(120))  # each whole or trimmed
+    whole = [p for p in out if not p[MRC].flags.TRIMMED]
+    cut = [p for p in out if p[MRC].flags.TRIMMED]
+    assert whole and len(cut) >= 40
+    # A trimmed packet is exactly its headers: lengths fixed, flag set, checksum zero.
+    first = cut[0]
+    expected = forwarded(burst[first[MRC].psn], 3, "fcbb:bb00:2001:1001:8003::")
+    expected[MRC].payload_len = 1000  # kept: what the receiver asks to be sent again
+    expected[MRC].remove_payload()
+    expected[MRC].flags = "TRIMMED"
+    expected[IPv6].plen = expected[UDP].len = 8 + wire.HEADER_LEN
+    assert bytes(first) == bytes(expected) and len(bytes(first)) == TRIMMED_BYTES
+    # Whole packets carry their payload untouched.
+    assert all(bytes(p[MRC].payload) == bytes([p[MRC].psn]) * 1000 for p in whole)
+    # Trimmed headers ride the strict-priority queue: they overtake queued data.
+    first_cut = out.index(cut[0])
+    assert any(p[MRC].psn < cut[0][MRC].psn for p in out[first_cut + 1:])
     counters = read_counters(switch["grpc"], 1, switch["p4info"])
-    assert counters["MrcEgress.trimmed_packets"].get(3, 0) >= len(trimmed)
-    _slow_port(switch, 3, 100000)
+    assert counters["MrcEgress.trimmed_packets"].get(3, 0) >= len(cut)
+
+
+def test_trimmed_on_the_last_hop_is_flagged_so(test):
+    test.slow(1, 20)
+    for i in range(120):
+        testutils.send_packet(test, 2, frame(DOWN_TO_H1, in_port=2, payload=b"z" * 1000,
+                                             psn=i))
+    cut = [p for p in collect(test, 1, 5.0) if p[MRC].flags.TRIMMED]
+    assert cut and all(p[MRC].flags.TRIMMED_LASTHOP for p in cut)
+
+
+def test_control_packets_are_never_trimmed_and_overtake_data(test):
+    test.slow(3, 20)
+    for i in range(100):
+        testutils.send_packet(test, 0, frame(UP_TO_S1, payload=b"d" * 1000, psn=i))
+    answer = sack(UP_TO_S1)
+    testutils.send_packet(test, 0, answer)
+    out = collect(test, 3, 5.0)
+    sacks = [i for i, p in enumerate(out) if p[MRC].type == wire.SACK]
+    assert len(sacks) == 1
+    got = out[sacks[0]]
+    assert bytes(got) == bytes(forwarded(answer, 3, "fcbb:bb00:2001:1001:8003::"))
+    assert sacks[0] < 64  # ahead of the data still queued when it arrived
