@@ -74,19 +74,44 @@ class Bmv2Target:
         return sum(self._program_one(net, fabric, s.name) for s in fabric.switches)
 
     def reboot(self, net, fabric: Fabric, switch: str, up: bool) -> int:
+        """The switch process dies with its tables and its ports go dark; coming back,
+        a new process gets the same entries again."""
         node = net.get(switch)
-        state = "up" if up else "down"
-        for _, intf in node.port_intfs():
-            subprocess.run(["ip", "link", "set", intf, state], check=True)
         if not up:
-            node.stop(deleteIntfs=False)  # the process dies, its tables with it
+            node.stop(deleteIntfs=False)
+        # Its ports change state only while no BMv2 process holds them (see set_link).
+        for _, intf in node.port_intfs():
+            subprocess.run(["ip", "link", "set", intf, "up" if up else "down"], check=True)
+        if not up:
             return 0
         node.start()
         return self._program_one(net, fabric, switch)
 
+    def set_link(self, net, a: str, b: str, up: bool) -> None:
+        """Fail (or restore) the link between nodes a and b, both ways.
+
+        A running BMv2 switch must never see one of its own interfaces set down: it
+        then stops reading all its ports (its capture blocks on that interface), which
+        no real link failure does. So a switch end of the link drops everything it
+        would send (a tc queue of zero packets), and a host end goes down as on the
+        kernel target: its agent sees the carrier loss, the switch port beside it loses
+        carrier, which BMv2 takes in its stride.
+        """
+        for link in net.linksBetween(net.get(a), net.get(b)):
+            for intf in (link.intf1, link.intf2):
+                if isinstance(intf.node, Bmv2Switch):
+                    _drop_all(intf.name, not up)
+                else:
+                    intf.node.set_port(intf.name, up)
+
     def blackhole(self, net, switch: str, on: bool) -> None:
         """Everything the switch sends is dropped on its ports; links stay up."""
         for _, intf in net.get(switch).port_intfs():
-            command = (["tc", "qdisc", "replace", "dev", intf, "root", "pfifo", "limit", "0"]
-                       if on else ["tc", "qdisc", "del", "dev", intf, "root"])
-            subprocess.run(command, check=on, capture_output=True)
+            _drop_all(intf, on)
+
+
+def _drop_all(intf: str, on: bool) -> None:
+    """Drop everything sent on `intf` (a root queue that holds no packet), or stop."""
+    command = (["tc", "qdisc", "replace", "dev", intf, "root", "pfifo", "limit", "0"]
+               if on else ["tc", "qdisc", "del", "dev", intf, "root"])
+    subprocess.run(command, check=on, capture_output=True)

@@ -37,11 +37,14 @@ class KernelTarget:
     def blackhole(self, net, switch: str, on: bool) -> None:
         net.get(switch).blackhole(on)
 
+    def set_link(self, net, a: str, b: str, up: bool) -> None:
+        set_link(net, a, b, up)
+
 
 def apply_fault(net, fabric: Fabric, action: Action, target) -> None:
-    """Apply one fault step on any target; switch-level faults go to the target."""
+    """Apply one fault step on any target; link and switch faults go to the target."""
     if action.kind == "link-flap":
-        set_link(net, *action.target, up=action.up)
+        target.set_link(net, *action.target, up=action.up)
     elif action.kind == "nic-port-down":
         host, plane = action.target
         net.get(host).set_port(intf_name(host, plane), action.up)
