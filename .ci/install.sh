@@ -32,19 +32,44 @@ if [ "${#missing[@]}" -gt 0 ]; then
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-if [ "$with_p4" -eq 1 ] && ! command -v simple_switch_grpc >/dev/null; then
+# BMv2 and p4c come from the p4lang projects on the openSUSE Build Service, built for
+# Ubuntu (22.04 is the newest release they cover). home:p4lang:latest carries the latest
+# tagged releases; the older home:p4lang is the fallback when that one cannot be used.
+p4lang_install() {
+  local url="http://download.opensuse.org/repositories/$1/xUbuntu_${VERSION_ID}/"
+  echo "install: p4lang packages (p4c, BMv2, PI) from $1"
+  echo "deb ${url} /" | as_root tee /etc/apt/sources.list.d/mrc-testbed-p4lang.list >/dev/null
+  curl -fsSL "${url}Release.key" | gpg --dearmor \
+    | as_root tee /etc/apt/trusted.gpg.d/mrc-testbed-p4lang.gpg >/dev/null || return 1
+  as_root apt-get update -qq || return 1
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+    p4lang-pi p4lang-bmv2 p4lang-p4c python3-thrift || return 1
+}
+
+p4_tools=(simple_switch_grpc simple_switch_CLI p4c-bm2-ss)
+p4_missing() {
+  for tool in "${p4_tools[@]}"; do command -v "$tool" >/dev/null || return 0; done
+  return 1
+}
+
+if [ "$with_p4" -eq 1 ] && p4_missing; then
   . /etc/os-release
   if [ "${ID:-}" != ubuntu ]; then
     echo "install: the p4lang packages are built for Ubuntu (22.04); this is ${PRETTY_NAME:-unknown}" >&2
     exit 2
   fi
-  echo "install: p4lang packages (p4c, BMv2, PI) for Ubuntu ${VERSION_ID}"
-  repo="http://download.opensuse.org/repositories/home:/p4lang/xUbuntu_${VERSION_ID}/"
   as_root apt-get install -y -qq --no-install-recommends curl gnupg ca-certificates
-  echo "deb ${repo} /" | as_root tee /etc/apt/sources.list.d/home-p4lang.list >/dev/null
-  curl -fsSL "${repo}Release.key" | gpg --dearmor | as_root tee /etc/apt/trusted.gpg.d/home-p4lang.gpg >/dev/null
-  as_root apt-get update -qq
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq p4lang-p4c p4lang-bmv2 p4lang-pi
+  for project in "home:/p4lang:/latest" "home:/p4lang"; do
+    if p4lang_install "$project" && ! p4_missing; then
+      break
+    fi
+    echo "install: the packages of $project did not install; trying the next project" >&2
+    as_root rm -f /etc/apt/sources.list.d/mrc-testbed-p4lang.list
+  done
+  if p4_missing; then
+    echo "install: could not install ${p4_tools[*]} from the p4lang packages for Ubuntu ${VERSION_ID}" >&2
+    exit 2
+  fi
 fi
 
 # The venv is made from the distribution's Python, whose site-packages hold Mininet.
