@@ -36,7 +36,7 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 
 from hosts.endpoint import Endpoint, make_endpoint
-from hosts.netio import CarrierWatcher, PlaneSockets, carrier
+from hosts.netio import MRC_PORT, CarrierWatcher, PlaneSockets, carrier
 from hosts.payload import build, check
 from hosts.wire import MAX_MSG_LEN
 from topologies.addressing import AddressingError, host_address, parse_usids
@@ -92,7 +92,7 @@ class Agent:
         self.log = EventLog(config.events, self.me)
         self.sockets = PlaneSockets(host_address(self.me), self.interfaces)
         self.watcher = CarrierWatcher(self.interfaces)
-        self.addresses: dict[tuple[int, int], str] = {}
+        self.targets: dict[tuple[int, int], tuple[str, int]] = {}  # (dst, EV) -> sockaddr
         self.hosts_by_address: dict[str, int] = {}
         self.counters = {"rx_datagrams": 0, "tx_datagrams": 0, "tx_errors": 0,
                          "foreign": 0, "delivered": 0, "verify_failed": 0}
@@ -105,13 +105,14 @@ class Agent:
         self.running = True
 
     # ----------------------------------------------------------------- helpers
-    def address_for(self, dst: int, ev: int) -> str:
+    def target_for(self, dst: int, ev: int) -> tuple[str, int]:
+        """The socket address of the path an EV names: its uSID address, MRC port."""
         key = (dst, ev)
-        address = self.addresses.get(key)
-        if address is None:
-            address = path_for_ev(self.fabric, self.me, dst, ev).address
-            self.addresses[key] = address
-        return address
+        target = self.targets.get(key)
+        if target is None:
+            target = (path_for_ev(self.fabric, self.me, dst, ev).address, MRC_PORT)
+            self.targets[key] = target
+        return target
 
     def host_of(self, address: str) -> int | None:
         host = self.hosts_by_address.get(address)
@@ -194,13 +195,15 @@ class Agent:
                 return
 
     def flush(self, now: float) -> None:
+        """Send what the transport has to send now. The hot path of the agent: one
+        sendto per packet, on the plane's socket, with a cached socket address."""
         sent = errors = 0
-        send, addresses = self.sockets.send, self.addresses
+        socks, targets = self.sockets.socks, self.targets
         for plane, dst, ev, data, _ in self.endpoint.poll(now):
-            address = addresses.get((dst, ev)) or self.address_for(dst, ev)
-            if send(plane, address, data):
+            try:
+                socks[plane].sendto(data, targets.get((dst, ev)) or self.target_for(dst, ev))
                 sent += 1
-            else:
+            except OSError:  # port down, buffer full: the transport will notice the loss
                 errors += 1
         self.counters["tx_datagrams"] += sent
         self.counters["tx_errors"] += errors

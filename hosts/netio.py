@@ -60,14 +60,6 @@ class PlaneSockets:
             sock.setblocking(False)
             self.socks.append(sock)
 
-    def send(self, plane: int, address: str, data: bytes) -> bool:
-        """Send one datagram; False if the kernel refused it (port down, buffer full)."""
-        try:
-            self.socks[plane].sendto(data, (address, MRC_PORT))
-            return True
-        except OSError:
-            return False
-
     def receive(self, plane: int, limit: int = 64):
         """Yield (data, source address, CE seen) for up to `limit` queued datagrams."""
         sock = self.socks[plane]
