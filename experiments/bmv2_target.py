@@ -90,12 +90,12 @@ class Bmv2Target:
     def set_link(self, net, a: str, b: str, up: bool) -> None:
         """Fail (or restore) the link between nodes a and b, both ways.
 
-        A running BMv2 switch must never see one of its own interfaces set down: it
-        then stops reading all its ports (its capture blocks on that interface), which
-        no real link failure does. So a switch end of the link drops everything it
-        would send (a tc queue of zero packets), and a host end goes down as on the
-        kernel target: its agent sees the carrier loss, the switch port beside it loses
-        carrier, which BMv2 takes in its stride.
+        A running BMv2 switch must not see its own interfaces set down and up again:
+        it then stops forwarding on all its ports (seen with BMv2 1.15.5 and libpcap
+        1.10), which no real link failure does to a switch. So a switch end of the link
+        drops everything it would send (a tc queue of zero packets), and a host end goes
+        down as on the kernel target: its agent sees the carrier loss, and the switch
+        port beside it loses carrier, which BMv2 takes in its stride.
         """
         for link in net.linksBetween(net.get(a), net.get(b)):
             for intf in (link.intf1, link.intf2):

@@ -306,9 +306,15 @@ class Sender:
         advanced = set()
         for pkt in newly:
             ev = pkt.ev
-            if pkt.retries == 0 and pkt.sent_at > racks[ev.plane]:
-                racks[ev.plane] = pkt.sent_at
-                advanced.add(ev.plane)
+            # Only first transmissions move the latest acknowledged send times: an ack
+            # of a retransmitted packet may answer the original, and would make
+            # everything sent since look lost.
+            if pkt.retries == 0:
+                if pkt.sent_at > self.rack_sent_at:
+                    self.rack_sent_at = pkt.sent_at
+                if pkt.sent_at > racks[ev.plane]:
+                    racks[ev.plane] = pkt.sent_at
+                    advanced.add(ev.plane)
             self._detect_gaps(ev, pkt, now)
         for plane in advanced:
             self._late_on_plane(plane, now)
@@ -325,10 +331,6 @@ class Sender:
             self.inflight -= 1
             ev.last_ack = now
             if pkt.retries == 0:
-                # Only first transmissions: an ack of a retransmitted packet may answer
-                # the original, and would make everything sent since look lost.
-                if pkt.sent_at > self.rack_sent_at:
-                    self.rack_sent_at = pkt.sent_at
                 self._rtt(ev, now - pkt.sent_at)
                 self.cwnd.on_rtt(now - pkt.sent_at, now)
             newly.append(pkt)

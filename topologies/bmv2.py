@@ -40,7 +40,9 @@ PRIORITY_DATA, PRIORITY_CONTROL = 0, 7
 # Ethernet headers. BMv2 paces each queue in packets per second, so this is the frame
 # whose rate matches the link's bit rate (and the agents' pacing).
 FRAME_BYTES = ProtocolConfig().mtu_payload + HEADER_LEN + WIRE_OVERHEAD
-HEADER_FRAME_BYTES = 94  # a trimmed header (TRIMMED_FRAME_BYTES) or a control packet, about
+# A trimmed header (TRIMMED_FRAME_BYTES in p4src/) is the same frame without payload;
+# a control packet is 24 bytes longer.
+HEADER_FRAME_BYTES = HEADER_LEN + WIRE_OVERHEAD
 
 
 def queue_commands(port: int, rate_mbit: float, depth: int) -> list[str]:
