@@ -209,7 +209,11 @@ class Agent:
         self.counters["tx_errors"] += errors
 
     def run(self) -> int:
-        selector = selectors.DefaultSelector()
+        # select(2), not epoll: epoll timeouts are whole milliseconds (Python rounds them
+        # up), so a plane whose pacer frees it in 50 us would idle a millisecond, twice
+        # the gap between two packets of a 20 Mbit/s plane. select() sleeps to the
+        # microsecond, and a host has only a few descriptors.
+        selector = selectors.SelectSelector()
         for plane, sock in enumerate(self.sockets.socks):
             selector.register(sock, selectors.EVENT_READ, plane)
         selector.register(self.watcher.sock, selectors.EVENT_READ, "carrier")

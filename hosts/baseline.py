@@ -72,9 +72,20 @@ class SinglePathSender:
     def wanted_planes(self) -> list[int]:
         return [self.ev >> 24]
 
+    def timer_at(self, now: float) -> float:
+        """When poll() should look at the timeout again: every tick."""
+        return now + self.config.tick_s
+
+    @property
+    def resending(self) -> bool:
+        """The next packet restarts a go-back-N round."""
+        return self.retries > 0 and self.next == self.base
+
     def poll(self, now: float, plane_ready=lambda p: True, budget: int = 64,
-             charge=lambda plane, size: None) -> list[tuple[int, int, bytes, bool]]:
-        """Packets to send now: (plane, ev, bytes, ECN-capable), like Sender.poll."""
+             charge=lambda plane, size: None,
+             resend_ready=None) -> list[tuple[int, int, bytes, bool]]:
+        """Packets to send now: (plane, ev, bytes, ECN-capable), like Sender.poll; the
+        packet that restarts a go-back-N round asks `resend_ready`, if given."""
         out = []
         if self.failing_since is not None and now - self.failing_since >= \
                 self.config.reconvergence_s:
@@ -83,7 +94,8 @@ class SinglePathSender:
             self._timeout(now)
         plane = self.ev >> 24
         while (budget > 0 and self.next < len(self.packets)
-               and self.cwnd.allows(self.next - self.base) and plane_ready(plane)):
+               and self.cwnd.allows(self.next - self.base)
+               and (resend_ready if resend_ready and self.resending else plane_ready)(plane)):
             msg_id, offset, length, size, last = self.packets[self.next]
             data = self.messages[msg_id][0]
             flags = (wire.F_LAST if last else 0) | (wire.F_RETRANSMIT if self.retries else 0)

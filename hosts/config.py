@@ -27,7 +27,9 @@ class ProtocolConfig:
     ev_min_active: int = 2  # never retire below this many usable active EVs
     reorder_tolerance: int = 3  # later packets acked on the same EV before one counts lost
     reorder_min_s: float = 0.002  # floor of the cross-path reordering window (one srtt)
-    plane_reorder_min_s: float = 0.0005  # floor of the reordering window within a plane
+    # How much later than a packet one of its plane must have been sent, and acked, to
+    # show it late; its path's srtt + 4 rttvar decides when it counts as lost.
+    plane_reorder_min_s: float = 0.0001
     rto_min_s: float = 0.05  # retransmission timeout floor
     rto_initial_s: float = 0.25  # until the first RTT sample
     rto_max_s: float = 1.0

@@ -125,10 +125,10 @@ class Endpoint:
             return out
         # Round-robin over connections, one small batch each, so they share the planes.
         self._rr = (self._rr + 1) % len(senders)
-        ready, charge = pacer.ready, pacer.charge
+        ready, charge, resend = pacer.ready, pacer.charge, pacer.ready_resend
         for i in range(len(senders)):
             sender = senders[(self._rr + i) % len(senders)]
-            for plane, ev, data, ect in sender.poll(now, ready, budget=32, charge=charge):
+            for plane, ev, data, ect in sender.poll(now, ready, 32, charge, resend):
                 out.append((plane, sender.peer, ev, data, ect))
         return out
 
@@ -137,12 +137,13 @@ class Endpoint:
         self.pacer.at(now)
         for sender in self.senders.values():
             if sender.busy:
-                wake = now + self.config.tick_s
+                timer = sender.timer_at(now)
+                wake = timer if wake is None else min(wake, timer)
                 if sender.has_work():
                     wanted = sender.wanted_planes()
                     if not wanted:
                         continue
-                    soonest = self.pacer.ready_at(wanted)
+                    soonest = self.pacer.ready_at(wanted, resend=sender.resending)
                     if soonest > now:
                         wake = min(wake, soonest)
                     else:

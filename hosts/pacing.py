@@ -16,20 +16,21 @@ from __future__ import annotations
 WIRE_OVERHEAD = 14 + 40 + 8  # Ethernet, IPv6, UDP bytes around each MRC packet
 PACE_FRACTION = 0.97  # a little under the line rate, so rounding never builds a queue
 BURST_PACKETS = 2
-# The event loop sleeps in epoll, whose timeout has a resolution of one millisecond: a
-# plane may run that far ahead, or on a fast link it would idle a whole millisecond
-# each time it got two packets ahead (a tenth of a millisecond at 100 Mbit/s).
+# A busy host's event loop may wake a fraction of a millisecond late: a plane may run
+# this far ahead, or a fast link would idle each time the loop slept (two packets take
+# a tenth of a millisecond at 100 Mbit/s).
 MIN_BURST_S = 0.001
 
 
 class Pacer:
-    __slots__ = ("enabled", "bits_per_s", "burst_s", "next_free", "now", "horizon")
+    __slots__ = ("enabled", "bits_per_s", "burst_s", "packet_s", "next_free", "now",
+                 "horizon")
 
     def __init__(self, planes: int, rate_mbit: float, packet_bytes: int, enabled: bool = True):
         self.enabled = enabled
         self.bits_per_s = rate_mbit * 1e6 * PACE_FRACTION
-        self.burst_s = max(MIN_BURST_S,
-                           BURST_PACKETS * (packet_bytes + WIRE_OVERHEAD) * 8 / self.bits_per_s)
+        self.packet_s = (packet_bytes + WIRE_OVERHEAD) * 8 / self.bits_per_s
+        self.burst_s = max(MIN_BURST_S, BURST_PACKETS * self.packet_s)
         self.next_free = [0.0] * planes
         self.now = 0.0
         self.horizon = 0.0
@@ -42,6 +43,13 @@ class Pacer:
     def ready(self, plane: int) -> bool:
         return not self.enabled or self.next_free[plane] <= self.horizon
 
+    def ready_resend(self, plane: int) -> bool:
+        """Whether a retransmission may leave on `plane`: one full packet beyond what
+        ready() allows. A lost packet holds up its whole message, so it should not wait
+        behind new data for the plane's next slot; being charged like any packet, it
+        delays the new data after it instead, and the rate stays the same."""
+        return not self.enabled or self.next_free[plane] <= self.horizon + self.packet_s
+
     def charge(self, plane: int, size: int) -> None:
         """A datagram of `size` bytes (MRC header and body) leaves on `plane` now."""
         if self.enabled:
@@ -50,8 +58,9 @@ class Pacer:
                 start = self.now
             self.next_free[plane] = start + (size + WIRE_OVERHEAD) * 8 / self.bits_per_s
 
-    def ready_at(self, planes: list[int]) -> float:
-        """When the first of `planes` may send again."""
+    def ready_at(self, planes: list[int], resend: bool = False) -> float:
+        """When the first of `planes` may send again (a retransmission, with resend)."""
         if not self.enabled:
             return self.now
-        return min(self.next_free[p] for p in planes) - self.burst_s
+        ahead = self.burst_s + (self.packet_s if resend else 0.0)
+        return min(self.next_free[p] for p in planes) - ahead

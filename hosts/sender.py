@@ -120,6 +120,10 @@ class Sender:
         self.next_check = 0.0
         self.rack_sent_at = 0.0  # send time of the latest-sent packet acknowledged so far
         self.plane_rack = [0.0] * planes  # the same, per plane
+        # When a packet passed within its plane becomes late enough to count as lost
+        # (the reordering timer of RACK): the plane is checked again then, ack or not.
+        self.plane_recheck = [float("inf")] * planes
+        self.recheck_at = float("inf")  # the earliest of them
         self.packet_events = config.packet_events
         self.stats = {"data_tx": 0, "retransmits": 0, "acked": 0, "nacks": 0, "ecn_echoes": 0,
                       "losses": 0, "timeouts": 0, "retired": 0, "reinstated": 0, "probes": 0,
@@ -152,6 +156,11 @@ class Sender:
         """Something to send that only pacing holds back (not the window)."""
         return bool(self.retx or self.unsent) and self.cwnd.allows(self.inflight)
 
+    @property
+    def resending(self) -> bool:
+        """Retransmissions wait: they may go a little ahead of new data (pacing)."""
+        return bool(self.retx)
+
     def wanted_planes(self) -> list[int]:
         """Planes a packet could go out on now (up, with an EV in the rotation): the
         event loop waits for one of them, never for a plane whose paths are all retired."""
@@ -159,18 +168,24 @@ class Sender:
 
     # ------------------------------------------------------------------ sending
     def poll(self, now: float, plane_ready: PlaneReady = _always, budget: int = 64,
-             charge: Charge = _uncharged) -> list[Outgoing]:
+             charge: Charge = _uncharged,
+             resend_ready: PlaneReady | None = None) -> list[Outgoing]:
         """Packets to send now, at most `budget` DATA packets (probes come on top).
         `plane_ready(plane)` says whether a plane may take a packet now, and each
         packet is charged to its plane as it is made (`charge(plane, size)`), so the
-        answers of plane_ready follow the packets of this very poll (pacing)."""
+        answers of plane_ready follow the packets of this very poll (pacing).
+        Retransmissions ask `resend_ready` instead, if given: they may go a little
+        ahead of new data."""
         out: list[Outgoing] = []
+        if now >= self.recheck_at:
+            self._recheck_planes(now)
         if now >= self.next_check:
             self.next_check = now + self.config.tick_s
             self._check_losses(now)
             if self.config.probes:
                 self._probe(now, out)
         retx, unsent, cwnd, pick = self.retx, self.unsent, self.cwnd, self.evs.pick
+        resend_ready = resend_ready or plane_ready
         while budget > 0 and (retx or unsent) and cwnd.allows(self.inflight):
             if retx:
                 pkt = retx[0]
@@ -178,7 +193,7 @@ class Sender:
                     retx.popleft()
                     pkt.queued = False
                     continue
-                ev = pick(plane_ready)
+                ev = pick(resend_ready)
                 if ev is None:
                     break
                 retx.popleft()
@@ -462,6 +477,19 @@ class Sender:
         return min(self.config.rto_max_s,
                    max(self.config.rto_min_s, base) * (2 ** min(retries, 6)))
 
+    def timer_at(self, now: float) -> float:
+        """When poll() has timer work next: the loss checks every tick, or sooner a
+        plane's reordering timer."""
+        return min(max(self.next_check, now), self.recheck_at)
+
+    def _recheck_planes(self, now: float) -> None:
+        recheck = self.plane_recheck
+        for plane, due in enumerate(recheck):
+            if due <= now:
+                recheck[plane] = float("inf")
+                self._late_on_plane(plane, now)
+        self.recheck_at = min(recheck)
+
     def _late_on_plane(self, plane: int, now: float) -> None:
         """RACK within a plane, run as soon as an ack moves the plane's latest
         acknowledged send time. On each EV of the plane, the oldest packet in flight is
@@ -474,9 +502,12 @@ class Sender:
           four times its variation (the largest over the path's EVs), so a path merely
           behind a sibling with a shorter queue is left alone.
 
-        A dead spine is thus found a round trip or two after its first unanswered
-        packet. A path not measured yet is left to the checks of _check_losses, like a
-        path alone in its plane.
+        A packet that meets the first condition but not yet the second arms the
+        plane's reordering timer for the moment it will (poll() runs this again then),
+        so its loss is not left waiting for the plane's next ack. A dead spine is thus
+        found a round trip or two after its first unanswered packet. A path not
+        measured yet is left to the checks of _check_losses, like a path alone in its
+        plane.
         """
         evs = self.evs.plane_evs[plane]
         bounds: dict[PathKey, float] = {}
@@ -495,9 +526,14 @@ class Sender:
             for pkt in ev.outstanding:  # in send order: the first one in flight decides
                 if pkt.acked or pkt.ev is not ev:
                     continue
-                if pkt.sent_at < cutoff and now - pkt.sent_at > bound:
-                    self.stats["losses"] += 1
-                    self._loss(pkt, ev, now, "late-in-plane")
+                if pkt.sent_at < cutoff:
+                    due = pkt.sent_at + bound  # the very sum the timer is set to
+                    if now >= due:
+                        self.stats["losses"] += 1
+                        self._loss(pkt, ev, now, "late-in-plane")
+                    elif due < self.plane_recheck[plane]:
+                        self.plane_recheck[plane] = due
+                        self.recheck_at = min(self.recheck_at, due)
                 break
 
     def _check_losses(self, now: float) -> None:

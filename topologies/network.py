@@ -18,6 +18,7 @@ from mininet.topo import Topo
 
 from controller.kernel import apply
 from topologies.addressing import host_address
+from topologies.linkstate import LinkState
 from topologies.model import Fabric
 from topologies.nodes import FabricHost, KernelRouter
 from topologies.shaping import ShapingFeatures, tc_commands
@@ -61,14 +62,32 @@ def shape_links(net: Mininet, fabric: Fabric, features: ShapingFeatures,
     return count
 
 
+def link_state(net: Mininet) -> LinkState:
+    """The network's netlink link-state setter, with a socket in every node's namespace."""
+    state = getattr(net, "link_state", None)
+    if state is None:
+        state = net.link_state = LinkState()
+        for node in net.hosts + net.switches:
+            state.open(node.pid)
+    return state
+
+
 def set_link(net: Mininet, a: str, b: str, up: bool) -> None:
     """Set both ends of the link between nodes a and b down or up (the link-flap primitive).
 
-    Coming up, each end that keeps static configuration restores that port's entries.
+    Both ends change within microseconds, over rtnetlink (topologies/linkstate.py), as
+    when a cable is cut. Coming up, each end that keeps static configuration restores
+    that port's entries.
     """
-    net.configLinkStatus(a, b, "up" if up else "down")
+    links = net.linksBetween(net.get(a), net.get(b))
+    if not links:
+        raise ValueError(f"no link between {a} and {b}")
+    state = link_state(net)
+    for link in links:
+        for intf in (link.intf1, link.intf2):
+            state.set(intf.node.pid, intf.name, up)
     if up:
-        for link in net.linksBetween(net.get(a), net.get(b)):
+        for link in links:
             for intf in (link.intf1, link.intf2):
                 restore = getattr(intf.node, "restore_port", None)
                 if restore:
@@ -82,6 +101,7 @@ def start_network(fabric: Fabric, switch_cls=KernelRouter, switch_params=None) -
                   autoStaticArp=False, build=False)
     net.build()
     net.start()
+    link_state(net)  # ready before any fault, so the first is as quick as the others
     return net
 
 
@@ -91,6 +111,10 @@ def stop_network(net: Mininet) -> None:
         if node.shell and node.waiting:
             node.sendInt()
             node.waitOutput()
+    # Netlink sockets hold their namespaces alive: close them before the nodes go.
+    state = getattr(net, "link_state", None)
+    if state is not None:
+        state.close()
     net.stop()
 
 

@@ -9,6 +9,13 @@ from topologies.network import set_link
 from topologies.paths import all_paths
 
 
+def admin_up(intf) -> bool:
+    """The interface's administrative state, as its own namespace's kernel reports it."""
+    line = intf.node.cmd(f"ip -o link show dev {intf.name}")
+    flags = line.split("<", 1)[1].split(">", 1)[0].split(",")
+    return "UP" in flags
+
+
 def test_every_path_of_2tier_2plane_works(kernel_network):
     net, fabric = kernel_network
     result = check_paths(net, fabric)
@@ -24,11 +31,16 @@ def test_link_down_fails_exactly_the_paths_through_it(kernel_network):
         if any({a, b} == {t0.usid, t1.usid} for a, b in zip(p.usids, p.usids[1:]))
     }
     assert through  # the link carries cross-rack and hairpin paths in both directions
+    (link,) = net.linksBetween(net.get(t0.name), net.get(t1.name))
+    ends = (link.intf1, link.intf2)
     set_link(net, t0.name, t1.name, up=False)
     try:
+        # Both ends are down at once (netlink, no shell command in between).
+        assert [admin_up(intf) for intf in ends] == [False, False]
         result = check_paths(net, fabric, timeout_s=1.0)
     finally:
         set_link(net, t0.name, t1.name, up=True)
+    assert [admin_up(intf) for intf in ends] == [True, True]
     assert {(p.src, p.dst, p.ev) for p in result.failed} == through
     assert result.ok == result.checked - len(through)
     assert check_paths(net, fabric).all_ok  # and all is well once it is back up

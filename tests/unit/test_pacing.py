@@ -41,6 +41,17 @@ def test_the_pace_is_the_link_rate_less_a_little():
     assert 0.9 * 2 * 20 < mbit <= 2 * 20  # two planes of 20 Mbit/s
 
 
+def test_a_retransmission_goes_ahead_of_new_data_by_one_packet():
+    pacer = Pacer(1, 20, 1232)
+    pacer.at(0.0)
+    while pacer.ready(0):
+        pacer.charge(0, 1232)
+    assert pacer.ready_resend(0)  # new data waits for the link; a lost packet does not
+    pacer.charge(0, 1232)
+    assert not pacer.ready_resend(0)  # only one: the rate stays the link's
+    assert pacer.ready_at([0], resend=True) < pacer.ready_at([0])
+
+
 def test_without_pacing_a_poll_sends_what_the_sender_allows():
     host = endpoint(pace=False)
     host.send_message(3, 0, bytes(1_000_000), 0.0)

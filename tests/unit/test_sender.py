@@ -258,6 +258,34 @@ def test_a_slower_spine_of_the_plane_is_not_taken_for_a_dead_one():
     assert not conn.kinds("retire") and conn.sender.stats["losses"] == 0
 
 
+def test_a_packet_passed_in_its_plane_is_declared_lost_by_the_reordering_timer():
+    """The sibling's ack comes before the dead packet is older than its path's
+    srtt + 4 rttvar: no loss then, but the plane's timer fires when it is, with no
+    further ack and long before the next tick."""
+    conn = Loopback(ProtocolConfig(window=64, evs_per_plane=2, mtu_payload=100, cc=False,
+                                   tick_s=1.0, ev_min_active=1), planes=1, paths=2)
+    sender = conn.sender
+    sender.send_message(0, bytes(100 * 100), 0.0)
+    t = 0.0
+    for _ in range(20):  # steady RTT of 1 ms on both paths: a tight bound
+        for packet in conn.send(t, budget=2):
+            conn.deliver(packet, t + 0.001)
+        t += 0.002
+    (dead,) = conn.send(t, budget=1)
+    (sibling,) = conn.send(t + 0.0002, budget=1)
+    dead_path = sender.evs.by_ev[dead[1]].key
+    assert sender.evs.by_ev[sibling[1]].key != dead_path
+    conn.deliver(sibling, t + 0.0005)  # a fast sibling: the dead one is not late yet
+    assert not conn.kinds("retire")
+    due = sender.timer_at(t + 0.0005)
+    assert t + 0.001 < due < t + 0.0013  # sent at t, bound a little over 1 ms
+    assert not conn.kinds("retire")
+    conn.send(due, budget=0)
+    (retire, *_) = conn.kinds("retire")
+    assert retire["reason"] == "late-in-plane" and retire["t"] == due
+    assert sender.evs.by_ev[dead[1]].state == ASSUMED_BAD
+
+
 def test_repeated_and_overlapping_sacks_acknowledge_each_packet_once():
     rng = random.Random(5)
     for _ in range(20):
