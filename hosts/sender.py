@@ -158,7 +158,7 @@ class Sender:
 
     @property
     def resending(self) -> bool:
-        """Retransmissions wait: they may go a little ahead of new data (pacing)."""
+        """Retransmissions are queued (the pacer lets them a little ahead of new data)."""
         return bool(self.retx)
 
     def wanted_planes(self) -> list[int]:
