@@ -75,7 +75,7 @@ def raw_limit(net, fabric, planes: int) -> dict:
     tx = net.get("h0").popen([sys.executable, "bench/rawsock.py", "send", "--address",
                               host_address(0), "--dst-addresses",
                               ",".join(p.address for p in paths), "--seconds", str(SECONDS),
-                              "--size", str(PAYLOAD + 32)], cwd=str(REPO),
+                              "--size", str(PAYLOAD + HEADER_LEN)], cwd=str(REPO),
                              stdout=subprocess.PIPE, text=True)
     tx.communicate()
     return json.loads(rx.communicate()[0])

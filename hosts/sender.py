@@ -51,6 +51,13 @@ def _uncharged(plane: int, size: int) -> None:
 _sent_at = attrgetter("sent_at")
 
 
+def _smoothed(srtt: float, rttvar: float, sample: float) -> tuple[float, float]:
+    """Smoothed RTT and its variation after one more sample (RFC 6298); 0 is unset."""
+    if not srtt:
+        return sample, sample / 2
+    return 0.875 * srtt + 0.125 * sample, 0.75 * rttvar + 0.25 * abs(srtt - sample)
+
+
 class SenderError(ValueError):
     """A message the connection cannot take (reused id, too large)."""
 
@@ -365,16 +372,9 @@ class Sender:
             msg.data = memoryview(b"")
 
     def _rtt(self, ev: Ev, sample: float) -> None:
-        if not ev.srtt:
-            ev.srtt, ev.rttvar = sample, sample / 2
-        else:
-            ev.rttvar = 0.75 * ev.rttvar + 0.25 * abs(ev.srtt - sample)
-            ev.srtt = 0.875 * ev.srtt + 0.125 * sample
-        if not self.srtt:
-            self.srtt, self.rttvar = sample, sample / 2
-        else:
-            self.rttvar = 0.75 * self.rttvar + 0.25 * abs(self.srtt - sample)
-            self.srtt = 0.875 * self.srtt + 0.125 * sample
+        """One RTT sample, for the EV's estimate and the connection's."""
+        ev.srtt, ev.rttvar = _smoothed(ev.srtt, ev.rttvar, sample)
+        self.srtt, self.rttvar = _smoothed(self.srtt, self.rttvar, sample)
 
     def _detect_gaps(self, ev: Ev, acked: Packet, now: float) -> None:
         """Packets sent on `ev` before `acked` and still unacknowledged were passed."""
