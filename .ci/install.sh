@@ -22,6 +22,9 @@ as_root() {
 }
 
 packages=(mininet iproute2 python3 python3-venv python3-pip procps kmod)
+# simple_switch_CLI (wherever BMv2 came from) runs under the venv's Python, which takes
+# Thrift from the distribution.
+if command -v simple_switch_CLI >/dev/null; then packages+=(python3-thrift); fi
 missing=()
 for pkg in "${packages[@]}"; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
@@ -29,7 +32,7 @@ done
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "install: apt packages ${missing[*]}"
   as_root apt-get update -qq
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
 # BMv2 and p4c come from the p4lang projects on the openSUSE Build Service, built for

@@ -9,14 +9,17 @@ accepts connections (or raises if the process dies or the deadline passes).
 Its log goes to `<log_dir>/<switch>` at level `info` (MRC_BMV2_LOG_LEVEL changes it).
 Queues live inside BMv2, so that the P4 program sees the backlog it marks and trims
 on: `set_queues()` sets each port's queues from its link rate and depth through the
-Thrift CLI (`queue_commands()`).
+Thrift CLI (`queue_commands()`), which runs under the testbed's own Python
+(`cli_argv()`).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -47,19 +50,54 @@ HEADER_FRAME_BYTES = HEADER_LEN + WIRE_OVERHEAD
 
 def queue_commands(port: int, rate_mbit: float, depth: int) -> list[str]:
     """simple_switch_CLI commands that make `port` a link of `rate_mbit` with queues of
-    `depth` packets. BMv2 limits each priority queue on its own, in packets per second:
-    the data queue gets the packet rate of full frames, the priority queue that of
-    headers, so trimmed headers and acks are not held to the pace of full frames."""
+    `depth` full frames. BMv2 limits each priority queue on its own, in packets: the
+    data queue gets the packet rate of full frames, the priority queue that of headers,
+    so trimmed headers and acks are not held to the pace of full frames. Both queues
+    get the same buffer in bytes, as in a switch whose buffer is counted in bytes: a
+    queue of `depth` frames holds `depth` x FRAME/HEADER_FRAME headers (a burst of
+    trimmed headers is many times longer in packets than the data it was cut from)."""
     data_pps = max(1, round(rate_mbit * 1e6 / 8 / FRAME_BYTES))
     header_pps = max(1, round(rate_mbit * 1e6 / 8 / HEADER_FRAME_BYTES))
+    header_depth = depth * FRAME_BYTES // HEADER_FRAME_BYTES
     return [f"set_queue_rate {data_pps} {port} {PRIORITY_DATA}",
             f"set_queue_depth {depth} {port} {PRIORITY_DATA}",
             f"set_queue_rate {header_pps} {port} {PRIORITY_CONTROL}",
-            f"set_queue_depth {depth} {port} {PRIORITY_CONTROL}"]
+            f"set_queue_depth {header_depth} {port} {PRIORITY_CONTROL}"]
 
 
 class Bmv2Error(RuntimeError):
     """A BMv2 switch did not start, or refused a CLI command."""
+
+
+def cli_argv(thrift_port: int) -> list[str]:
+    """The command line of simple_switch_CLI for the switch on `thrift_port`.
+
+    The CLI is a Python script whose `#!/usr/bin/env python3` picks whatever python3
+    comes first on PATH, often one without Thrift (pyenv, a venv): it is run under the
+    testbed's own interpreter instead, made from the distribution's Python that has
+    python3-thrift and BMv2's runtime modules. Raises Bmv2Error with the fix when the
+    script or Thrift is missing."""
+    script = shutil.which("simple_switch_CLI")
+    if script is None:
+        raise Bmv2Error("simple_switch_CLI not found: install BMv2 (make deps-p4, or the "
+                        "Vagrant VM)")
+    try:
+        import thrift  # noqa: F401 - only whether simple_switch_CLI can run here
+    except ImportError:
+        raise Bmv2Error(f"simple_switch_CLI needs Python's thrift module in {sys.executable}: "
+                        "apt-get install python3-thrift (make deps installs it)") from None
+    return [sys.executable, script, "--thrift-port", str(thrift_port)]
+
+
+def run_cli(thrift_port: int, commands: list[str], what: str = "BMv2") -> str:
+    """Run simple_switch_CLI commands on the switch on `thrift_port`; raise Bmv2Error
+    on a failure or an error reply."""
+    done = subprocess.run(cli_argv(thrift_port), input="\n".join(commands) + "\n",
+                          capture_output=True, text=True, timeout=30)
+    if done.returncode != 0 or "Error" in done.stdout:
+        raise Bmv2Error(f"{what}: simple_switch_CLI failed: "
+                        f"{(done.stderr or done.stdout).strip().splitlines()[-1:]}")
+    return done.stdout
 
 
 def wait_for_port(port: int, proc: subprocess.Popen, deadline_s: float, what: str) -> None:
@@ -114,13 +152,7 @@ class Bmv2Switch(Switch):
 
     def cli(self, commands: list[str]) -> str:
         """Run simple_switch_CLI commands on this switch; raise on an error reply."""
-        done = subprocess.run(["simple_switch_CLI", "--thrift-port", str(self.thrift_port)],
-                              input="\n".join(commands) + "\n", capture_output=True,
-                              text=True, timeout=30)
-        if done.returncode != 0 or "Error" in done.stdout:
-            raise Bmv2Error(f"{self.name}: simple_switch_CLI failed: "
-                            f"{(done.stderr or done.stdout).strip().splitlines()[-1:]}")
-        return done.stdout
+        return run_cli(self.thrift_port, commands, self.name)
 
     def set_queues(self, settings: dict[int, tuple[float, int]]) -> None:
         """port -> (link rate in Mbit/s, queue depth in packets)."""

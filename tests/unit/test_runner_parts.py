@@ -52,10 +52,11 @@ def test_tc_commands_full_and_minimal_kernels():
 
 def test_bmv2_queues_follow_the_link_rate_in_frames_and_headers():
     # 10 Mbit/s: 966 full 1294-byte frames a second in the data queue (0), and the
-    # priority queue (7) of trimmed headers and acks at the rate of 94-byte frames.
+    # priority queue (7) of trimmed headers and acks at the rate of 94-byte frames,
+    # with the same buffer in bytes: 64 frames of 1294 bytes hold 881 headers.
     assert queue_commands(3, 10, 64) == [
         "set_queue_rate 966 3 0", "set_queue_depth 64 3 0",
-        "set_queue_rate 13298 3 7", "set_queue_depth 64 3 7"]
+        "set_queue_rate 13298 3 7", "set_queue_depth 881 3 7"]
     emulation = ShapingFeatures(netem=False, red=False)
     assert len(emulation.missing()) == 2 and len(emulation.missing(red_needed=False)) == 1
 
