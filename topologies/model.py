@@ -18,6 +18,7 @@ from pathlib import Path
 import yaml
 
 from topologies import addressing
+from topologies.errors import UserError
 
 TOPOLOGY_DIR = Path(__file__).resolve().parent
 
@@ -34,12 +35,8 @@ MAX_QUEUE_PKTS = 100_000
 TIERS = ("host_t0", "t0_t1")
 
 
-class TopologyError(ValueError):
+class TopologyError(UserError):
     """A topology file is missing, unreadable or invalid. The message is one line."""
-
-    def __init__(self, source: str, fieldname: str, problem: str, fix: str):
-        self.source, self.field, self.problem, self.fix = source, fieldname, problem, fix
-        super().__init__(f"{source}: {fieldname}: {problem}; fix: {fix}")
 
 
 @dataclass(frozen=True)
