@@ -1,0 +1,182 @@
+"""p4runtime-shell on a switch of a running BMv2 fabric, for reading only.
+
+`python3 -m experiments.p4shell --switch p0t0r0` (or `make p4shell SWITCH=p0t0r0`, or
+`p4shell p0t0r0` in `make cli`) opens p4lang's p4runtime-shell (an IPython shell with
+`table_entry`, `counter_entry`, `direct_counter_entry`, `p4info`...) on that switch:
+
+    P4Runtime sh >>> for e in table_entry["MrcIngress.my_usid"].read(): print(e)
+
+The session never takes part in the P4Runtime arbitration: it opens no StreamChannel,
+so the switch never counts it as a controller, primary or backup. Reads (Read,
+GetForwardingPipelineConfig, Capabilities) need no arbitration; writes, pipeline
+pushes and packet-out are refused here, before any request leaves, with `ReadOnlyError`
+(the switch would refuse them too: a client that never arbitrated is not primary).
+The testbed's own controller (controller/program.py) stays the only writer, and the
+tables it wrote once stay as they are.
+
+The switch is found among the running `simple_switch_grpc` processes: each one's
+command line (topologies/bmv2.py starts it) holds its device id, its gRPC address and
+its log file, which is named after the switch. So the shell reaches the fabric that is
+actually running, whichever topology or command started it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from topologies.errors import UserError
+
+SWITCH_PROGRAM = "simple_switch_grpc"
+
+
+class ReadOnlyError(RuntimeError):
+    """A write was asked of a read-only P4Runtime session."""
+
+
+class SwitchNotRunning(UserError):
+    """The named switch is not running on this machine."""
+
+
+@dataclass(frozen=True)
+class RunningSwitch:
+    name: str
+    device_id: int
+    grpc_address: str
+    pid: int
+
+
+def parse_switch_argv(argv: list[str], pid: int = 0) -> RunningSwitch | None:
+    """A running switch from the command line of a simple_switch_grpc process, or None
+    when it is another program or lacks a device id, a gRPC address or a log file."""
+    if not argv or os.path.basename(argv[0]) != SWITCH_PROGRAM:
+        return None
+    values = {}
+    for flag, value in zip(argv, argv[1:]):
+        if flag in ("--device-id", "--grpc-server-addr", "--log-file"):
+            values[flag] = value
+    try:
+        return RunningSwitch(Path(values["--log-file"]).name, int(values["--device-id"]),
+                             values["--grpc-server-addr"], pid)
+    except (KeyError, ValueError):
+        return None
+
+
+def running_switches(proc: Path = Path("/proc")) -> dict[str, RunningSwitch]:
+    """Every BMv2 switch running on this machine, by name."""
+    found = {}
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            raw = (entry / "cmdline").read_bytes()
+        except OSError:  # the process ended while we looked
+            continue
+        switch = parse_switch_argv(raw.decode(errors="replace").split("\0"), int(entry.name))
+        if switch is not None:
+            found[switch.name] = switch
+    return found
+
+
+def find_switch(name: str, source: str = "--switch") -> RunningSwitch:
+    switches = running_switches()
+    if name in switches:
+        return switches[name]
+    running = ", ".join(sorted(switches)) or "none"
+    raise SwitchNotRunning(source, name, f"no BMv2 switch of that name is running "
+                           f"(running: {running})",
+                           "start a fabric on BMv2 first (make cli DATAPLANE=bmv2) and name "
+                           "one of its switches")
+
+
+def _client_class():
+    """p4runtime-shell's client without the arbitration (imported on use: the shell
+    pulls in IPython, which the rest of the testbed does not need)."""
+    import grpc
+    from p4runtime_sh.p4runtime import P4RuntimeClient
+
+    class ReadOnlyClient(P4RuntimeClient):
+        """A P4RuntimeClient that opens no stream and refuses every write."""
+
+        def __init__(self, device_id, grpc_addr, election_id=None, role_name=None,
+                     ssl_options=None):
+            # Not the parent's __init__: it opens the StreamChannel and arbitrates.
+            self.device_id, self.role_name = device_id, None
+            self.election_id = (0, 0)
+            self.stream_out_q = self.stream_in_q = self.stream_recv_thread = None
+            self.channel = grpc.insecure_channel(grpc_addr)
+            from p4.v1 import p4runtime_pb2_grpc
+
+            self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
+
+        def _refuse(self, *args, **kwargs):
+            raise ReadOnlyError("this p4runtime-shell session is read-only: the testbed's "
+                                "controller writes every table once, at start-up")
+
+        write = write_update = set_fwd_pipe_config = _refuse
+
+        def get_stream_packet(self, type_, timeout=1):
+            raise ReadOnlyError("this p4runtime-shell session has no stream channel: no "
+                                "packet-in, digests or idle timeouts")
+
+    return ReadOnlyClient
+
+
+def connect(switch: RunningSwitch):
+    """Make p4runtime-shell's module-level session a read-only one on `switch` (what
+    `p4runtime_sh.shell.setup()` does, minus arbitration and pipeline push). Returns
+    the shell module; `disconnect()` closes the session."""
+    from p4runtime_sh import shell
+
+    client = _client_class()(switch.device_id, switch.grpc_address)
+    try:
+        shell.context.set_p4info(client.get_p4info())
+    except BaseException:
+        client.tear_down()
+        raise
+    shell.client = client
+    return shell
+
+
+def disconnect() -> None:
+    from p4runtime_sh import shell
+
+    if shell.client is not None:
+        shell.teardown()
+
+
+def interactive(switch: RunningSwitch) -> None:
+    """Run p4runtime-shell's own interactive shell on `switch`, read-only."""
+    from p4runtime_sh import shell
+
+    # shell.main() builds its session with setup(), which makes its client from this
+    # module-level name: give it the read-only one. No pipeline config is passed, so
+    # setup() only reads the P4Info from the switch.
+    shell.P4RuntimeClient = _client_class()
+    print(f"p4runtime-shell on {switch.name} (device {switch.device_id}, "
+          f"{switch.grpc_address}), read-only: the switch keeps the controller's tables")
+    sys.argv = ["p4runtime-sh", "--grpc-addr", switch.grpc_address,
+                "--device-id", str(switch.device_id)]
+    shell.main()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python3 -m experiments.p4shell",
+        description="Open p4runtime-shell, read-only, on a switch of the running BMv2 fabric.")
+    parser.add_argument("--switch", required=True, help="switch name, e.g. p0t0r0")
+    args = parser.parse_args(argv)
+    try:
+        switch = find_switch(args.switch, "SWITCH")
+    except UserError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    interactive(switch)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
