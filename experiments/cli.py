@@ -1,0 +1,651 @@
+"""The interactive fabric: `python3 -m experiments.cli --topo 2tier-2plane [--dataplane auto]`.
+
+Builds, shapes and programs the fabric as an experiment run does
+(experiments/bringup.py), starts an MRC agent on every host, and opens Mininet's CLI
+with the testbed's commands added (`help <command>` explains each):
+
+    send h0 h3 [bytes] [transport]    one message through the agents, and what happened
+    link down|up a b                  fail or restore a link (also Mininet's `link a b down`)
+    switch down|up|blackhole|restore s    reboot a switch (down, then up) or blackhole it
+    port down|up h plane              a host's NIC port of one plane
+    paths h [peer]                    the host's paths to a peer: route, faults on it, EV states
+    tables s / counters s             a switch's tables and counters, as the data plane holds them
+    p4shell s                         p4runtime-shell on a BMv2 switch, read-only
+
+Faults go through the same code as the scenarios' faults (`apply_fault` with an
+`Action`). Mininet's own commands (`h0 ip -6 route`, `nodes`, `links`, `xterm h0`...)
+work as usual. A bad command prints one line and the CLI goes on. Leaving (exit,
+Ctrl-D, end of input, SIGTERM) stops the agents and tears the network down as a run
+does, leaving no namespace, interface or process behind.
+
+The session writes into a results folder (`results/<time>-<topology>-cli/`): the
+resolved topology (`topology.json`) and the agents' configurations and event logs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from mininet.cli import CLI
+
+from controller.tables import switch_tables
+from experiments.agents import AgentError, AgentSet
+from experiments.faults import Action
+from hosts.protocol import TRANSPORTS, ev_choice
+from topologies.errors import UserError
+from topologies.model import Fabric
+from topologies.paths import catalogue
+
+REPO = Path(__file__).resolve().parent.parent
+USAGE_ERROR = 2
+DEFAULT_BYTES = 1_000_000
+SIZE_UNITS = {"k": 1_000, "m": 1_000_000}
+# Sender counters worth a word after a send (hosts/sender.py, hosts/baseline.py).
+SEND_COUNTERS = (("data_tx", "packets sent"), ("retransmits", "retransmitted"),
+                 ("retired", "paths retired"), ("reinstated", "reinstated"),
+                 ("probes", "probes"), ("timeouts", "timeouts"), ("nacks", "NACKs"),
+                 ("ecn_echoes", "ECN echoes"), ("reroutes", "reroutes"))
+# How long an agent may take to answer a question (stats, path states).
+ANSWER_S = 5.0
+
+
+class CommandError(UserError):
+    """A CLI command with a bad argument: one line naming the argument and the fix."""
+
+
+# ------------------------------------------------------------------ parsing (pure)
+@dataclass(frozen=True)
+class SendRequest:
+    src: int
+    dst: int
+    size: int
+    transport: str
+
+
+def host_index(fabric: Fabric, name: str, command: str, what: str = "host") -> int:
+    hosts = {h.name: h.index for h in fabric.hosts}
+    if name not in hosts:
+        raise CommandError(command, what, f"{name!r} is not a host of {fabric.name}",
+                           f"use h0..h{len(hosts) - 1}")
+    return hosts[name]
+
+
+def switch_name(fabric: Fabric, name: str, command: str) -> str:
+    if name not in {s.name for s in fabric.switches}:
+        raise CommandError(command, "switch", f"{name!r} is not a switch of {fabric.name}",
+                           f"use one of `nodes`, e.g. {fabric.switches[0].name}")
+    return name
+
+
+def parse_size(text: str, command: str = "send") -> int:
+    """Bytes: `1500`, `64k`, `1M` (decimal units)."""
+    digits, unit = (text[:-1], text[-1].lower()) if text[-1:].isalpha() else (text, "")
+    if unit and unit not in SIZE_UNITS or not digits.isdigit() or int(digits) == 0:
+        raise CommandError(command, "bytes", f"{text!r} is not a size",
+                           "give a positive number of bytes, e.g. 1500, 64k or 1M")
+    return int(digits) * SIZE_UNITS.get(unit, 1)
+
+
+def parse_send(fabric: Fabric, args: list[str], transports: tuple[str, ...]) -> SendRequest:
+    """`send SRC DST [BYTES] [TRANSPORT]`, in any order after the two hosts."""
+    usage = "send h0 h3 [bytes] [transport]"
+    if not 2 <= len(args) <= 4:
+        raise CommandError("send", "arguments", f"expected 2 to 4, got {len(args)}",
+                           f"use `{usage}`")
+    src = host_index(fabric, args[0], "send", "source")
+    dst = host_index(fabric, args[1], "send", "destination")
+    if src == dst:
+        raise CommandError("send", "destination", "is the source itself",
+                           "name two different hosts")
+    size, transport = DEFAULT_BYTES, transports[0]
+    for arg in args[2:]:
+        if arg in transports:
+            transport = arg
+        elif arg[:1].isdigit():
+            size = parse_size(arg)
+        else:
+            raise CommandError("send", "transport", f"{arg!r} is not a transport",
+                               f"use one of {', '.join(transports)}")
+    return SendRequest(src, dst, size, transport)
+
+
+def _state(word: str, command: str, states: dict[str, bool]) -> bool:
+    if word not in states:
+        raise CommandError(command, "state", f"{word!r} is not one of {', '.join(states)}",
+                           f"use `{command} {'|'.join(states)} ...`")
+    return states[word]
+
+
+def parse_link(fabric: Fabric, args: list[str]) -> Action:
+    """`link down|up A B`, or Mininet's own order `link A B down|up`."""
+    if len(args) == 3 and args[2] in ("up", "down"):
+        args = [args[2], args[0], args[1]]
+    if len(args) != 3:
+        raise CommandError("link", "arguments", f"expected 3, got {len(args)}",
+                           "use `link down p0t0r0 p0t1s0` or `link up p0t0r0 p0t1s0`")
+    up = _state(args[0], "link", {"down": False, "up": True})
+    a, b = args[1], args[2]
+    if not any({link.a, link.b} == {a, b} for link in fabric.links):
+        example = fabric.links[-1]
+        raise CommandError("link", "nodes", f"{a} and {b} are not linked in {fabric.name}",
+                           f"name the two ends of a link, e.g. {example.a} {example.b} "
+                           "(see `net`)")
+    return Action(0.0, up, "link-flap", (a, b))
+
+
+SWITCH_STATES = {"down": ("switch-reboot", False), "up": ("switch-reboot", True),
+                 "stop": ("switch-reboot", False), "start": ("switch-reboot", True),
+                 "blackhole": ("blackhole", False), "restore": ("blackhole", True)}
+
+
+def parse_switch(fabric: Fabric, args: list[str]) -> Action:
+    """`switch down|up|blackhole|restore S`, or Mininet's own `switch S start|stop`."""
+    if len(args) == 2 and args[1] in ("start", "stop"):
+        args = [args[1], args[0]]
+    if len(args) != 2:
+        raise CommandError("switch", "arguments", f"expected 2, got {len(args)}",
+                           "use `switch down|up|blackhole|restore p0t1s0`")
+    if args[0] not in SWITCH_STATES:
+        raise CommandError("switch", "state", f"{args[0]!r} is not a switch state",
+                           "use down, up (a reboot), blackhole or restore")
+    kind, up = SWITCH_STATES[args[0]]
+    return Action(0.0, up, kind, (switch_name(fabric, args[1], "switch"),))
+
+
+def parse_port(fabric: Fabric, args: list[str]) -> Action:
+    """`port down|up HOST PLANE`."""
+    if len(args) != 3:
+        raise CommandError("port", "arguments", f"expected 3, got {len(args)}",
+                           "use `port down h0 1` or `port up h0 1`")
+    up = _state(args[0], "port", {"down": False, "up": True})
+    host = fabric.host(host_index(fabric, args[1], "port")).name
+    planes = fabric.spec.planes
+    if not args[2].isdigit() or int(args[2]) >= planes:
+        raise CommandError("port", "plane", f"{args[2]!r} is not a plane of {fabric.name}",
+                           f"use 0..{planes - 1}")
+    return Action(0.0, up, "nic-port-down", (host, int(args[2])))
+
+
+def fault_key(action: Action) -> tuple:
+    """What a fault acts on; a link is the same whichever end is named first."""
+    target = tuple(sorted(action.target)) if action.kind == "link-flap" else action.target
+    return action.kind, target
+
+
+def path_nodes(fabric: Fabric, usids: tuple[int, ...], src: str) -> list[str]:
+    by_usid = {n.usid: n.name for n in (*fabric.hosts, *fabric.switches)}
+    return [src] + [by_usid[u] for u in usids]
+
+
+def path_faults(nodes: list[str], plane: int, faults: dict[tuple, Action]) -> list[str]:
+    """The faults set in this session that cut a path of `plane` through `nodes`."""
+    hops = [tuple(sorted(pair)) for pair in zip(nodes, nodes[1:])]
+    cut = []
+    for kind, target in faults:
+        if kind == "link-flap" and target in hops:
+            cut.append(f"link {target[0]}-{target[1]} down")
+        elif kind == "switch-reboot" and target[0] in nodes:
+            cut.append(f"switch {target[0]} down")
+        elif kind == "blackhole" and target[0] in nodes:
+            cut.append(f"switch {target[0]} blackholed")
+        elif (kind == "nic-port-down" and target[0] in (nodes[0], nodes[-1])
+              and target[1] == plane):
+            cut.append(f"port {target[0]} plane {plane} down")
+    return cut
+
+
+def ev_summary(evs: list[dict]) -> str:
+    """`3 GOOD, 1 ASSUMED_BAD (+2 spare)`: the EVs of one path by state; spares are
+    EVs out of the rotation, kept to replace a retired one."""
+    active = [e["state"] for e in evs if e.get("active", True)]
+    counts = {state: active.count(state) for state in dict.fromkeys(active)}
+    text = ", ".join(f"{n} {state}" for state, n in counts.items()) or "none in use"
+    spare = len(evs) - len(active)
+    return text + (f" (+{spare} spare)" if spare else "")
+
+
+def send_report(req: SendRequest, fabric: Fabric, took: float | None, acked: float | None,
+                verified: bool | None, before: dict, after: dict) -> list[str]:
+    """What happened to one message, in two lines."""
+    head = (f"{fabric.host(req.src).name} -> {fabric.host(req.dst).name} over "
+            f"{req.transport}: {req.size} bytes")
+    if took is None:
+        lines = [f"{head} NOT delivered"]
+    else:
+        rate = req.size * 8 / took / 1e6 if took > 0 else 0.0
+        check = "verified" if verified else "CORRUPTED (verification failed)"
+        lines = [f"{head} delivered in {took:.3f} s ({rate:.1f} Mbit/s), {check}"
+                 + (f", all acknowledged after {acked:.3f} s" if acked is not None
+                    else ", NOT all acknowledged")]
+    counts = [f"{label} {after[key] - before.get(key, 0)}" for key, label in SEND_COUNTERS
+              if key in after]
+    if counts:
+        lines.append(f"  sender {fabric.host(req.src).name}: {', '.join(counts)}")
+    return lines
+
+
+# ------------------------------------------------------------------ the running fabric
+class FabricSession:
+    """A brought-up network, its agents and the faults set so far."""
+
+    def __init__(self, network, folder: Path, transports: tuple[str, ...]):
+        self.network = network
+        self.net, self.fabric, self.target = network.net, network.fabric, network.target
+        self.folder = folder
+        self.transports = transports
+        self.agents: AgentSet | None = None
+        self.msg_ids = itertools.count()
+        self.faults: dict[tuple, Action] = {}
+
+    # -------------------------------------------------------------- agents
+    def agents_for(self, transport: str) -> AgentSet:
+        """The agents of `transport`; an agent runs one transport, so another one means
+        new agents on every host (as a run does between transports)."""
+        if self.agents is not None and self.agents.transport == transport:
+            return self.agents
+        self.stop_agents()
+        # Progress samples once a second: an idle session should not fill the disk.
+        agents = AgentSet(self.net, self.fabric, transport, self.folder / "agents",
+                          progress_s=1.0)
+        self.agents = agents
+        agents.wait_ready()
+        return agents
+
+    def stop_agents(self) -> None:
+        if self.agents is not None:
+            self.agents.stop()
+            self.agents = None
+
+    def _answer(self, host: int, event: str, **cmd) -> dict:
+        """Ask one agent a question and wait for its answer (other messages are late
+        answers to earlier commands: dropped)."""
+        agents = self.agents
+        agents.command(host, **cmd)
+        deadline = time.monotonic() + ANSWER_S
+        while True:
+            message = agents.next(deadline)
+            if message is None:
+                raise AgentError(f"agent h{host} did not answer {cmd['cmd']!r} "
+                                 f"within {ANSWER_S:g}s")
+            if message["agent"] != host:
+                continue
+            if message["event"] == event:
+                return message
+            if message["event"] in ("error", "exited"):
+                raise AgentError(f"agent h{host}: {message.get('message', message)}")
+
+    def send(self, req: SendRequest) -> list[str]:
+        agents = self.agents_for(req.transport)
+        before = self._answer(req.src, "stats", cmd="stats")
+        msg_id = next(self.msg_ids)
+        # A generous bound: ten times the time the message takes on one plane.
+        rate_bps = self.fabric.spec.host_t0.rate_mbit * 1e6
+        timeout_s = 10.0 + 10 * req.size * 8 / rate_bps
+        start = time.monotonic()
+        agents.command(req.src, cmd="send", dst=req.dst, msg_id=msg_id, bytes=req.size)
+        took = acked = verified = None
+        deadline = start + timeout_s
+        while took is None or acked is None:
+            message = agents.next(deadline)
+            if message is None:
+                break
+            kind, agent = message["event"], message["agent"]
+            if (kind == "delivered" and agent == req.dst and message["src"] == req.src
+                    and message["msg_id"] == msg_id):
+                took, verified = message["t"] - start, bool(message["verified"])
+            elif (kind == "completed" and agent == req.src and message["dst"] == req.dst
+                  and message["msg_id"] == msg_id):
+                acked = message["t"] - start
+            elif kind in ("error", "exited") and agent in (req.src, req.dst):
+                raise AgentError(f"agent h{agent}: {message.get('message', message)}")
+        after = self._answer(req.src, "stats", cmd="stats")
+        lines = send_report(req, self.fabric, took, acked, verified, before, after)
+        if took is None or acked is None:
+            lines.append(f"  gave up after {timeout_s:.0f} s; a late answer is dropped")
+        return lines
+
+    # -------------------------------------------------------------- faults
+    def fault(self, action: Action) -> str:
+        from experiments.targets import apply_fault
+
+        apply_fault(self.net, self.fabric, action, self.target)
+        key = fault_key(action)
+        if action.up:
+            self.faults.pop(key, None)
+        else:
+            self.faults[key] = action
+        return f"{action.describe()}: done"
+
+    # -------------------------------------------------------------- looking around
+    def paths(self, src: int, peers: list[int]) -> list[str]:
+        lines = []
+        name = self.fabric.host(src).name
+        for dst in peers:
+            route = catalogue(self.fabric, src, dst)
+            evs, note = self._ev_states(src, dst)
+            lines.append(f"{name} -> {self.fabric.host(dst).name}: {len(route)} paths; "
+                         f"{note}")
+            for path in route:
+                nodes = path_nodes(self.fabric, path.usids, name)
+                cut = path_faults(nodes, path.plane, self.faults)
+                lines.append(f"  plane {path.plane}  {' > '.join(nodes):40} {path.address}")
+                text = f"      network: {'; '.join(cut) if cut else 'no fault set'}"
+                if evs is not None:
+                    choice = ev_choice(path.ev)
+                    text += "   EVs: " + ev_summary(
+                        [e for e in evs if e["plane"] == path.plane and e["path"] == choice])
+                lines.append(text)
+        return lines
+
+    def _ev_states(self, src: int, dst: int) -> tuple[list[dict] | None, str]:
+        """The sender's EVs towards `dst` as its agent reports them (`paths` command),
+        or None and why not."""
+        if self.agents is None:
+            return None, "no agents running"
+        transport = self.agents.transport
+        try:
+            answer = self._answer(src, "paths", cmd="paths", dst=dst)
+        except AgentError as err:
+            return None, f"no EV states ({err})"
+        peer = answer.get("peers", {}).get(str(dst))
+        if peer is None:
+            return None, (f"no {transport} connection from {self.fabric.host(src).name} "
+                          "yet (send a message first)")
+        return peer, f"EV states of the {transport} sender"
+
+    def tables(self, switch: str) -> list[str]:
+        tables = switch_tables(self.fabric, self.fabric.node(switch))
+        if self.target.name == "bmv2":
+            return self._p4_tables(switch)
+        lines = [f"{switch}: static tables (controller/tables.py): my uSID "
+                 f"{tables.my_usid:#06x}, {len(tables.routes)} routes, "
+                 f"{len(tables.ports)} ports; installed in the kernel:"]
+        node = self.net.get(switch)
+        for command in ("ip -6 route show", "ip -6 neigh show"):
+            lines.append(f"  $ {command}")
+            lines += ["    " + line for line in node.cmd(command).strip().splitlines()]
+        return lines
+
+    def _p4_tables(self, switch: str) -> list[str]:
+        from controller.bmv2_entries import MY_USID, NEXT_HOP, PORT_CONFIG
+        from experiments.p4shell import RunningSwitch, connect, disconnect
+
+        node = self.net.get(switch)
+        shell = connect(RunningSwitch(switch, node.device_id, node.grpc_address,
+                                      node.proc.pid if node.proc else 0))
+        try:
+            lines = []
+            for table in (MY_USID, NEXT_HOP, PORT_CONFIG):
+                entries = list(shell.TableEntry(table).read())
+                lines.append(f"{switch}: {table}: {len(entries)} entries")
+                for entry in entries:
+                    lines += ["    " + line for line in str(entry).strip().splitlines()]
+            return lines
+        finally:
+            disconnect()
+
+    def counters(self, switch: str) -> list[str]:
+        if self.target.name == "bmv2":
+            from controller.program import read_counters
+
+            node = self.net.get(switch)
+            counts = read_counters(node.grpc_address, node.device_id, self.target.p4info)
+            lines = [f"{switch}: P4 counters by port"]
+            for name, by_port in counts.items():
+                shown = ", ".join(f"{port}: {n}" for port, n in sorted(by_port.items()) if n)
+                lines.append(f"  {name}: {shown or 'all zero'}")
+            return lines
+        node = self.net.get(switch)
+        found = json.loads(node.cmd("ip -s -j link show") or "[]")
+        stats = {entry["ifname"]: entry.get("stats64", {}) for entry in found}
+        lines = [f"{switch}: kernel interface counters (packets)",
+                 f"  {'port':18} {'peer':8} {'rx':>9} {'tx':>9} {'rx drop':>8} {'tx drop':>8}"]
+        for port in self.fabric.ports(switch):
+            s = stats.get(port.intf, {})
+            rx, tx = s.get("rx", {}), s.get("tx", {})
+            lines.append(f"  {port.intf:18} {port.peer:8} {rx.get('packets', 0):>9} "
+                         f"{tx.get('packets', 0):>9} {rx.get('dropped', 0):>8} "
+                         f"{tx.get('dropped', 0):>8}")
+        return lines
+
+
+# ------------------------------------------------------------------ the CLI
+class FabricCLI(CLI):
+    """Mininet's CLI with the testbed's commands. Each `do_<name>` docstring is its
+    `help <name>` text."""
+
+    def __init__(self, session: FabricSession, **kwargs):
+        self.session = session
+        self.fabric = session.fabric
+        super().__init__(session.net, **kwargs)
+
+    def say(self, lines: list[str] | str) -> None:
+        for line in [lines] if isinstance(lines, str) else lines:
+            print(line, flush=True)
+
+    def _run(self, work) -> None:
+        """Run one command; a mistake or a failure is one line and the CLI goes on."""
+        try:
+            self.say(work())
+        except UserError as err:
+            self.say(f"error: {err}")
+        except Exception as err:  # noqa: BLE001 - one line, the fabric stays up for the next
+            self.say(f"error: {err.__class__.__name__}: {err}")
+
+    def do_send(self, line: str) -> None:
+        """Send one message through the agents and print what happened.
+        Usage: send SRC DST [BYTES] [TRANSPORT]    e.g. send h0 h3 1M mrc
+        BYTES: 1500, 64k, 1M (default 1M = 1000000). TRANSPORT: mrc (default),
+        single-path, mrc-no-trim, mrc-no-probe (a new transport restarts the agents).
+        Prints delivery, verification, time and the sender's retransmissions, retired
+        and reinstated paths."""
+        session = self.session
+        self._run(lambda: session.send(parse_send(self.fabric, line.split(),
+                                                  session.transports)))
+
+    def do_link(self, line: str) -> None:
+        """Fail or restore a link (both ends at once, as a cut cable).
+        Usage: link down|up A B    e.g. link down p0t0r0 p0t1s0
+        Mininet's order works too: link p0t0r0 p0t1s0 down"""
+        self._run(lambda: self.session.fault(parse_link(self.fabric, line.split())))
+
+    def do_switch(self, line: str) -> None:
+        """Reboot or blackhole a switch.
+        Usage: switch down|up|blackhole|restore S    e.g. switch down p0t1s0
+        down: the switch loses power (ports dark, tables gone); up: it boots and gets
+        the same static tables again. blackhole: it silently drops everything, links
+        stay up; restore: it forwards again."""
+        self._run(lambda: self.session.fault(parse_switch(self.fabric, line.split())))
+
+    def do_port(self, line: str) -> None:
+        """Take a host's NIC port of one plane down or up (the agent sees carrier loss).
+        Usage: port down|up HOST PLANE    e.g. port down h0 1"""
+        self._run(lambda: self.session.fault(parse_port(self.fabric, line.split())))
+
+    def do_paths(self, line: str) -> None:
+        """A host's paths to a peer (or to every other host): the switches on each
+        path, its uSID address, the faults of this session that cut it, and the state
+        of the sender's EVs on it (GOOD, SKIP, ASSUMED_BAD, DENIED).
+        Usage: paths HOST [PEER]    e.g. paths h0 h3"""
+        def work():
+            args = line.split()
+            if not 1 <= len(args) <= 2:
+                raise CommandError("paths", "arguments", f"expected 1 or 2, got {len(args)}",
+                                   "use `paths h0` or `paths h0 h3`")
+            src = host_index(self.fabric, args[0], "paths")
+            if len(args) == 2:
+                peers = [host_index(self.fabric, args[1], "paths", "peer")]
+                if peers == [src]:
+                    raise CommandError("paths", "peer", "is the host itself",
+                                       "name another host")
+            else:
+                peers = [h.index for h in self.fabric.hosts if h.index != src]
+            return self.session.paths(src, peers)
+
+        self._run(work)
+
+    def do_tables(self, line: str) -> None:
+        """A switch's tables as the data plane holds them: on BMv2, the P4 table
+        entries read over P4Runtime; on the kernel, the static tables and the routes
+        and neighbours installed in the switch's namespace.
+        Usage: tables S    e.g. tables p0t0r0"""
+        self._run(lambda: self.session.tables(self._one_switch(line, "tables")))
+
+    def do_counters(self, line: str) -> None:
+        """A switch's counters: on BMv2, the P4 program's per-port counters (forwarded,
+        dropped, trimmed, ECN-marked); on the kernel, each port's packets and drops.
+        Usage: counters S    e.g. counters p0t1s0"""
+        self._run(lambda: self.session.counters(self._one_switch(line, "counters")))
+
+    def do_p4shell(self, line: str) -> None:
+        """Open p4runtime-shell on a BMv2 switch, read-only (exit returns here).
+        Usage: p4shell S    e.g. p4shell p0t0r0
+        Try: table_entry["MrcIngress.my_usid"].read(lambda e: print(e))"""
+        try:
+            switch = self._one_switch(line, "p4shell")
+            if self.session.target.name != "bmv2":
+                raise CommandError("p4shell", "data plane",
+                                   f"this fabric runs on {self.session.target.name}",
+                                   "start the CLI with --dataplane bmv2 (make cli "
+                                   "DATAPLANE=bmv2)")
+        except UserError as err:
+            self.say(f"error: {err}")
+            return
+        subprocess.call([sys.executable, "-m", "experiments.p4shell", "--switch", switch],
+                        cwd=REPO)
+
+    def _one_switch(self, line: str, command: str) -> str:
+        args = line.split()
+        if len(args) != 1:
+            raise CommandError(command, "arguments", f"expected 1, got {len(args)}",
+                               f"use `{command} {self.fabric.switches[0].name}`")
+        return switch_name(self.fabric, args[0], command)
+
+
+# ------------------------------------------------------------------ entry point
+class Stopped(Exception):
+    """SIGTERM or SIGHUP arrived: leave the CLI and tear down."""
+
+
+def _stop(signum, frame):
+    raise Stopped(signal.Signals(signum).name)
+
+
+def session_folder(root: Path, fabric: Fabric) -> Path:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    folder, n = root / f"{stamp}-{fabric.name}-cli", 1
+    while folder.exists():
+        n += 1
+        folder = root / f"{stamp}-{fabric.name}-cli-{n}"
+    folder.mkdir(parents=True)
+    return folder
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python3 -m experiments.cli",
+        description="Build and program a fabric, start the agents, open Mininet's CLI "
+                    "with the testbed's commands; exit tears everything down.")
+    parser.add_argument("--topo", default="2tier-2plane", help="topology name or YAML path")
+    parser.add_argument("--dataplane", default="auto", help="auto, kernel or bmv2")
+    parser.add_argument("--capture", default=None, metavar="SPEC",
+                        help="capture packets into the session folder: 1 for the default "
+                             "ports, or nodes and node:port, comma separated "
+                             "(docs/wireshark.md)")
+    parser.add_argument("--results", default="results", help="folder for the session folder")
+    args = parser.parse_args(argv)
+
+    from experiments.dataplane import DataplaneError, choose
+    from experiments.fabric_lock import FabricLock
+    from topologies.model import load_topology
+
+    lock = FabricLock()
+    try:
+        fabric = load_topology(args.topo)
+        dataplane, reason = choose(args.dataplane)
+        if args.capture is not None:
+            from experiments.capture import parse_spec
+
+            parse_spec(args.capture, fabric)
+        if os.geteuid() != 0:
+            raise PermissionError("the CLI needs root (Mininet creates namespaces and "
+                                  "links); fix: run it with sudo")
+        # Before anything touches the network: running() starts with a cleanup that
+        # would remove another fabric's nodes.
+        lock.acquire()
+    except (UserError, DataplaneError, PermissionError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return USAGE_ERROR
+    try:
+        return _session(fabric, dataplane, reason, args, lock, TRANSPORTS)
+    finally:
+        lock.release()
+
+
+def _session(fabric: Fabric, dataplane: str, reason: str, args, lock,
+             transports: tuple[str, ...]) -> int:
+    from mininet.log import setLogLevel
+
+    from experiments.bringup import running
+    from experiments.targets import make_target
+    from topologies.network import write_resolved_topology
+
+    setLogLevel("output")
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _stop)
+    folder = session_folder(Path(args.results), fabric)
+    lock.set_folder(folder)
+    print(f"building {fabric.name} on {dataplane} ({reason}): {len(fabric.hosts)} hosts, "
+          f"{len(fabric.switches)} switches, {len(fabric.links)} links", flush=True)
+    status, capture = 0, None
+    try:
+        with running(fabric, make_target(dataplane)) as network:
+            session = FabricSession(network, folder, transports)
+            try:
+                write_resolved_topology(folder / "topology.json", fabric,
+                                        {"dataplane": dataplane})
+                if args.capture is not None:
+                    from experiments.capture import start_capture
+
+                    capture = start_capture(network.net, fabric, args.capture, folder)
+                    print(f"capturing {len(capture.targets)} ports into {folder / 'pcap'}",
+                          flush=True)
+                session.agents_for(transports[0])
+                print(f"fabric up in {network.bringup_s:.1f} s, {network.table_writes} table "
+                      f"writes; an {transports[0]} agent on every host; session folder "
+                      f"{folder}", flush=True)
+                print("testbed commands: send, link, switch, port, paths, tables, counters, "
+                      "p4shell (help <command>); exit or Ctrl-D tears everything down",
+                      flush=True)
+                FabricCLI(session)
+            finally:
+                # From here to the end of the teardown, Ctrl-C must not cut it short.
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+                print("tearing down", flush=True)
+                session.stop_agents()
+                if capture is not None:
+                    capture.stop()
+    except (KeyboardInterrupt, Stopped) as stop:
+        print(f"interrupted ({stop or 'Ctrl-C'}): torn down", flush=True)
+        status = 130
+    except Exception as err:  # noqa: BLE001 - one line; running() has torn down
+        print(f"error: {err.__class__.__name__}: {err}", file=sys.stderr, flush=True)
+        status = 1
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    print(f"torn down; session folder {folder}", flush=True)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,103 @@
+"""`make cli` end to end, driven from a pty as a student would type: a message h0 -> h3
+over mrc, a link failure, the message again (delivered around the failure), the path
+states (the failed path is cut and its EVs retired), a bad command (one line, the CLI
+goes on), Mininet's own commands, then exit or Ctrl-D: nothing may be left behind.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from experiments.cleanup import find_leftovers
+
+pexpect = pytest.importorskip("pexpect", reason="pexpect drives the CLI (requirements-dev)")
+
+REPO = Path(__file__).resolve().parents[2]
+PROMPT = "mininet> "
+UP_S, SEND_S, DOWN_S = 180, 60, 120
+
+
+def start_cli(tmp_path):
+    child = pexpect.spawn(sys.executable, ["-m", "experiments.cli", "--topo", "2tier-2plane",
+                                           "--dataplane", "kernel", "--results", str(tmp_path)],
+                          cwd=str(REPO), encoding="utf-8", timeout=SEND_S,
+                          dimensions=(50, 200))
+    child.logfile_read = open(tmp_path / "cli-session.log", "w")
+    child.expect("an mrc agent on every host", timeout=UP_S)
+    child.expect_exact(PROMPT)
+    return child
+
+
+def command(child, line: str) -> str:
+    """Type one command; return what it printed before the next prompt."""
+    child.sendline(line)
+    child.expect_exact(PROMPT)
+    return child.before.replace("\r\n", "\n")
+
+
+def finish(child, tmp_path, how: str) -> None:
+    if how == "exit":
+        child.sendline("exit")
+    else:
+        child.sendeof()
+    child.expect("torn down", timeout=DOWN_S)
+    child.expect(pexpect.EOF, timeout=DOWN_S)
+    child.close()
+    assert child.exitstatus == 0, (tmp_path / "cli-session.log").read_text()[-2000:]
+    assert not find_leftovers()
+
+
+def test_send_fail_a_link_send_again_paths_exit(tmp_path):
+    child = start_cli(tmp_path)
+    try:
+        out = command(child, "send h0 h3 200k mrc")
+        assert re.search(r"h0 -> h3 over mrc: 200000 bytes delivered in [\d.]+ s "
+                         r"\([\d.]+ Mbit/s\), verified, all acknowledged", out), out
+
+        out = command(child, "link down p0t0r0 p0t1s0")
+        assert "link-flap p0t0r0 p0t1s0 down: done" in out, out
+
+        out = command(child, "send h0 h3 1M")
+        assert re.search(r"1000000 bytes delivered in .*, verified, all acknowledged", out), out
+        # Packets sprayed onto the dead path were lost, resent, and the path retired.
+        retired = re.search(r"retransmitted (\d+), paths retired (\d+)", out)
+        assert retired and int(retired.group(1)) > 0 and int(retired.group(2)) > 0, out
+
+        out = command(child, "paths h0 h3")
+        lines = out.splitlines()
+        assert "h0 -> h3: 4 paths; EV states of the mrc sender" in out, out
+        dead = lines.index(next(x for x in lines if "h0 > p0t0r0 > p0t1s0 > p0t0r1 > h3" in x))
+        assert "network: link p0t0r0-p0t1s0 down" in lines[dead + 1], out
+        assert "ASSUMED_BAD" in lines[dead + 1] and "GOOD" not in lines[dead + 1], out
+        alive = lines.index(next(x for x in lines if "h0 > p0t0r0 > p0t1s1 > p0t0r1 > h3" in x))
+        assert "no fault set" in lines[alive + 1] and "GOOD" in lines[alive + 1], out
+
+        out = command(child, "send h0 h9")
+        assert "error: send: destination: 'h9' is not a host of 2tier-2plane; fix:" in out, out
+        out = command(child, "link up p0t1s0 p0t0r0")
+        assert "link-flap p0t1s0 p0t0r0 up: done" in out, out
+
+        # Mininet's own commands still work.
+        assert "fcbb:bb00:8000::" in command(child, "h0 ip -6 addr show dev lo")
+        assert "p0t1s1" in command(child, "nodes")
+        out = command(child, "tables p0t0r0")
+        assert "my uSID 0x1000" in out and "seg6local" in out, out
+        out = command(child, "counters p0t1s0")
+        assert "p0t1s0-eth0" in out and "p0t0r0" in out, out
+        out = command(child, "help send")
+        assert "Usage: send SRC DST [BYTES] [TRANSPORT]" in out, out
+    except BaseException:
+        child.terminate(force=False)
+        raise
+    finish(child, tmp_path, "exit")
+
+
+def test_end_of_input_tears_down(tmp_path):
+    child = start_cli(tmp_path)
+    out = command(child, "send h1 h2 100k single-path")
+    assert "h1 -> h2 over single-path: 100000 bytes delivered" in out, out
+    finish(child, tmp_path, "eof")

@@ -1,0 +1,120 @@
+"""The interactive fabric's commands without a network: parsing, fault bookkeeping, reports.
+
+What `make cli` does with a parsed command runs on Mininet (tests/integration/
+test_cli.py); here every argument mistake must be one line naming the argument and the
+fix, and each command must become the same fault `Action` a scenario would use.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from experiments.cli import (
+    CommandError,
+    SendRequest,
+    ev_summary,
+    fault_key,
+    parse_link,
+    parse_port,
+    parse_send,
+    parse_size,
+    parse_switch,
+    path_faults,
+    path_nodes,
+    send_report,
+)
+from experiments.faults import Action
+from hosts.protocol import TRANSPORTS
+from topologies.model import load_topology
+from topologies.paths import catalogue
+
+
+@pytest.fixture(scope="module")
+def fabric():
+    return load_topology("2tier-2plane")
+
+
+def one_line_error(call, *args) -> str:
+    with pytest.raises(CommandError) as err:
+        call(*args)
+    text = str(err.value)
+    assert "\n" not in text and "; fix: " in text
+    return text
+
+
+def test_send_defaults_sizes_and_transports(fabric):
+    assert parse_send(fabric, ["h0", "h3"], TRANSPORTS) == SendRequest(0, 3, 1_000_000, "mrc")
+    assert parse_send(fabric, ["h1", "h2", "64k", "single-path"], TRANSPORTS) == \
+        SendRequest(1, 2, 64_000, "single-path")
+    assert parse_send(fabric, ["h1", "h2", "mrc-no-trim", "1500"], TRANSPORTS) == \
+        SendRequest(1, 2, 1500, "mrc-no-trim")
+    assert parse_size("2M") == 2_000_000
+
+
+@pytest.mark.parametrize("args, names", [
+    (["h0"], "send: arguments"),
+    (["h0", "h9"], "send: destination: 'h9' is not a host"),
+    (["h0", "h0"], "send: destination: is the source itself"),
+    (["h0", "h3", "tcp"], "send: transport: 'tcp' is not a transport"),
+    (["h0", "h3", "0"], "send: bytes"),
+    (["h0", "h3", "12q"], "send: bytes"),
+])
+def test_send_mistakes_are_one_line(fabric, args, names):
+    assert one_line_error(parse_send, fabric, args, TRANSPORTS).startswith(names)
+
+
+def test_link_in_both_orders_is_the_scenarios_link_flap(fabric):
+    down = parse_link(fabric, ["down", "p0t0r0", "p0t1s0"])
+    assert down == Action(0.0, False, "link-flap", ("p0t0r0", "p0t1s0"))
+    assert down.kind == "link-flap" and down.target == ("p0t0r0", "p0t1s0")
+    mininet_order = parse_link(fabric, ["p0t1s0", "p0t0r0", "up"])
+    assert mininet_order.up and fault_key(mininet_order) == fault_key(down)
+    assert "are not linked" in one_line_error(parse_link, fabric, ["down", "h0", "h3"])
+    assert "state" in one_line_error(parse_link, fabric, ["off", "p0t0r0", "p0t1s0"])
+
+
+def test_switch_and_port_faults(fabric):
+    assert parse_switch(fabric, ["down", "p1t1s0"]) == Action(0.0, False, "switch-reboot",
+                                                              ("p1t1s0",))
+    reboot = parse_switch(fabric, ["p1t1s0", "start"])  # Mininet's order
+    assert (reboot.kind, reboot.up) == ("switch-reboot", True)
+    blackhole = parse_switch(fabric, ["blackhole", "p0t1s1"])
+    assert (blackhole.kind, blackhole.up) == ("blackhole", False)
+    assert parse_switch(fabric, ["restore", "p0t1s1"]).up
+    assert "not a switch" in one_line_error(parse_switch, fabric, ["down", "h0"])
+    port = parse_port(fabric, ["down", "h2", "1"])
+    assert (port.kind, port.target, port.up) == ("nic-port-down", ("h2", 1), False)
+    assert "port: plane" in one_line_error(parse_port, fabric, ["down", "h2", "2"])
+
+
+def test_a_fault_cuts_exactly_the_paths_through_it(fabric):
+    faults = {fault_key(a): a for a in (
+        parse_link(fabric, ["down", "p0t1s0", "p0t0r0"]),
+        parse_port(fabric, ["down", "h3", "1"]))}
+    cuts = {}
+    for path in catalogue(fabric, 0, 3):
+        nodes = path_nodes(fabric, path.usids, "h0")
+        assert nodes[0] == "h0" and nodes[-1] == "h3"
+        cuts[(path.plane, path.spine)] = path_faults(nodes, path.plane, faults)
+    assert cuts[(0, 0)] == ["link p0t0r0-p0t1s0 down"]
+    assert cuts[(0, 1)] == []
+    assert cuts[(1, 0)] == cuts[(1, 1)] == ["port h3 plane 1 down"]
+
+
+def test_ev_summary_counts_states_and_spares():
+    evs = [{"state": "GOOD", "active": True}, {"state": "ASSUMED_BAD", "active": True},
+           {"state": "GOOD", "active": True}, {"state": "GOOD", "active": False}]
+    assert ev_summary(evs) == "2 GOOD, 1 ASSUMED_BAD (+1 spare)"
+    assert ev_summary([]) == "none in use"
+
+
+def test_send_report_says_what_happened(fabric):
+    req = SendRequest(0, 3, 1_000_000, "mrc")
+    before = {"data_tx": 10, "retransmits": 1, "retired": 0}
+    after = {"data_tx": 850, "retransmits": 4, "retired": 1}
+    lines = send_report(req, fabric, 0.5, 0.51, True, before, after)
+    assert lines[0] == ("h0 -> h3 over mrc: 1000000 bytes delivered in 0.500 s (16.0 Mbit/s), "
+                        "verified, all acknowledged after 0.510 s")
+    assert lines[1] == "  sender h0: packets sent 840, retransmitted 3, paths retired 1"
+    lost = send_report(req, fabric, None, None, None, before, after)
+    assert lost[0].endswith("NOT delivered")
