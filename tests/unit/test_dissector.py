@@ -1,0 +1,265 @@
+"""The Wireshark dissector (tools/wireshark/mrc.lua) read by tshark, field by field.
+
+Packets are built with the project's scapy layer (hosts/mrc_scapy.py) on real paths of
+2tier-2plane (topologies/paths.py), written to a pcap, and decoded by `tshark -X
+lua_script:...`: every header field, the control body, the trimmed header, and the uSID
+list of the destination named by node from the run's topology.json. Skipped, with the
+reason, where tshark is not installed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from hosts import protocol
+from topologies.addressing import host_address, usid_address
+from topologies.model import load_topology
+from topologies.network import resolved_topology
+from topologies.paths import catalogue
+
+REPO = Path(__file__).resolve().parents[2]
+DISSECTOR = REPO / "tools" / "wireshark" / "mrc.lua"
+TSHARK = shutil.which("tshark")
+
+pytestmark = pytest.mark.skipif(TSHARK is None,
+                                reason="tshark not installed (make deps installs it)")
+
+FIELDS = ["mrc.version", "mrc.type", "mrc.flags", "mrc.plane", "mrc.reason",
+          "mrc.conn_id.sender", "mrc.conn_id.receiver", "mrc.ev", "mrc.ev.plane",
+          "mrc.msg_id", "mrc.psn", "mrc.offset", "mrc.msg_len", "mrc.payload_len",
+          "mrc.payload_present", "mrc.trimmed_bytes", "mrc.flags.trimmed",
+          "mrc.flags.trimmed_lasthop", "mrc.cum_psn", "mrc.sack_base", "mrc.bitmap",
+          "mrc.bitmap_count", "mrc.echo_ev", "mrc.ecn_marks", "mrc.port_state",
+          "mrc.planes_up", "usid.block", "usid.sid", "usid.node", "usid.active",
+          "usid.path", "usid.src_node", "usid.names", "_ws.col.Info", "_ws.expert.message"]
+
+
+@pytest.fixture(scope="module")
+def fabric():
+    return load_topology("2tier-2plane")
+
+
+@pytest.fixture(scope="module")
+def dissector_loads():
+    """tshark loads the script; fails on a Lua error, skips where root may not run Lua."""
+    done = subprocess.run([TSHARK, "-G", "protocols", "-X", f"lua_script:{DISSECTOR}"],
+                          capture_output=True, text=True, timeout=60)
+    assert "Lua: Error" not in done.stderr + done.stdout, done.stderr
+    filters = {line.split("\t")[-1] for line in done.stdout.splitlines()}
+    if {"mrc", "usid"} <= filters:
+        return
+    # Older Wireshark builds' init.lua refuse user scripts to root
+    # (run_user_scripts_when_superuser = false): an environment limit, not a bug.
+    if "superuser" in done.stderr or "disabled" in done.stderr:
+        pytest.skip(f"this tshark runs no Lua scripts as root: {done.stderr.strip()[:200]}")
+    pytest.fail(f"tshark did not register mrc and usid: {done.stderr.strip()[:300]}")
+
+
+def frame(src: str, dst: str, mrc, body=None):
+    from scapy.layers.inet import UDP
+    from scapy.layers.inet6 import IPv6
+    from scapy.layers.l2 import Ether
+    from scapy.packet import Raw
+
+    # Zero UDP checksum and port 4793 both ways, as the agents send (docs/protocol.md).
+    packet = (Ether(src="02:00:80:00:00:00", dst="02:00:10:00:00:00")
+              / IPv6(src=src, dst=dst)
+              / UDP(sport=protocol.MRC_UDP_PORT, dport=protocol.MRC_UDP_PORT, chksum=0) / mrc)
+    if body is not None:
+        packet = packet / (body if not isinstance(body, bytes) else Raw(body))
+    return packet
+
+
+def packets(fabric):
+    """(description, scapy packet) of every kind the dissector must read."""
+    from hosts.mrc_scapy import MRC, MRCControl
+
+    forward = catalogue(fabric, 0, 3)   # h0 -> h3: different racks, 4 uSIDs
+    back = catalogue(fabric, 3, 0)
+    p0s1, p1s0 = forward[1], forward[2]  # plane 0 spine 1, plane 1 spine 0
+    h0, h3 = host_address(0), host_address(3)
+    conn = 0 << 16 | 3
+    ev = protocol.make_ev(0, 1 + 2 * 7)  # plane 0, a choice that maps to spine 1
+    return [
+        ("data", frame(h0, p0s1.address, MRC(
+            type=protocol.DATA, flags=protocol.F_LAST | protocol.F_RETRANSMIT, plane=0,
+            conn_id=conn, ev=ev, msg_id=4, psn=41, offset=48000, msg_len=49200),
+            bytes(range(256)) * 4 + bytes(176))),
+        # After the first T0 shifted its uSID out: p0t1s1 is now the active one.
+        ("shifted", frame(h0, usid_address(p0s1.usids[1:]), MRC(
+            type=protocol.DATA, plane=0, conn_id=conn, ev=ev, psn=42, offset=49200 - 100,
+            msg_len=49200), bytes(100))),
+        # Trimmed on the last hop: the header alone, on the receiver's own address.
+        ("trimmed", frame(h0, h3, MRC(
+            type=protocol.DATA, flags=protocol.F_TRIMMED | protocol.F_TRIMMED_LASTHOP,
+            plane=1, conn_id=conn, ev=p1s0.ev, msg_id=4, psn=43, offset=1200, msg_len=49200,
+            payload_len=1200))),
+        ("sack", frame(h3, back[1].address, MRC(
+            type=protocol.SACK, flags=protocol.F_ECN_ECHO, plane=0, conn_id=conn, ev=ev,
+            msg_id=4, psn=41), MRCControl(
+            cum_psn=40, sack_base=40, bitmap=0x8000_0000_0000_0003, echo_ev=ev, ecn_marks=2,
+            port_state=0b11))),
+        ("nack", frame(h3, back[2].address, MRC(
+            type=protocol.NACK, plane=1, reason=protocol.R_TRIMMED_LASTHOP, conn_id=conn,
+            ev=p1s0.ev, psn=43), MRCControl(cum_psn=41, sack_base=41, echo_ev=p1s0.ev,
+                                            port_state=0b11))),
+        ("probe", frame(h0, forward[3].address, MRC(
+            type=protocol.PROBE, plane=1, conn_id=conn, ev=forward[3].ev, psn=44),
+            MRCControl(port_state=0b11))),
+        ("probe_reply", frame(h3, back[3].address, MRC(
+            type=protocol.PROBE_REPLY, plane=1, conn_id=conn, ev=forward[3].ev, psn=44),
+            MRCControl(echo_ev=forward[3].ev, port_state=0b11))),
+        # h3's plane-1 port lost carrier: it tells h0 on plane 0 only.
+        ("plane_status", frame(h3, back[0].address, MRC(
+            type=protocol.PLANE_STATUS, plane=0, conn_id=3 << 16 | 0, ev=back[0].ev),
+            MRCControl(port_state=0b01))),
+    ]
+
+
+def decode(pcap: Path, *options: str, env: dict | None = None) -> dict[str, dict]:
+    """tshark's reading of each packet: {description: {field: value}}."""
+    argv = [TSHARK, "-r", str(pcap), "-X", f"lua_script:{DISSECTOR}", *options, "-T", "fields",
+            "-E", "separator=\t", "-E", "aggregator=|", "-E", "occurrence=a"]
+    for field in FIELDS:
+        argv += ["-e", field]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "Lua: Error" not in done.stderr, done.stderr
+    rows = [dict(zip(FIELDS, line.split("\t"))) for line in done.stdout.splitlines()]
+    names = [name for name, _ in packets(load_topology("2tier-2plane"))]
+    assert len(rows) == len(names)
+    return dict(zip(names, rows))
+
+
+def number(text: str) -> int:
+    return int(text, 0)
+
+
+def flag(text: str) -> bool:
+    return text in ("1", "True")
+
+
+@pytest.fixture(scope="module")
+def capture(tmp_path_factory, fabric):
+    from scapy.utils import wrpcap
+
+    folder = tmp_path_factory.mktemp("run")
+    wrpcap(str(folder / "h0-eth0.pcap"), [p for _, p in packets(fabric)])
+    doc = resolved_topology(fabric, {"dataplane": "kernel"})
+    (folder / "topology.json").write_text(json.dumps(doc, indent=1))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def decoded(capture, dissector_loads):
+    return decode(capture / "h0-eth0.pcap", "-o", f"usid.topology:{capture / 'topology.json'}")
+
+
+def test_every_header_field_of_a_data_packet(decoded):
+    d = decoded["data"]
+    assert number(d["mrc.version"]) == protocol.VERSION
+    assert number(d["mrc.type"]) == protocol.DATA
+    assert number(d["mrc.flags"]) == protocol.F_LAST | protocol.F_RETRANSMIT
+    assert (number(d["mrc.conn_id.sender"]), number(d["mrc.conn_id.receiver"])) == (0, 3)
+    assert number(d["mrc.ev"]) == protocol.make_ev(0, 15) and number(d["mrc.ev.plane"]) == 0
+    assert number(d["mrc.msg_id"]) == 4 and number(d["mrc.psn"]) == 41
+    assert number(d["mrc.offset"]) == 48000 and number(d["mrc.msg_len"]) == 49200
+    assert number(d["mrc.payload_len"]) == number(d["mrc.payload_present"]) == 1200
+    assert d["mrc.trimmed_bytes"] == "" and not flag(d["mrc.flags.trimmed"])
+    assert d["_ws.col.Info"] == ("DATA psn=41 ev=0x0000000f off=48000 len=1200 "
+                                 "[LAST,RETRANSMIT]")
+
+
+def test_a_trimmed_header_is_shown_as_trimmed(decoded):
+    d = decoded["trimmed"]
+    assert flag(d["mrc.flags.trimmed"]) and flag(d["mrc.flags.trimmed_lasthop"])
+    assert number(d["mrc.payload_len"]) == 1200
+    assert number(d["mrc.payload_present"]) == 0
+    assert number(d["mrc.trimmed_bytes"]) == 1200
+    assert "Trimmed DATA: payload_len 1200, 0 bytes present" in d["_ws.expert.message"]
+    assert d["_ws.col.Info"].endswith("(trimmed) [TRIMMED,TRIMMED_LASTHOP]")
+    assert number(d["mrc.plane"]) == 1 and number(d["mrc.psn"]) == 43
+
+
+def test_the_control_body_of_a_sack(decoded):
+    d = decoded["sack"]
+    assert number(d["mrc.type"]) == protocol.SACK
+    assert number(d["mrc.flags"]) == protocol.F_ECN_ECHO
+    assert number(d["mrc.cum_psn"]) == 40 and number(d["mrc.sack_base"]) == 40
+    assert number(d["mrc.bitmap"]) == 0x8000_0000_0000_0003
+    assert number(d["mrc.bitmap_count"]) == 3
+    assert number(d["mrc.echo_ev"]) == protocol.make_ev(0, 15)
+    assert number(d["mrc.ecn_marks"]) == 2
+    assert number(d["mrc.port_state"]) == 0b11 and d["mrc.planes_up"] == "0,1"
+
+
+def test_every_packet_type_reason_and_flag_has_the_protocols_name(decoded):
+    for name, kind in [("data", protocol.DATA), ("sack", protocol.SACK),
+                       ("nack", protocol.NACK), ("probe", protocol.PROBE),
+                       ("probe_reply", protocol.PROBE_REPLY),
+                       ("plane_status", protocol.PLANE_STATUS)]:
+        assert number(decoded[name]["mrc.type"]) == kind
+        assert decoded[name]["_ws.col.Info"].startswith(protocol.TYPE_NAMES[kind] + " ")
+    nack = decoded["nack"]
+    assert number(nack["mrc.reason"]) == protocol.R_TRIMMED_LASTHOP
+    assert ("reason=" + protocol.REASON_NAMES[protocol.R_TRIMMED_LASTHOP]) in nack["_ws.col.Info"]
+    shown = decoded["data"]["_ws.col.Info"] + decoded["trimmed"]["_ws.col.Info"]
+    shown += decoded["sack"]["_ws.col.Info"]
+    for bit in (protocol.F_TRIMMED, protocol.F_TRIMMED_LASTHOP, protocol.F_ECN_ECHO,
+                protocol.F_LAST, protocol.F_RETRANSMIT):
+        assert protocol.FLAG_NAMES[bit] in shown
+    status = decoded["plane_status"]
+    assert number(status["mrc.port_state"]) == 0b01 and status["mrc.planes_up"] == "0"
+    assert "MRC" not in status["_ws.expert.message"]  # well formed: no malformed warning
+
+
+def test_the_usid_list_is_named_by_node(decoded):
+    d = decoded["data"]
+    assert number(d["usid.block"]) == 0xFCBB_BB00
+    assert [number(s) for s in d["usid.sid"].split("|")] == [0x1000, 0x2001, 0x1001, 0x8003]
+    assert d["usid.node"].split("|") == ["p0t0r0", "p0t1s1", "p0t0r1", "h3"]
+    assert d["usid.active"] == "p0t0r0"
+    assert d["usid.path"] == "p0t0r0 > p0t1s1 > p0t0r1 > h3"
+    assert d["usid.src_node"] == "h0"
+    assert d["usid.names"].startswith("topology.json of 2tier-2plane")
+    assert decoded["shifted"]["usid.node"].split("|") == ["p0t1s1", "p0t0r1", "h3"]
+    assert decoded["shifted"]["usid.active"] == "p0t1s1"
+    assert decoded["trimmed"]["usid.node"] == "h3"  # the receiver's own address
+    assert decoded["sack"]["usid.path"] == "p0t0r1 > p0t1s1 > p0t0r0 > h0"
+    assert decoded["nack"]["usid.path"] == "p1t0r1 > p1t1s0 > p1t0r0 > h0"
+
+
+def test_names_come_from_the_topology_file(capture, dissector_loads, fabric):
+    """A file whose names differ from the rule proves the file is read (via the env)."""
+    doc = resolved_topology(fabric)
+    doc["nodes"]["spine-A"] = doc["nodes"].pop("p0t1s1")
+    del doc["nodes"]["h3"]
+    renamed = capture / "renamed.json"
+    renamed.write_text(json.dumps(doc))
+    env = dict(os.environ, MRC_TOPOLOGY_JSON=str(renamed))
+    d = decode(capture / "h0-eth0.pcap", env=env)["data"]
+    assert d["usid.node"].split("|") == ["p0t0r0", "spine-A", "p0t0r1", "h3"]
+    assert "uSID 0x8003 is not a node of 2tier-2plane" in d["_ws.expert.message"]
+
+
+def test_without_a_file_the_addressing_rule_names_the_nodes(capture, dissector_loads):
+    env = {k: v for k, v in os.environ.items() if k != "MRC_TOPOLOGY_JSON"}
+    d = decode(capture / "h0-eth0.pcap", env=env)["data"]
+    assert d["usid.path"] == "p0t0r0 > p0t1s1 > p0t0r1 > h3"
+    assert d["usid.names"] == "the addressing rule"
+    assert "topology.json" not in d["_ws.expert.message"]
+
+
+def test_a_broken_topology_file_is_said_and_the_rule_takes_over(capture, dissector_loads):
+    broken = capture / "broken.json"
+    broken.write_text('{"topology": "x", "nodes": [1, 2')
+    d = decode(capture / "h0-eth0.pcap", "-o", f"usid.topology:{broken}")["data"]
+    assert d["usid.path"] == "p0t0r0 > p0t1s1 > p0t0r1 > h3"
+    assert f"{broken}: not JSON: expected ',' or ']'" in d["_ws.expert.message"]
+    assert "names follow the addressing rule" in d["_ws.expert.message"]
