@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install what mrc-testbed needs on Debian 12 / Ubuntu 22.04+, idempotently:
-#   - Debian/Ubuntu packages: Mininet, iproute2, Python venv support;
+#   - Debian/Ubuntu packages: Mininet, iproute2, Python venv support, tcpdump and tshark
+#     (packet captures and the Wireshark dissector);
 #   - .venv: a virtualenv from the system Python with --system-site-packages (Mininet's
 #     Python module comes from the distribution package), plus requirements-dev.txt;
 #   - with --with-p4 (Ubuntu 22.04): BMv2 and p4c from the p4lang packages.
@@ -21,7 +22,7 @@ as_root() {
     echo "install.sh: missing packages need root; run: sudo $0" >&2; exit 2; fi
 }
 
-packages=(mininet iproute2 python3 python3-venv python3-pip procps kmod)
+packages=(mininet iproute2 python3 python3-venv python3-pip procps kmod tcpdump tshark)
 # simple_switch_CLI (wherever BMv2 came from) runs under the venv's Python, which takes
 # Thrift from the distribution.
 if command -v simple_switch_CLI >/dev/null; then packages+=(python3-thrift); fi
@@ -32,6 +33,9 @@ done
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "install: apt packages ${missing[*]}"
   as_root apt-get update -qq
+  # tshark's package asks whether non-root users may capture; answer "no" up front.
+  echo "wireshark-common wireshark-common/install-setuid boolean false" \
+    | as_root debconf-set-selections
   as_root env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
