@@ -1,6 +1,6 @@
-"""The kernel target's table writer: static tables -> `ip -6` commands for Linux SRv6.
+"""The `ip` commands of the fabric's Linux nodes: static tables -> Linux SRv6 routes.
 
-Each switch is a Linux router in its own network namespace:
+Each kernel-target switch is a Linux router in its own network namespace:
 - its own uSID is a `seg6local` route with action `End` and the NEXT-C-SID flavor
   (Linux >= 6.1), which shifts the uSID list behind the 32-bit block by 16 bits and
   looks the new destination up again;
@@ -8,41 +8,77 @@ Each switch is a Linux router in its own network namespace:
   link-local next hop fe80::1 with a permanent neighbour entry holding the peer's MAC,
   so no neighbour discovery runs and the MAC comes from the addressing plan.
 
-Commands are built by pure functions (tested without root) and run through a callable
-the caller supplies (a Mininet node's `cmd`, usually). They are written once at
-start-up; `apply()` counts them so a run can report its table writes.
+Hosts are Linux namespaces on every target, so their commands live here too: the
+host's own address, and one route per plane that sends every path starting in that
+plane's T0 out of that plane's port.
+
+Everything here is a pure function (tested without root). The Mininet nodes
+(topologies/nodes.py) run the commands they are handed and never import this module;
+the targets in experiments/ hand them over.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from controller.tables import SwitchTables
-from topologies.addressing import BLOCK_BITS, USID_BITS, intf_name, usid_prefix
+from topologies.addressing import (
+    BLOCK_BITS,
+    USID_BITS,
+    intf_name,
+    t0_usid,
+    usid_address,
+    usid_prefix,
+)
 
 NEXT_HOP = "fe80::1"
 # The End route needs a device that is up and never flaps: not a port (Linux deletes a
 # port's routes when it goes down) and not `lo` (packets routed to lo are not forwarded).
-# Each router has a private veth pair for it (created by topologies/nodes.py).
+# Each router has a private veth pair for it (`router_setup_commands()`).
 ANCHOR_DEV = "usid0"
 ANCHOR_PEER = "usid1"
 
 
-class KernelProgramError(RuntimeError):
-    """An `ip` command failed while programming a node."""
+def router_setup_commands() -> list[str]:
+    """What a kernel router needs before its tables: the anchor device of its End route."""
+    return [f"ip link add {ANCHOR_DEV} type veth peer name {ANCHOR_PEER}",
+            f"ip link set {ANCHOR_DEV} up", f"ip link set {ANCHOR_PEER} up"]
+
+
+def end_route(tables: SwitchTables) -> str:
+    """The switch's own uSID: shift the uSID list and look the destination up again."""
+    return (f"ip -6 route replace {usid_prefix(tables.my_usid)} encap seg6local action End "
+            f"flavors next-csid lblen {BLOCK_BITS} nflen {USID_BITS} dev {ANCHOR_DEV}")
 
 
 def switch_commands(tables: SwitchTables) -> list[str]:
     """The `ip` commands that install one switch's static tables."""
-    cmds = [
-        f"ip -6 route replace {usid_prefix(tables.my_usid)} encap seg6local action End "
-        f"flavors next-csid lblen {BLOCK_BITS} nflen {USID_BITS} dev {ANCHOR_DEV}"
-    ]
+    cmds = [end_route(tables)]
     for route in tables.routes:
         dev = intf_name(tables.switch, route.port)
         cmds.append(f"ip -6 neigh replace {NEXT_HOP} lladdr {route.next_hop_mac} "
                     f"dev {dev} nud permanent")
         cmds.append(f"ip -6 route replace {usid_prefix(route.usid)} via {NEXT_HOP} dev {dev}")
+    return cmds
+
+
+def blackhole_commands(tables: SwitchTables, on: bool) -> list[str]:
+    """Silently drop everything addressed to the switch (its links stay up), or stop:
+    the End route is replaced by a blackhole route for the same prefix, and back."""
+    if on:
+        return [f"ip -6 route replace blackhole {usid_prefix(tables.my_usid)}"]
+    return [end_route(tables)]
+
+
+def plane_prefix(plane: int) -> str:
+    """Every path in a plane starts with a T0 uSID 0x1P.. of that plane: a /40 prefix."""
+    return f"{usid_address([t0_usid(plane, 0)])}/{BLOCK_BITS + 8}"
+
+
+def host_commands(address: str, plane_ports: list[tuple[int, str, str]]) -> list[str]:
+    """Commands for a host: (plane, interface, peer MAC) for each plane port."""
+    cmds = [f"ip -6 addr replace {address}/128 dev lo"]
+    for plane, intf, peer_mac in plane_ports:
+        cmds.append(f"ip -6 neigh replace {NEXT_HOP} lladdr {peer_mac} dev {intf} nud permanent")
+        cmds.append(f"ip -6 route replace {plane_prefix(plane)} via {NEXT_HOP} dev {intf}")
     return cmds
 
 
@@ -56,11 +92,8 @@ def commands_for_intf(commands: list[str], intf: str) -> list[str]:
     return [c for c in commands if c.endswith(f" dev {intf}") or f" dev {intf} " in c]
 
 
-def apply(commands: list[str], run: Callable[[str], str], node: str) -> int:
-    """Run the commands; raise on the first failure. Returns how many were written."""
-    for command in commands:
-        output = run(f"{command} 2>&1; echo __status=$?").strip()
-        text, _, status = output.rpartition("__status=")
-        if status.strip() != "0":
-            raise KernelProgramError(f"{node}: '{command}' failed: {text.strip() or status}")
-    return len(commands)
+def by_interface(commands: list[str], intfs: list[str]) -> dict[str, list[str]]:
+    """For each interface, the commands that put its entries back (`commands_for_intf`);
+    interfaces that no command names are left out."""
+    groups = {intf: commands_for_intf(commands, intf) for intf in intfs}
+    return {intf: cmds for intf, cmds in groups.items() if cmds}

@@ -3,7 +3,7 @@
 Use as a context manager:
 
     with SwitchSession("127.0.0.1:50001", device_id=1, log_path=...) as s:
-        s.set_pipeline(p4info_path, bmv2_json_path)
+        s.set_pipeline(P4Info.load(p4info_path), bmv2_json_path.read_bytes())
         s.write(request)
 
 Entering waits until the switch answers P4Runtime (polling Capabilities until a

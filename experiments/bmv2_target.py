@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from controller.p4info import P4Info
 from controller.program import program_switch
 from controller.tables import switch_tables
 from topologies.bmv2 import Bmv2Error, Bmv2Switch
 from topologies.model import Fabric
+
+if TYPE_CHECKING:
+    from topologies.network import FabricNet, NodeParams
 
 REPO = Path(__file__).resolve().parent.parent
 P4_MAIN = REPO / "p4src" / "mrc_switch.p4"
@@ -51,13 +55,13 @@ class Bmv2Target:
         self.device_config = self.json_path.read_bytes()
         self.write_batches = 0
 
-    def switch_params(self, fabric: Fabric) -> dict:
+    def switch_params(self, fabric: Fabric) -> NodeParams:
         return {s.name: {"device_id": i + 1, "grpc_port": GRPC_BASE + i,
                          "thrift_port": THRIFT_BASE + i, "json_path": str(self.json_path),
                          "log_dir": str(self.build / "logs")}
                 for i, s in enumerate(fabric.switches)}
 
-    def _program_one(self, net, fabric: Fabric, name: str) -> int:
+    def _program_one(self, net: FabricNet, fabric: Fabric, name: str) -> int:
         node = net.get(name)
         result = program_switch(node.grpc_address, node.device_id, self.p4info,
                                 self.device_config, switch_tables(fabric, fabric.node(name)),
@@ -70,10 +74,10 @@ class Bmv2Target:
         node.set_queues(queues)
         return result.entries
 
-    def program(self, net, fabric: Fabric) -> int:
+    def program(self, net: FabricNet, fabric: Fabric) -> int:
         return sum(self._program_one(net, fabric, s.name) for s in fabric.switches)
 
-    def reboot(self, net, fabric: Fabric, switch: str, up: bool) -> int:
+    def reboot(self, net: FabricNet, fabric: Fabric, switch: str, up: bool) -> int:
         """The switch process dies with its tables and its ports go dark; coming back,
         a new process gets the same entries again."""
         node = net.get(switch)
@@ -87,7 +91,7 @@ class Bmv2Target:
         node.start()
         return self._program_one(net, fabric, switch)
 
-    def set_link(self, net, a: str, b: str, up: bool) -> None:
+    def set_link(self, net: FabricNet, a: str, b: str, up: bool) -> None:
         """Fail (or restore) the link between nodes a and b, both ways.
 
         A running BMv2 switch must not see its own interfaces set down and up again:
@@ -104,10 +108,15 @@ class Bmv2Target:
                 else:
                     intf.node.set_port(intf.name, up)
 
-    def blackhole(self, net, switch: str, on: bool) -> None:
+    def blackhole(self, net: FabricNet, fabric: Fabric, switch: str, on: bool) -> None:
         """Everything the switch sends is dropped on its ports; links stay up."""
         for _, intf in net.get(switch).port_intfs():
             _drop_all(intf, on)
+
+    def summary_fields(self) -> dict[str, object]:
+        # Every switch gets one batch at start-up and one more per reboot: the summary
+        # shows that nothing else was written while traffic ran.
+        return {"p4runtime_write_batches": self.write_batches}
 
 
 def _drop_all(intf: str, on: bool) -> None:

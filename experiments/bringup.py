@@ -2,7 +2,9 @@
 
 Used by the runner, the Mininet tests and the benchmarks, so that they all stand on the
 same network. If anything fails (or Ctrl-C arrives) half way, what was built is stopped
-before the error goes on.
+before the error goes on. The hosts are the same on every target: their configuration
+(`host_params()`) is built here and handed to the Mininet nodes, the switches' comes
+from the target.
 """
 
 from __future__ import annotations
@@ -12,17 +14,20 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from controller.kernel import by_interface, host_commands
 from experiments.cleanup import cleanup
+from experiments.targets import Target
+from topologies.addressing import host_address
 from topologies.model import Fabric
-from topologies.network import shape_links, start_network, stop_network
+from topologies.network import FabricNet, NodeParams, shape_links, start_network, stop_network
 from topologies.shaping import ShapingFeatures, probe_features
 
 
 @dataclass
 class Network:
-    net: object  # the started Mininet object
+    net: FabricNet
     fabric: Fabric
-    target: object
+    target: Target
     features: ShapingFeatures
     tc_commands: int
     table_writes: int
@@ -37,9 +42,25 @@ class Network:
                 "notes": self.features.missing(red_needed=not switch_queues)}
 
 
-def bring_up(fabric: Fabric, target, say: Callable[[str], None] = lambda _: None) -> Network:
+def host_params(fabric: Fabric) -> NodeParams:
+    """Each host's `ip` commands (its address, one route per plane port) and, per port,
+    those that put the port's entries back after a flap."""
+    params = {}
+    for host in fabric.hosts:
+        ports = fabric.ports(host.name)
+        # A host's port number is its plane.
+        commands = host_commands(host_address(host.index),
+                                 [(p.number, p.intf, p.peer_mac) for p in ports])
+        params[host.name] = {"commands": commands,
+                             "port_commands": by_interface(commands, [p.intf for p in ports])}
+    return params
+
+
+def bring_up(fabric: Fabric, target: Target,
+             say: Callable[[str], None] = lambda _: None) -> Network:
     started = time.monotonic()
-    net = start_network(fabric, target.switch_cls, target.switch_params(fabric))
+    net = start_network(fabric, target.switch_cls, target.switch_params(fabric),
+                        host_params(fabric))
     try:
         features = probe_features(net.get(fabric.hosts[0].name).cmd)
         tc = shape_links(net, fabric, features, hosts_only=not target.shape_switch_ports)
@@ -54,7 +75,7 @@ def bring_up(fabric: Fabric, target, say: Callable[[str], None] = lambda _: None
                    round(time.monotonic() - started, 3))
 
 
-def tear_down(net) -> None:
+def tear_down(net: FabricNet) -> None:
     """Stop the network; whatever a broken stop leaves, cleanup() removes."""
     try:
         stop_network(net)
@@ -63,7 +84,7 @@ def tear_down(net) -> None:
 
 
 @contextmanager
-def running(fabric: Fabric, target) -> Iterator[Network]:
+def running(fabric: Fabric, target: Target) -> Iterator[Network]:
     cleanup()
     network = bring_up(fabric, target)
     try:

@@ -1,47 +1,63 @@
-"""Data-plane targets: which node class the switches use and how their tables get written.
+"""Data-plane targets: what a target offers the bring-up, the runner and the faults.
 
-A target turns the static tables (controller/tables.py) into a running data plane:
-- `KernelTarget`: switches are Linux router namespaces; tables become `ip -6` routes.
-Each target's `program()` writes every table once and returns the number of writes, so
-the run summary can show that nothing is written again while traffic runs.
+A target turns the static tables (controller/tables.py) into a running data plane. It
+names the Mininet class of its switches and their parameters, writes every table once
+(`program()` returns the number of writes, so the run summary can show that nothing is
+written again while traffic runs), and implements the switch and link faults:
+- `KernelTarget` (experiments/kernel_target.py): switches are Linux router namespaces;
+  tables become `ip -6` routes;
+- `Bmv2Target` (experiments/bmv2_target.py): the P4 program on one simple_switch_grpc
+  per switch, programmed over P4Runtime.
+
+Hosts are Linux namespaces on every target (experiments/bringup.py configures them),
+so a host port fault is the same everywhere and is applied here.
 """
 
 from __future__ import annotations
 
-from controller.tables import all_tables, switch_tables
+from typing import TYPE_CHECKING, Protocol
+
 from experiments.faults import Action
+from experiments.kernel_target import KernelTarget
 from topologies.addressing import intf_name
 from topologies.model import Fabric
-from topologies.network import set_link
-from topologies.nodes import KernelRouter
+
+if TYPE_CHECKING:
+    from topologies.network import FabricNet, NodeParams
+
+TARGETS = ("kernel", "bmv2")
 
 
-class KernelTarget:
-    name = "kernel"
-    switch_cls = KernelRouter
-    shape_switch_ports = True  # tc shapes every link; the kernel has no switch queues of its own
+class Target(Protocol):
+    """A data-plane target, as the bring-up, the runner and the fault player use it."""
 
-    def switch_params(self, fabric: Fabric) -> dict:
-        return {}
+    name: str  # as in DATAPLANE= and the run summary
+    switch_cls: type  # the Mininet node class of every switch
+    # Whether tc shapes the switches' ports too: False when the switch queues by itself
+    # (and then also marks ECN and trims on its own queues).
+    shape_switch_ports: bool
 
-    def program(self, net, fabric: Fabric) -> int:
-        return sum(net.get(name).program(tables) for name, tables in all_tables(fabric).items())
+    def switch_params(self, fabric: Fabric) -> NodeParams:
+        """Switch name -> keyword arguments of `switch_cls`."""
 
-    def reboot(self, net, fabric: Fabric, switch: str, up: bool) -> int:
-        node = net.get(switch)
-        if not up:
-            node.power_off()
-            return 0
-        return node.power_on(switch_tables(fabric, fabric.node(switch)))
+    def program(self, net: FabricNet, fabric: Fabric) -> int:
+        """Write every switch's static tables once; returns the entries written."""
 
-    def blackhole(self, net, switch: str, on: bool) -> None:
-        net.get(switch).blackhole(on)
+    def reboot(self, net: FabricNet, fabric: Fabric, switch: str, up: bool) -> int:
+        """Power a switch off (tables lost, ports dark) or on again with the same
+        tables; returns the entries written."""
 
-    def set_link(self, net, a: str, b: str, up: bool) -> None:
-        set_link(net, a, b, up)
+    def blackhole(self, net: FabricNet, fabric: Fabric, switch: str, on: bool) -> None:
+        """Make a switch silently drop what it should forward (links stay up), or stop."""
+
+    def set_link(self, net: FabricNet, a: str, b: str, up: bool) -> None:
+        """Fail or restore the link between nodes a and b, both ways."""
+
+    def summary_fields(self) -> dict[str, object]:
+        """Figures of this target for the run summary (e.g. P4Runtime write batches)."""
 
 
-def apply_fault(net, fabric: Fabric, action: Action, target) -> None:
+def apply_fault(net: FabricNet, fabric: Fabric, action: Action, target: Target) -> None:
     """Apply one fault step on any target; link and switch faults go to the target."""
     if action.kind == "link-flap":
         target.set_link(net, *action.target, up=action.up)
@@ -51,13 +67,18 @@ def apply_fault(net, fabric: Fabric, action: Action, target) -> None:
     elif action.kind == "switch-reboot":
         target.reboot(net, fabric, action.target[0], action.up)
     else:
-        target.blackhole(net, action.target[0], not action.up)
+        target.blackhole(net, fabric, action.target[0], not action.up)
 
 
-def make_target(name: str):
+def make_target(name: str) -> Target:
+    """The target called `name` (one of TARGETS). The BMv2 target compiles the P4
+    program here, and raises Bmv2Error when p4c fails."""
     if name == "kernel":
         return KernelTarget()
-    # The BMv2 target lives beside the P4 controller; imported only when asked for.
-    from experiments.bmv2_target import Bmv2Target
+    if name == "bmv2":
+        # Imported only when asked for: it loads gRPC and the P4Runtime protobufs,
+        # which a kernel run does not need.
+        from experiments.bmv2_target import Bmv2Target
 
-    return Bmv2Target()
+        return Bmv2Target()
+    raise ValueError(f"unknown data-plane target {name!r}: use one of {', '.join(TARGETS)}")

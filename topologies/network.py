@@ -1,10 +1,12 @@
-"""Build a Fabric as a Mininet network, and write the resolved topology file.
+"""Build a Fabric as a Mininet network, start it, shape its links, flap them, stop it.
 
 `FabricTopo` is a pure Mininet graph (nothing starts when it is built): hosts, switches
 and links with the port numbers, interface names and MACs of the addressing plan.
-`start_network()` creates it with the node classes of the chosen data plane, shapes
-every link with tc, and returns the started Mininet object; the caller owns stopping it
-(the experiment runner does so in `finally`).
+`start_network()` creates it with the switch class and the per-node parameters the
+data-plane target hands over (the nodes run what they are given: this module knows
+no table and no controller), starts it and returns the started `FabricNet`; the caller
+owns stopping it (experiments/bringup.py does so, also when a step fails).
+`shape_links()` sets every link's rate, queue, delay and ECN with tc.
 """
 
 from __future__ import annotations
@@ -16,24 +18,25 @@ from mininet.link import Link
 from mininet.net import Mininet
 from mininet.topo import Topo
 
-from controller.kernel import apply
 from topologies.addressing import host_address
 from topologies.linkstate import LinkState
 from topologies.model import Fabric
-from topologies.nodes import FabricHost, KernelRouter
+from topologies.nodes import FabricHost, KernelRouter, StaticConfigNode, run_commands
 from topologies.shaping import ShapingFeatures, tc_commands
+
+NodeParams = dict[str, dict]  # node name -> keyword arguments of its node class
 
 
 class FabricTopo(Topo):
-    """The Mininet graph of a Fabric. Switch nodes use `switch_cls`."""
+    """The Mininet graph of a Fabric. Switch nodes use `switch_cls`; each node gets its
+    entry of `switch_params` or `host_params` as keyword arguments."""
 
-    def build(self, fabric: Fabric, switch_cls=KernelRouter, switch_params=None):
+    def build(self, fabric: Fabric, switch_cls: type, switch_params: NodeParams,
+              host_params: NodeParams):
         for host in fabric.hosts:
-            plane_ports = [(p.number, p.intf, p.peer_mac) for p in fabric.ports(host.name)]
-            self.addHost(host.name, cls=FabricHost, ip=None,
-                         address=host_address(host.index), plane_ports=plane_ports)
+            self.addHost(host.name, cls=FabricHost, ip=None, **host_params.get(host.name, {}))
         for switch in fabric.switches:
-            params = (switch_params or {}).get(switch.name, {})
+            params = switch_params.get(switch.name, {})
             if issubclass(switch_cls, KernelRouter):
                 self.addHost(switch.name, cls=switch_cls, ip=None, **params)
             else:
@@ -43,6 +46,25 @@ class FabricTopo(Topo):
             b = fabric.ports(link.b)[link.b_port]
             self.addLink(link.a, link.b, port1=a.number, port2=b.number,
                          intfName1=a.intf, intfName2=b.intf, addr1=a.mac, addr2=b.mac)
+
+
+class FabricNet(Mininet):
+    """A Mininet network with a netlink socket in every node's namespace, made at start
+    so that the first link fault is as quick as the others."""
+
+    def __init__(self, *args, **kwargs):
+        self.link_state = LinkState()  # before Mininet's own set-up, which may build
+        super().__init__(*args, **kwargs)
+
+    def start(self) -> None:
+        super().start()
+        for node in self.hosts + self.switches:
+            self.link_state.open(node.pid)
+
+    def stop(self) -> None:
+        # Netlink sockets hold their namespaces alive: close them before the nodes go.
+        self.link_state.close()
+        super().stop()
 
 
 def shape_links(net: Mininet, fabric: Fabric, features: ShapingFeatures,
@@ -58,21 +80,12 @@ def shape_links(net: Mininet, fabric: Fabric, features: ShapingFeatures,
             # Only fabric (T0-T1) ports mark: host ports and last hops never do.
             marks = ecn and port.tier == "t0_t1"
             threshold = fabric.spec.ecn_threshold_pkts if marks else None
-            count += apply(tc_commands(port.intf, params, threshold, features), node.cmd, name)
+            count += run_commands(tc_commands(port.intf, params, threshold, features),
+                                  node.cmd, name)
     return count
 
 
-def link_state(net: Mininet) -> LinkState:
-    """The network's netlink link-state setter, with a socket in every node's namespace."""
-    state = getattr(net, "link_state", None)
-    if state is None:
-        state = net.link_state = LinkState()
-        for node in net.hosts + net.switches:
-            state.open(node.pid)
-    return state
-
-
-def set_link(net: Mininet, a: str, b: str, up: bool) -> None:
+def set_link(net: FabricNet, a: str, b: str, up: bool) -> None:
     """Set both ends of the link between nodes a and b down or up (the link-flap primitive).
 
     Both ends change within microseconds, over rtnetlink (topologies/linkstate.py), as
@@ -82,26 +95,25 @@ def set_link(net: Mininet, a: str, b: str, up: bool) -> None:
     links = net.linksBetween(net.get(a), net.get(b))
     if not links:
         raise ValueError(f"no link between {a} and {b}")
-    state = link_state(net)
     for link in links:
         for intf in (link.intf1, link.intf2):
-            state.set(intf.node.pid, intf.name, up)
+            net.link_state.set(intf.node.pid, intf.name, up)
     if up:
         for link in links:
             for intf in (link.intf1, link.intf2):
-                restore = getattr(intf.node, "restore_port", None)
-                if restore:
-                    restore(intf.name)
+                if isinstance(intf.node, StaticConfigNode):
+                    intf.node.restore_port(intf.name)
 
 
-def start_network(fabric: Fabric, switch_cls=KernelRouter, switch_params=None) -> Mininet:
+def start_network(fabric: Fabric, switch_cls: type, switch_params: NodeParams,
+                  host_params: NodeParams) -> FabricNet:
     """Create and start the Mininet network (the caller must stop it)."""
-    topo = FabricTopo(fabric, switch_cls=switch_cls, switch_params=switch_params)
-    net = Mininet(topo=topo, controller=None, link=Link, autoSetMacs=False,
-                  autoStaticArp=False, build=False)
+    topo = FabricTopo(fabric, switch_cls=switch_cls, switch_params=switch_params,
+                      host_params=host_params)
+    net = FabricNet(topo=topo, controller=None, link=Link, autoSetMacs=False,
+                    autoStaticArp=False, build=False)
     net.build()
     net.start()
-    link_state(net)  # ready before any fault, so the first is as quick as the others
     return net
 
 
@@ -111,10 +123,6 @@ def stop_network(net: Mininet) -> None:
         if node.shell and node.waiting:
             node.sendInt()
             node.waitOutput()
-    # Netlink sockets hold their namespaces alive: close them before the nodes go.
-    state = getattr(net, "link_state", None)
-    if state is not None:
-        state.close()
     net.stop()
 
 

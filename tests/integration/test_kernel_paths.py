@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from experiments.checks import check_paths
 from experiments.faults import Action
-from experiments.targets import KernelTarget, apply_fault
+from experiments.kernel_target import KernelTarget
+from experiments.targets import apply_fault
 from topologies.network import set_link
 from topologies.paths import all_paths
 
