@@ -1,9 +1,9 @@
 """Packet captures of chosen host and switch ports, written into the results folder.
 
-`CAPTURE=1` captures the default ports; `CAPTURE=h0,p0t1s1:eth2` names others. Each
-port gets one tcpdump started in its node (`node.popen`, as the agents are: inside the
-host's or kernel router's namespace, in the root namespace for a BMv2 switch), writing
-`<folder>/pcap/<node>-eth<N>.pcap`. The files are bounded twice: the snap length keeps
+`CAPTURE=1` captures the default ports; `CAPTURE=h0,p0t1s1:eth2` names others, and
+`CAPTURE=default,h3` adds to the default. Each port gets one tcpdump started in its
+node (`node.popen`, as the agents are: inside the host's or kernel router's namespace,
+in the root namespace for a BMv2 switch), writing `<folder>/pcap/<node>-eth<N>.pcap`. The files are bounded twice: the snap length keeps
 the headers (Ethernet, IPv6, UDP, the MRC header and control body: 118 bytes) but not
 the payload, and a packet count per port shares a total size budget among the ports.
 tcpdump stops by itself at that count, so a capture holds the *first* packets of a run.
@@ -89,14 +89,18 @@ def parse_spec(spec: str | None, fabric: Fabric, source: str = SPEC_SOURCE
     """The ports a spec names: a comma list of `node` (every port) or `node:intf`.
 
     `intf` may be the interface name (`p0t0r0-eth2`), its short form (`eth2`) or the
-    port number (`2`). An empty spec, `1` or `default` mean `default_spec()`.
+    port number (`2`). The item `default` stands for `default_spec()`, and so does an
+    empty spec or `1` (what CAPTURE=1 passes).
     """
     text = (spec or "").strip()
     if text.lower() in DEFAULT_WORDS:
-        text = default_spec(fabric)
+        text = "default"
+    items: list[str] = []
+    for part in (part.strip() for part in text.split(",")):
+        items += default_spec(fabric).split(",") if part == "default" else [part]
     targets: list[CaptureTarget] = []
     nodes = {n.name for n in (*fabric.hosts, *fabric.switches)}
-    for item in (part.strip() for part in text.split(",")):
+    for item in items:
         if not item:
             raise CaptureError(source, repr(text), "empty item in the comma list",
                                "name nodes or node:port separated by single commas")

@@ -40,6 +40,7 @@ def test_the_default_is_every_port_of_h0_and_of_its_plane0_t0(fabric):
     expected = ["h0-eth0", "h0-eth1"] + [f"p0t0r0-eth{n}" for n in range(4)]
     for spec in (None, "", "1", "default"):
         assert names(parse_spec(spec, fabric)) == expected
+    assert names(parse_spec("default,h3:1,h0", fabric)) == expected + ["h3-eth1"]
 
 
 def test_a_spec_names_nodes_and_ports_in_three_spellings(fabric):
