@@ -63,3 +63,13 @@ clean: clean-net ## clean-net, and remove build/ and caches (results/ is kept)
 	@echo "== clean: build/ and caches"
 	@rm -rf $(BUILD) .pytest_cache .ruff_cache .hypothesis
 	@find . -path ./.venv -prune -o -name __pycache__ -type d -exec rm -rf {} +
+
+# ---------------------------------------------------------------- labs (labs/README.md)
+.PHONY: lab-start lab-check
+lab-start: deps ## copy a lab's skeleton into its work/ folder: make lab-start LAB=02
+	@echo "== lab-start: LAB=$(LAB)"
+	@$(PY) -m labs start $(LAB)
+
+lab-check: deps ## check your lab: make lab-check LAB=02 (SOLUTION=1: the lab's solution)
+	@echo "== lab-check: LAB=$(LAB)$(if $(SOLUTION), (solution))"
+	@$(PY) -m labs check $(LAB) $(if $(SOLUTION),--solution) $(ARGS)

@@ -1,0 +1,67 @@
+"""`python -m labs`: list the labs, start one, check one.
+
+    python -m labs list
+    python -m labs start 02              copy the skeleton into labs/lab02_.../work/
+    python -m labs check 02              check your work copy
+    python -m labs check 02 --solution   check the lab's own solution (or --skeleton)
+
+Exit status: 0 the lab passes, 1 it does not yet, 2 a usage mistake (one line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from labs.course import LABS, LabError, check_module, files_dir, lab_dir, lab_number, start
+from topologies.errors import UserError
+
+
+def run_check(argv: list[str], number: str | None = None) -> int:
+    """Parse the check's options (the lab's own too) and print its report."""
+    parser = argparse.ArgumentParser(prog="python -m labs check",
+                                     description="check a lab's files")
+    if number is None:
+        parser.add_argument("lab", help="lab number, e.g. 02")
+        known, _ = parser.parse_known_args(argv)
+        number = lab_number(known.lab)
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--solution", dest="copy", action="store_const", const="solution",
+                       default="work", help="check the lab's solution instead of your work")
+    which.add_argument("--skeleton", dest="copy", action="store_const", const="skeleton",
+                       help="check the untouched skeleton (it must fail)")
+    module = check_module(number)
+    if hasattr(module, "add_arguments"):
+        module.add_arguments(parser)
+    options = parser.parse_args(argv)
+    report = module.check(files_dir(number, options.copy), options)
+    print(report.render())
+    return 0 if report.passed else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    command, rest = (argv[0], argv[1:]) if argv else ("list", [])
+    try:
+        if command == "list":
+            for number, package in LABS.items():
+                title = (lab_dir(number) / "README.md").read_text().splitlines()[0]
+                print(f"{number}  {title.lstrip('# ')}  (labs/{package})")
+            return 0
+        if command == "start" and len(rest) == 1:
+            work = start(lab_number(rest[0]))
+            print(f"your copy: {work.relative_to(lab_dir(lab_number(rest[0])).parent.parent)}"
+                  f" (edit the files marked TODO, then: make lab-check LAB={rest[0]})")
+            return 0
+        if command == "check":
+            return run_check(rest)
+    except (LabError, UserError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print("usage: python -m labs [list | start NN | check NN [--solution | --skeleton]]",
+          file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

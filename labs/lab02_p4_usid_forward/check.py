@@ -1,0 +1,41 @@
+"""Check Lab 02: the uSID shift and the forwarding steps of the ingress control.
+
+Static (always): no TODO left, the shift reads the next uSID before moving the rest,
+both tables are applied in order and a miss drops. With p4c-bm2-ss: the lab's program
+(p4src/ with the student's pieces, labs/p4lab.py) compiles. With BMv2 and root: the
+project's PTF tests of shift-and-forward, last hop, drops and hop limit pass on it
+(tests/p4/test_labs_p4.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from labs.p4lab import Rule, add_arguments, check_lab
+
+__all__ = ["add_arguments", "check"]
+
+ACTIVE = r"hdr\.ipv6\.dst_active=hdr\.ipv6\.dst_rest\[79:64\];"
+REST = (r"hdr\.ipv6\.dst_rest=(hdr\.ipv6\.dst_rest<<16|hdr\.ipv6\.dst_rest\[63:0\]\+\+"
+        r"[^;]+|\(hdr\.ipv6\.dst_rest<<16\));")
+MISS = r"(if\(!{t}\.apply\(\)\.hit\)|if\({t}\.apply\(\)\.miss\))\{{drop\(\);return;\}}"
+
+RULES = (
+    Rule("usid_shift.p4", "the next uSID becomes active, then the rest moves up 16 bits",
+         (r"actionusid_shift\(\)\{", ACTIVE, REST), ordered=True,
+         hint="dst_active takes dst_rest's top 16 bits [79:64] first; then dst_rest "
+              "shifts left by 16 (the other order would copy the wrong uSID)"),
+    Rule("usid_shift.p4", "the action still counts its packets",
+         (r"my_usid_counter\.count\(\);",), hint="keep my_usid_counter.count();"),
+    Rule("forward.p4", "my_usid is applied, and a miss drops",
+         (MISS.format(t="my_usid"),),
+         hint="apply my_usid; when it does not hit, drop() and return"),
+    Rule("forward.p4", "next_hop is applied after my_usid and the hop limit, and a miss drops",
+         (MISS.format(t="my_usid"), r"hop_limit-1;", MISS.format(t="next_hop")), ordered=True,
+         hint="after the hop-limit step, apply next_hop; when it does not hit, drop() and "
+              "return"),
+)
+
+
+def check(folder: Path, options=None):
+    return check_lab("02", "Lab 02: P4 uSID shift-and-forward", folder, RULES, options, "lab02")
