@@ -18,7 +18,7 @@ from experiments.targets import KernelTarget, apply_fault
 from experiments.workload_run import run_transport
 from experiments.workloads import phases
 from hosts import protocol
-from topologies.network import write_resolved_topology
+from topologies.resolved import write_resolved_topology
 
 REPO = Path(__file__).resolve().parents[2]
 DISSECTOR = REPO / "tools" / "wireshark" / "mrc.lua"
@@ -38,7 +38,7 @@ def captured(kernel_network, tmp_path_factory):
     """The results folder of one transfer under capture, and the capture's results."""
     net, fabric = kernel_network
     folder = tmp_path_factory.mktemp("capture-run")
-    write_resolved_topology(folder / "topology.json", fabric, {"dataplane": "kernel"})
+    write_resolved_topology(folder / "topology.json", fabric, "kernel")
     plan = phases("transfer", {"src": 0, "dst": 3, "message_bytes": MESSAGE},
                   len(fabric.hosts))
     capture = Capture(net, parse_spec("default,h3", fabric), folder)

@@ -20,8 +20,8 @@ import pytest
 from hosts import protocol
 from topologies.addressing import host_address, usid_address
 from topologies.model import load_topology
-from topologies.network import resolved_topology
 from topologies.paths import catalogue
+from topologies.resolved import resolved_topology
 
 REPO = Path(__file__).resolve().parents[2]
 DISSECTOR = REPO / "tools" / "wireshark" / "mrc.lua"
@@ -151,7 +151,7 @@ def capture(tmp_path_factory, fabric):
 
     folder = tmp_path_factory.mktemp("run")
     wrpcap(str(folder / "h0-eth0.pcap"), [p for _, p in packets(fabric)])
-    doc = resolved_topology(fabric, {"dataplane": "kernel"})
+    doc = resolved_topology(fabric, "kernel")
     (folder / "topology.json").write_text(json.dumps(doc, indent=1))
     return folder
 
