@@ -4,13 +4,15 @@ Packets are built with the project's scapy layer (hosts/mrc_scapy.py) on real pa
 2tier-2plane (topologies/paths.py), written to a pcap, and decoded by `tshark -X
 lua_script:...`: every header field, the control body, the trimmed header, and the uSID
 list of the destination named by node from the run's topology.json. Skipped, with the
-reason, where tshark is not installed.
+reason, where tshark is not installed. The facts the Lua script repeats (it cannot
+import Python) are also compared with their Python home, with or without tshark.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -18,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from hosts import protocol
+from topologies import addressing
 from topologies.addressing import host_address, usid_address
 from topologies.model import load_topology
 from topologies.paths import catalogue
@@ -26,9 +29,7 @@ from topologies.resolved import resolved_topology
 REPO = Path(__file__).resolve().parents[2]
 DISSECTOR = REPO / "tools" / "wireshark" / "mrc.lua"
 TSHARK = shutil.which("tshark")
-
-pytestmark = pytest.mark.skipif(TSHARK is None,
-                                reason="tshark not installed (make deps installs it)")
+LUA_TEXT = DISSECTOR.read_text()
 
 FIELDS = ["mrc.version", "mrc.type", "mrc.flags", "mrc.plane", "mrc.reason",
           "mrc.conn_id.sender", "mrc.conn_id.receiver", "mrc.ev", "mrc.ev.plane",
@@ -48,6 +49,8 @@ def fabric():
 @pytest.fixture(scope="module")
 def dissector_loads():
     """tshark loads the script; fails on a Lua error, skips where root may not run Lua."""
+    if TSHARK is None:
+        pytest.skip("tshark not installed (make deps installs it)")
     done = subprocess.run([TSHARK, "-G", "protocols", "-X", f"lua_script:{DISSECTOR}"],
                           capture_output=True, text=True, timeout=60)
     assert "Lua: Error" not in done.stderr + done.stdout, done.stderr
@@ -233,6 +236,35 @@ def test_the_usid_list_is_named_by_node(decoded):
     assert decoded["trimmed"]["usid.node"] == "h3"  # the receiver's own address
     assert decoded["sack"]["usid.path"] == "p0t0r1 > p0t1s1 > p0t0r0 > h0"
     assert decoded["nack"]["usid.path"] == "p1t0r1 > p1t1s0 > p1t0r0 > h0"
+
+
+def lua_constant(name: str) -> str:
+    match = re.search(rf"^local {name} = (.+?)(?:\s+--.*)?$", LUA_TEXT, re.MULTILINE)
+    assert match, f"{name} not found in {DISSECTOR}"
+    return match.group(1)
+
+
+def lua_table(name: str) -> dict[int, str]:
+    start = LUA_TEXT.index(f"local {name} = {{")
+    body = LUA_TEXT[start:LUA_TEXT.index("}\n", start)]
+    pairs = re.findall(r"\[(\d+)\] = \"(\w+)\"", body)
+    pairs += re.findall(r"\{ (0x[0-9A-Fa-f]+), \"(\w+)\" \}", body)
+    return {int(k, 0): v for k, v in pairs}
+
+
+def test_the_scripts_facts_match_their_python_home():
+    assert int(lua_constant("MRC_UDP_PORT")) == protocol.MRC_UDP_PORT
+    assert int(lua_constant("HEADER_BYTES")) == protocol.MRC_HEADER_BYTES
+    assert int(lua_constant("CONTROL_BODY_BYTES")) == protocol.CONTROL_BODY_BYTES
+    assert int(lua_constant("DATA")) == protocol.DATA
+    assert int(lua_constant("NACK")) == protocol.NACK
+    assert int(lua_constant("F_TRIMMED"), 0) == protocol.F_TRIMMED
+    assert lua_table("TYPE_NAMES") == protocol.TYPE_NAMES
+    assert lua_table("FLAG_BITS") == protocol.FLAG_NAMES
+    assert lua_table("REASON_NAMES") == {0: "none", **protocol.REASON_NAMES}
+    assert int(lua_constant("LOCATOR_BLOCK"), 0) == addressing.LOCATOR_BLOCK
+    assert int(lua_constant("MAX_USIDS")) == addressing.MAX_USIDS
+    assert int(lua_constant("HOST_BASE"), 0) == addressing.HOST_BASE
 
 
 def test_names_come_from_the_topology_file(capture, dissector_loads, fabric):

@@ -25,6 +25,8 @@ local MRC_UDP_PORT = 4793
 local HEADER_BYTES = 32
 local CONTROL_BODY_BYTES = 24
 local DATA = 1
+local NACK = 3
+local F_TRIMMED = 0x01
 
 local TYPE_NAMES = { [1] = "DATA", [2] = "SACK", [3] = "NACK", [4] = "PROBE",
                      [5] = "PROBE_REPLY", [6] = "PLANE_STATUS" }
@@ -181,7 +183,7 @@ function mrc.dissector(tvb, pinfo, tree)
   if kind == DATA then
     info = info .. string.format(" off=%d len=%d", tvb(20, 4):uint(), payload_len)
     len_item:add(f.payload_present, tvb(28, 2), present):set_generated()
-    if has_bit(flags, 0x01) then
+    if has_bit(flags, F_TRIMMED) then
       if present == 0 then
         len_item:add(f.trimmed_bytes, tvb(28, 2), payload_len):set_generated()
         t:add_proto_expert_info(e.trimmed, string.format(
@@ -213,7 +215,7 @@ function mrc.dissector(tvb, pinfo, tree)
     if tvb:len() >= HEADER_BYTES + CONTROL_BODY_BYTES then
       info = info .. string.format(" cum=%d", dissect_control(tvb, t))
     end
-    if kind == 3 then info = info .. " reason=" .. (REASON_NAMES[tvb(3, 1):uint()] or "?") end
+    if kind == NACK then info = info .. " reason=" .. (REASON_NAMES[tvb(3, 1):uint()] or "?") end
   else
     t:add_proto_expert_info(e.malformed, "unknown packet type " .. kind)
   end
