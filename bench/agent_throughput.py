@@ -47,14 +47,14 @@ from experiments.workloads import phases  # noqa: E402
 from hosts.baseline import SinglePathSender  # noqa: E402
 from hosts.config import ProtocolConfig  # noqa: E402
 from hosts.pacing import Pacer  # noqa: E402
+from hosts.protocol import DEFAULT_MTU_PAYLOAD, MRC_HEADER_BYTES  # noqa: E402
 from hosts.simnet import Chaos, Outage, SimNet  # noqa: E402
-from hosts.wire import HEADER_LEN  # noqa: E402
 from topologies.addressing import host_address  # noqa: E402
 from topologies.model import load_topology  # noqa: E402
 from topologies.paths import catalogue, choices_per_plane, path_for_ev  # noqa: E402
 
 SECONDS = 3.0
-PAYLOAD = 1200
+PAYLOAD = DEFAULT_MTU_PAYLOAD
 
 
 def fast_topology(folder: Path) -> Path:
@@ -68,14 +68,14 @@ def fast_topology(folder: Path) -> Path:
 
 def raw_limit(net, fabric, planes: int) -> dict:
     paths = [p for p in catalogue(fabric, 0, 1) if p.plane < planes]
-    rx = net.get("h1").popen([sys.executable, "bench/rawsock.py", "recv", "--address",
+    rx = net.get("h1").popen([sys.executable, "-m", "bench.rawsock", "recv", "--address",
                               host_address(1), "--seconds", str(SECONDS + 1)],
                              cwd=str(REPO), stdout=subprocess.PIPE, text=True)
     assert rx.stdout.readline().strip() == "ready"
-    tx = net.get("h0").popen([sys.executable, "bench/rawsock.py", "send", "--address",
+    tx = net.get("h0").popen([sys.executable, "-m", "bench.rawsock", "send", "--address",
                               host_address(0), "--dst-addresses",
                               ",".join(p.address for p in paths), "--seconds", str(SECONDS),
-                              "--size", str(PAYLOAD + HEADER_LEN)], cwd=str(REPO),
+                              "--size", str(PAYLOAD + MRC_HEADER_BYTES)], cwd=str(REPO),
                              stdout=subprocess.PIPE, text=True)
     tx.communicate()
     return json.loads(rx.communicate()[0])
@@ -146,7 +146,7 @@ def failed_path(fabric):
 
 def plane_gap_ms(fabric) -> float:
     """Time between two full packets of one plane at the host link's rate (paced)."""
-    pacer = Pacer(1, fabric.spec.host_t0.rate_mbit, ProtocolConfig().mtu_payload + HEADER_LEN)
+    pacer = Pacer(1, fabric.spec.host_t0.rate_mbit, ProtocolConfig().mtu_payload + MRC_HEADER_BYTES)
     return round(pacer.packet_s * 1000, 3)
 
 

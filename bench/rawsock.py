@@ -1,8 +1,8 @@
 """Raw UDP socket blaster and counter, the yardstick for the agent's goodput.
 
-Run inside a host namespace by bench/agent_throughput.py:
-    python3 bench/rawsock.py recv --address A --seconds S
-    python3 bench/rawsock.py send --address A --dst-addresses X,Y,... --seconds S --size N
+Run inside a host namespace by bench/agent_throughput.py, from the repository root:
+    python3 -m bench.rawsock recv --address A --seconds S
+    python3 -m bench.rawsock send --address A --dst-addresses X,Y,... --seconds S --size N
 The sender cycles over the given path addresses (one per plane, or one) as fast as the
 socket accepts; the receiver counts datagrams and bytes and prints one JSON line.
 """
@@ -15,8 +15,9 @@ import socket
 import sys
 import time
 
-PORT = 4794  # beside the agents' port, so both can run at once
-UDP_NO_CHECK6_TX, UDP_NO_CHECK6_RX = 101, 102
+from hosts.protocol import MRC_UDP_PORT, UDP_NO_CHECK6_RX, UDP_NO_CHECK6_TX
+
+PORT = MRC_UDP_PORT + 1  # beside the agents' port, so both can run at once
 
 
 def open_socket(address: str) -> socket.socket:

@@ -21,13 +21,11 @@ import struct
 import sys
 import time
 
+from hosts.protocol import MRC_UDP_PORT, UDP_NO_CHECK6_RX, UDP_NO_CHECK6_TX
 from topologies.addressing import host_address
 from topologies.model import load_topology
 from topologies.paths import catalogue
 
-PORT = 4793
-UDP_NO_CHECK6_TX = 101  # linux/udp.h; not exported by Python's socket module
-UDP_NO_CHECK6_RX = 102
 MAGIC = b"MRCPATH1"
 DATAGRAM = struct.Struct("!8sHHIH")  # magic, src, dst, ev, round
 
@@ -37,7 +35,7 @@ def open_socket(host_index: int) -> socket.socket:
     sock.setsockopt(socket.IPPROTO_UDP, UDP_NO_CHECK6_TX, 1)
     sock.setsockopt(socket.IPPROTO_UDP, UDP_NO_CHECK6_RX, 1)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
-    sock.bind((host_address(host_index), PORT))
+    sock.bind((host_address(host_index), MRC_UDP_PORT))
     sock.setblocking(False)
     return sock
 
@@ -74,7 +72,8 @@ def run(topology: str, me: int, copies: int, gap_s: float, timeout_s: float) -> 
     for rnd in range(copies):
         for path in outgoing:
             try:
-                sock.sendto(DATAGRAM.pack(MAGIC, me, path.dst, path.ev, rnd), (path.address, PORT))
+                sock.sendto(DATAGRAM.pack(MAGIC, me, path.dst, path.ev, rnd),
+                            (path.address, MRC_UDP_PORT))
                 sent += 1
             except OSError:
                 errors += 1

@@ -36,9 +36,9 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 
 from hosts.endpoint import Endpoint, make_endpoint
-from hosts.netio import MRC_PORT, CarrierWatcher, PlaneSockets, carrier
+from hosts.netio import CarrierWatcher, PlaneSockets, carrier
 from hosts.payload import build, check
-from hosts.wire import MAX_MSG_LEN
+from hosts.protocol import MAX_MSG_LEN, MRC_UDP_PORT
 from topologies.addressing import AddressingError, host_address, parse_usids
 from topologies.model import load_topology
 from topologies.paths import path_for_ev
@@ -110,7 +110,7 @@ class Agent:
         key = (dst, ev)
         target = self.targets.get(key)
         if target is None:
-            target = (path_for_ev(self.fabric, self.me, dst, ev).address, MRC_PORT)
+            target = (path_for_ev(self.fabric, self.me, dst, ev).address, MRC_UDP_PORT)
             self.targets[key] = target
         return target
 

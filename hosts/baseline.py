@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import hashlib
 
-from hosts import wire
+from hosts import protocol, wire
 from hosts.cc import DelayWindow
 from hosts.config import ProtocolConfig
-from hosts.sender import SenderError
-from topologies.paths import make_ev
+from hosts.protocol import ev_plane, make_ev
+from hosts.sender import SenderError, smooth_rtt
 
 
 class SinglePathSender:
@@ -39,6 +39,7 @@ class SinglePathSender:
         self.retries = 0
         self.failing_since: float | None = None
         self.srtt = 0.0
+        self.rttvar = 0.0
         self.cwnd = DelayWindow(config.cwnd_initial, config.window, config.target_delay_s,
                                 config.cc)
         self.stats = {"data_tx": 0, "retransmits": 0, "acked": 0, "timeouts": 0, "reroutes": 0,
@@ -70,7 +71,7 @@ class SinglePathSender:
         return self.next < len(self.packets) and self.cwnd.allows(self.next - self.base)
 
     def wanted_planes(self) -> list[int]:
-        return [self.ev >> 24]
+        return [ev_plane(self.ev)]
 
     def timer_at(self, now: float) -> float:
         """When poll() should look at the timeout again: every tick."""
@@ -92,13 +93,14 @@ class SinglePathSender:
             self._reroute(now)
         elif self.busy and self.next > self.base and now - self.sent_at > self._rto():
             self._timeout(now)
-        plane = self.ev >> 24
+        plane = ev_plane(self.ev)
         while (budget > 0 and self.next < len(self.packets)
                and self.cwnd.allows(self.next - self.base)
                and (resend_ready if resend_ready and self.resending else plane_ready)(plane)):
             msg_id, offset, length, size, last = self.packets[self.next]
             data = self.messages[msg_id][0]
-            flags = (wire.F_LAST if last else 0) | (wire.F_RETRANSMIT if self.retries else 0)
+            flags = ((protocol.F_LAST if last else 0)
+                     | (protocol.F_RETRANSMIT if self.retries else 0))
             packet = wire.encode_data(flags, plane, self.conn_id, self.ev, msg_id, self.next,
                                       offset, size, data[offset:offset + length])
             charge(plane, len(packet))
@@ -122,7 +124,7 @@ class SinglePathSender:
         self.stats["timeouts"] += 1
         self.stats["retransmits"] += self.next - self.base
         self.on_event({"t": now, "event": "timeout", "psn": self.base, "ev": self.ev,
-                       "plane": self.ev >> 24, "peer": self.peer})
+                       "plane": ev_plane(self.ev), "peer": self.peer})
         if self.failing_since is None:
             self.failing_since = now  # routing starts to reconverge around the failure
         self.retries += 1
@@ -136,7 +138,7 @@ class SinglePathSender:
         self.failing_since = None
         self.stats["reroutes"] += 1
         self.on_event({"t": now, "event": "reroute", "ev": self.ev, "from_ev": old,
-                       "plane": self.ev >> 24, "peer": self.peer})
+                       "plane": ev_plane(self.ev), "peer": self.peer})
         self.stats["retransmits"] += self.next - self.base
         self.retries = 0
         self.next = self.base
@@ -147,7 +149,7 @@ class SinglePathSender:
             return
         if self.retries == 0:
             sample = now - self.sent_at
-            self.srtt = sample if not self.srtt else 0.875 * self.srtt + 0.125 * sample
+            self.srtt, self.rttvar = smooth_rtt(self.srtt, self.rttvar, sample)
             self.cwnd.on_rtt(sample, now)
         for psn in range(self.base, min(ctl.cum_psn, len(self.packets))):
             msg_id = self.packets[psn][0]
@@ -172,9 +174,9 @@ class SinglePathSender:
         """Feed one decoded control packet of this connection."""
         if ctl is None:
             return
-        if hdr.type == wire.SACK:
+        if hdr.type == protocol.SACK:
             self.on_sack(hdr, ctl, now)
-        elif hdr.type == wire.NACK:
+        elif hdr.type == protocol.NACK:
             self.on_nack(hdr, ctl, now)
 
     def on_nack(self, hdr: wire.Header, ctl: wire.Control, now: float) -> None:

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
+from hosts.protocol import DEFAULT_MTU_PAYLOAD, MAX_PAYLOAD
+
 # With evs_per_plane = 0, a plane gets one EV per path of its catalogue, repeated until
 # it has at least this many: every path carries the same share, and a connection has
 # enough EVs that retiring one path never runs into the ev_min_active floor.
 AUTO_MIN_EVS_PER_PLANE = 8
-MAX_PAYLOAD = 0xFFFF - 32  # payload_len is 16 bits; keep the datagram below 64 KiB too
 
 
 class ConfigError(ValueError):
@@ -21,7 +22,7 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class ProtocolConfig:
-    mtu_payload: int = 1200  # payload bytes per DATA packet
+    mtu_payload: int = DEFAULT_MTU_PAYLOAD  # payload bytes per DATA packet
     window: int = 64  # packets in flight per connection (the congestion window's cap)
     evs_per_plane: int = 0  # active EVs per plane and connection; 0: from the catalogue
     ev_min_active: int = 2  # never retire below this many usable active EVs

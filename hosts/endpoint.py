@@ -16,16 +16,15 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import replace
 
-from hosts import wire
+from hosts import protocol, wire
 from hosts.baseline import SinglePathSender
 from hosts.config import ProtocolConfig
 from hosts.pacing import Pacer
+from hosts.protocol import TRANSPORTS, ev_choice, ev_plane, make_ev
 from hosts.receiver import Receiver
 from hosts.sender import Sender
 from topologies.model import Fabric
-from topologies.paths import EV_CHOICE_MASK, choices_per_plane, make_ev
-
-TRANSPORTS = ("mrc", "mrc-no-trim", "mrc-no-probe", "single-path")
+from topologies.paths import choices_per_plane
 
 
 class Endpoint:
@@ -44,7 +43,7 @@ class Endpoint:
         self.pending_acks: dict[tuple[int, int, int, int], list] = {}
         self.paths_to: dict[int, int] = {}  # peer -> paths per plane
         self.pacer = Pacer(self.planes, fabric.spec.host_t0.rate_mbit,
-                           config.mtu_payload + wire.HEADER_LEN, config.pace)
+                           config.mtu_payload + protocol.MRC_HEADER_BYTES, config.pace)
         self.senders: dict[int, Sender | SinglePathSender] = {}
         self.receivers: dict[tuple[int, int], Receiver] = {}
         self.control_out: deque = deque()
@@ -64,13 +63,13 @@ class Endpoint:
             return
         self.peers_seen.add(src)
         kind = hdr.type
-        if kind == wire.DATA:
+        if kind == protocol.DATA:
             receiver = self._receiver(src, hdr.conn_id)
             answer, flags, reason = receiver.on_data(hdr, payload, ce, now)
             if reason:
                 self.on_event({"t": now, "event": "trim", "psn": hdr.psn, "ev": hdr.ev,
                                "peer": src})
-            if (answer == wire.SACK and not flags and not hdr.flags & wire.F_LAST
+            if (answer == protocol.SACK and not flags and not hdr.flags & protocol.F_LAST
                     and self.config.ack_every > 1):
                 # Plain SACKs wait for the end of the receive batch, grouped by the path
                 # they answer (fate sharing: an answer is lost only where its data path
@@ -89,10 +88,10 @@ class Endpoint:
                 return
             ctl = receiver.control(hdr.ev, self._port_state)
             self._answer(answer, flags, reason, plane, src, hdr, ctl)
-        elif kind == wire.PROBE:
+        elif kind == protocol.PROBE:
             ctl = wire.Control(0, 0, 0, hdr.ev, 0, self.port_state())
-            self._answer(wire.PROBE_REPLY, 0, 0, plane, src, hdr, ctl)
-        elif kind == wire.PLANE_STATUS:
+            self._answer(protocol.PROBE_REPLY, 0, 0, plane, src, hdr, ctl)
+        elif kind == protocol.PLANE_STATUS:
             sender = self.senders.get(src)
             if sender is not None and isinstance(sender, Sender):
                 sender.remote_ports(ctl.port_state, now)
@@ -101,11 +100,11 @@ class Endpoint:
             if sender is None or sender.conn_id != hdr.conn_id:
                 self.counters["unknown_conn"] += 1
                 return
-            if kind == wire.SACK:
+            if kind == protocol.SACK:
                 sender.on_sack(hdr, ctl, now)
-            elif kind == wire.NACK:
+            elif kind == protocol.NACK:
                 sender.on_nack(hdr, ctl, now)
-            elif kind == wire.PROBE_REPLY:
+            elif kind == protocol.PROBE_REPLY:
                 sender.on_probe_reply(hdr, ctl, now)
 
     def poll(self, now: float) -> list[tuple[int, int, int, bytes, bool]]:
@@ -167,7 +166,7 @@ class Endpoint:
                     ev = make_ev(p, 0)
                     ctl = wire.Control(0, 0, 0, ev, 0, state)
                     self.control_out.append((p, peer, ev, wire.encode_control(
-                        wire.PLANE_STATUS, 0, p, 0, self._conn_id(peer), ev, 0, 0, ctl)))
+                        protocol.PLANE_STATUS, 0, p, 0, self._conn_id(peer), ev, 0, 0, ctl)))
 
     def port_state(self) -> int:
         return self._port_state
@@ -191,7 +190,7 @@ class Endpoint:
         paths = self.paths_to.get(peer)
         if paths is None:
             paths = self.paths_to[peer] = choices_per_plane(self.fabric, self.me, peer)
-        return (ev & EV_CHOICE_MASK) % paths
+        return ev_choice(ev) % paths
 
     def _sack_group(self, key: tuple[int, int, int, int], hdr: wire.Header,
                     psns: list[int]) -> None:
@@ -201,14 +200,14 @@ class Endpoint:
         (and covers whatever else of the group is within 64 PSNs of it)."""
         src, conn_id, plane, _ = key
         receiver = self.receivers[(src, conn_id)]
-        self._answer(wire.SACK, 0, 0, plane, src, hdr, receiver.control(hdr.ev,
+        self._answer(protocol.SACK, 0, 0, plane, src, hdr, receiver.control(hdr.ev,
                                                                           self._port_state))
-        covered = receiver.cum + wire.BITMAP_BITS
+        covered = receiver.cum + protocol.BITMAP_BITS
         for psn in sorted(psns):
             if psn >= covered and psn != hdr.psn:
                 ctl = receiver.control(hdr.ev, self._port_state, base=psn)
-                self._answer(wire.SACK, 0, 0, plane, src, hdr._replace(psn=psn), ctl)
-                covered = psn + wire.BITMAP_BITS
+                self._answer(protocol.SACK, 0, 0, plane, src, hdr._replace(psn=psn), ctl)
+                covered = psn + protocol.BITMAP_BITS
 
     def _conn_id(self, peer: int) -> int:
         return (self.me << 16) | peer
@@ -248,7 +247,7 @@ class Endpoint:
         # plane is down here, on the first plane that is up.
         if not self.local_up[plane]:
             plane = next((p for p, up in enumerate(self.local_up) if up), plane)
-        ev = hdr.ev if (hdr.ev >> 24) == plane else make_ev(plane, hdr.ev & 0xFFFFFF)
+        ev = hdr.ev if ev_plane(hdr.ev) == plane else make_ev(plane, ev_choice(hdr.ev))
         data = wire.encode_control(kind, flags, plane, reason, hdr.conn_id, ev, hdr.msg_id,
                                    hdr.psn, ctl, hdr.offset, hdr.msg_len)
         self.control_out.append((plane, dst, ev, data))

@@ -5,8 +5,8 @@ so consecutive packets go to different planes. An EV is GOOD, SKIP (passed over 
 rotation after an ECN echo or a trimmed NACK), ASSUMED_BAD (retired after a real loss,
 probed until it answers) or DENIED (set by an operator, never used).
 
-EVs map to physical paths by the documented rule (topologies/paths.py): plane in the
-top byte, choice modulo the plane's path count below. EVs that share a path share its
+EVs map to physical paths by the documented rule (hosts/protocol.py, topologies/paths.py):
+plane in the top byte, choice modulo the plane's path count below. EVs that share a path share its
 fate, so a loss retires all EVs of that path at once, a retired EV is replaced by one
 of the same plane on the least used path not known bad, and one probe per bad path
 suffices. The set knows only plane and path numbers, never the fabric.
@@ -17,7 +17,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from topologies.paths import EV_CHOICE_MASK, EV_PLANE_SHIFT
+from hosts.protocol import ev_choice, ev_plane, make_ev
 
 GOOD, SKIP, ASSUMED_BAD, DENIED = "GOOD", "SKIP", "ASSUMED_BAD", "DENIED"
 STATES = (GOOD, SKIP, ASSUMED_BAD, DENIED)
@@ -90,11 +90,8 @@ class EvSet:
         self._relive()
 
     # ------------------------------------------------------------------ queries
-    def ev_plane(self, ev: int) -> int:
-        return ev >> EV_PLANE_SHIFT & 0xFF
-
     def path_key(self, ev: int) -> PathKey:
-        return self.ev_plane(ev), (ev & EV_CHOICE_MASK) % self.paths_per_plane
+        return ev_plane(ev), ev_choice(ev) % self.paths_per_plane
 
     def usable(self, ev: Ev) -> bool:
         return ev.state in (GOOD, SKIP) and self.plane_up[ev.plane]
@@ -206,7 +203,7 @@ class EvSet:
     def _new_ev(self, plane: int, path: int) -> Ev:
         while True:
             choice = self.rng.randrange(1 << 16) * self.paths_per_plane + path
-            value = plane << EV_PLANE_SHIFT | choice
+            value = make_ev(plane, choice)
             if value not in self.by_ev:
                 ev = Ev(value, plane, (plane, path))
                 self.by_ev[value] = ev

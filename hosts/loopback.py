@@ -9,7 +9,7 @@ exactly the bytes the agent would put on the wire.
 
 from __future__ import annotations
 
-from hosts import wire
+from hosts import protocol, wire
 from hosts.config import ProtocolConfig
 from hosts.receiver import Receiver
 from hosts.sender import Outgoing, Sender
@@ -40,9 +40,9 @@ class Loopback:
         if trimmed:
             data = wire.trim(data, last_hop)
         hdr, _, payload = wire.decode(data)
-        if hdr.type == wire.PROBE:
+        if hdr.type == protocol.PROBE:
             ctl = wire.Control(0, 0, 0, hdr.ev, 0, self.port_state)
-            return wire.encode_control(wire.PROBE_REPLY, 0, hdr.plane, 0, hdr.conn_id, hdr.ev,
+            return wire.encode_control(protocol.PROBE_REPLY, 0, hdr.plane, 0, hdr.conn_id, hdr.ev,
                                        0, hdr.psn, ctl)
         kind, flags, reason = self.receiver.on_data(hdr, payload, ce, now)
         ctl = self.receiver.control(hdr.ev, self.port_state)

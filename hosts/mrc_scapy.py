@@ -2,7 +2,7 @@
 
 Field for field the layout of docs/protocol.md (the struct codec in hosts/wire.py is
 the fast path; both are checked against the same byte vectors in the tests). `MRC` is
-bound to UDP port 4793; `MRCControl` follows the header of every non-DATA packet.
+bound to the MRC UDP port; `MRCControl` follows the header of every non-DATA packet.
 """
 
 from __future__ import annotations
@@ -20,17 +20,18 @@ from scapy.fields import (
 from scapy.layers.inet import UDP
 from scapy.packet import Packet, bind_layers
 
-from hosts import wire
+from hosts import protocol
 
-TYPES = dict(wire.TYPE_NAMES)
-FLAG_NAMES = ["TRIMMED", "TRIMMED_LASTHOP", "ECN_ECHO", "LAST", "RETRANSMIT", "F5", "F6", "F7"]
+TYPES = dict(protocol.TYPE_NAMES)
+# Bit i of the flags byte, by the protocol's names; unassigned bits are F<i>.
+FLAG_NAMES = [protocol.FLAG_NAMES.get(1 << i, f"F{i}") for i in range(8)]
 
 
 class MRC(Packet):
     name = "MRC"
     fields_desc = [
-        BitField("version", wire.VERSION, 4),
-        BitEnumField("type", wire.DATA, 4, TYPES),
+        BitField("version", protocol.VERSION, 4),
+        BitEnumField("type", protocol.DATA, 4, TYPES),
         FlagsField("flags", 0, 8, FLAG_NAMES),
         ByteField("plane", 0),
         ByteField("reason", 0),
@@ -46,7 +47,7 @@ class MRC(Packet):
 
     def post_build(self, pkt: bytes, pay: bytes) -> bytes:
         if self.payload_len is None:
-            length = len(pay) if self.type == wire.DATA else 0
+            length = len(pay) if self.type == protocol.DATA else 0
             pkt = pkt[:28] + length.to_bytes(2, "big") + pkt[30:]
         return pkt + pay
 
@@ -54,7 +55,7 @@ class MRC(Packet):
         return self.sprintf("MRC %type% %flags% psn=%psn% ev=%ev% plane=%plane%")
 
     def guess_payload_class(self, payload: bytes):
-        if self.type != wire.DATA:
+        if self.type != protocol.DATA:
             return MRCControl
         return Packet.guess_payload_class(self, payload)
 
@@ -75,5 +76,5 @@ class MRCControl(Packet):
                             "ports=%port_state%")
 
 
-bind_layers(UDP, MRC, dport=wire.MRC_UDP_PORT)
-bind_layers(UDP, MRC, sport=wire.MRC_UDP_PORT)
+bind_layers(UDP, MRC, dport=protocol.MRC_UDP_PORT)
+bind_layers(UDP, MRC, sport=protocol.MRC_UDP_PORT)

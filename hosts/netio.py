@@ -16,13 +16,17 @@ import os
 import socket
 import struct
 
-MRC_PORT = 4793
-UDP_NO_CHECK6_TX = 101  # linux/udp.h; not exported by Python's socket module
-UDP_NO_CHECK6_RX = 102
+from hosts.protocol import (
+    ECN_CE,
+    ECN_ECT0,
+    ECN_MASK,
+    MRC_UDP_PORT,
+    UDP_NO_CHECK6_RX,
+    UDP_NO_CHECK6_TX,
+)
+
 IPV6_RECVTCLASS = getattr(socket, "IPV6_RECVTCLASS", 66)
 IPV6_TCLASS = getattr(socket, "IPV6_TCLASS", 67)
-ECT0 = 0x02
-CE = 0x03
 _CMSG_SPACE = socket.CMSG_SPACE(4)
 
 
@@ -54,9 +58,9 @@ class PlaneSockets:
             sock.setsockopt(socket.IPPROTO_IPV6, IPV6_RECVTCLASS, 1)
             # Everything leaves ECT(0): switches mark rather than drop; a CE mark on a
             # control packet is simply not looked at.
-            sock.setsockopt(socket.IPPROTO_IPV6, IPV6_TCLASS, ECT0)
+            sock.setsockopt(socket.IPPROTO_IPV6, IPV6_TCLASS, ECN_ECT0)
             _set_buffers(sock, rcvbuf)
-            sock.bind((address, MRC_PORT))
+            sock.bind((address, MRC_UDP_PORT))
             sock.setblocking(False)
             self.socks.append(sock)
 
@@ -73,7 +77,7 @@ class PlaneSockets:
             ce = False
             for level, kind, value in ancdata:
                 if level == socket.IPPROTO_IPV6 and kind == IPV6_TCLASS and len(value) >= 4:
-                    ce = (struct.unpack("i", value[:4])[0] & 0x03) == CE
+                    ce = (struct.unpack("i", value[:4])[0] & ECN_MASK) == ECN_CE
             yield data, addr[0], ce
 
     def close(self) -> None:

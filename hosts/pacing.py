@@ -13,7 +13,8 @@ piling them onto whichever plane was ready when the poll began.
 
 from __future__ import annotations
 
-WIRE_OVERHEAD = 14 + 40 + 8  # Ethernet, IPv6, UDP bytes around each MRC packet
+from hosts.protocol import WIRE_OVERHEAD, link_pps
+
 PACE_FRACTION = 0.97  # a little under the line rate, so rounding never builds a queue
 BURST_PACKETS = 2
 # A busy host's event loop may wake a fraction of a millisecond late: a plane may run
@@ -23,13 +24,15 @@ MIN_BURST_S = 0.001
 
 
 class Pacer:
-    __slots__ = ("enabled", "bits_per_s", "burst_s", "packet_s", "next_free", "now",
+    __slots__ = ("enabled", "byte_s", "burst_s", "packet_s", "next_free", "now",
                  "horizon")
 
     def __init__(self, planes: int, rate_mbit: float, packet_bytes: int, enabled: bool = True):
         self.enabled = enabled
-        self.bits_per_s = rate_mbit * 1e6 * PACE_FRACTION
-        self.packet_s = (packet_bytes + WIRE_OVERHEAD) * 8 / self.bits_per_s
+        # Seconds the paced link is busy per byte of a frame (the time of a 1-byte frame),
+        # so charging a packet is one multiplication.
+        self.byte_s = 1 / link_pps(rate_mbit * PACE_FRACTION, 1)
+        self.packet_s = (packet_bytes + WIRE_OVERHEAD) * self.byte_s
         self.burst_s = max(MIN_BURST_S, BURST_PACKETS * self.packet_s)
         self.next_free = [0.0] * planes
         self.now = 0.0
@@ -56,7 +59,7 @@ class Pacer:
             start = self.next_free[plane]
             if start < self.now:
                 start = self.now
-            self.next_free[plane] = start + (size + WIRE_OVERHEAD) * 8 / self.bits_per_s
+            self.next_free[plane] = start + (size + WIRE_OVERHEAD) * self.byte_s
 
     def ready_at(self, planes: list[int], resend: bool = False) -> float:
         """When the first of `planes` may send again (a retransmission, with resend)."""

@@ -20,12 +20,12 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 
-from hosts import wire
+from hosts import protocol, wire
 
 # Farther ahead of the cumulative PSN than any window: garbage (and a bound on the
 # bitmap's size, which a forged PSN could otherwise blow up).
 MAX_PSN_AHEAD = 1 << 16
-_BITMAP_MASK = (1 << wire.BITMAP_BITS) - 1
+_BITMAP_MASK = (1 << protocol.BITMAP_BITS) - 1
 
 DeliveredCallback = Callable[[int, bytearray], None]  # (msg_id, message bytes)
 
@@ -74,30 +74,30 @@ class Receiver:
     def on_data(self, hdr: wire.Header, payload, ce: bool, now: float) -> tuple[int, int, int]:
         """Take one DATA packet; returns (answer type, flags, reason) for the endpoint."""
         flags = hdr.flags
-        if flags & wire.F_TRIMMED:
+        if flags & protocol.F_TRIMMED:
             self.stats["trimmed_rx"] += 1
-            if flags & wire.F_TRIMMED_LASTHOP:
-                return wire.NACK, 0, wire.R_TRIMMED_LASTHOP
-            return wire.NACK, 0, wire.R_TRIMMED
+            if flags & protocol.F_TRIMMED_LASTHOP:
+                return protocol.NACK, 0, protocol.R_TRIMMED_LASTHOP
+            return protocol.NACK, 0, protocol.R_TRIMMED
         stats = self.stats
         echo = 0
         if ce:
-            echo = wire.F_ECN_ECHO
+            echo = protocol.F_ECN_ECHO
             self.ecn_marks += 1
             stats["ce_rx"] += 1
         distance = hdr.psn - self.cum
         if distance < 0 or self.bits >> distance & 1:
             stats["duplicates"] += 1
-            return wire.SACK, echo, 0
+            return protocol.SACK, echo, 0
         if distance > MAX_PSN_AHEAD:
             stats["out_of_window"] += 1  # acknowledging it again is harmless
-            return wire.SACK, echo, 0
+            return protocol.SACK, echo, 0
         if self.in_order and distance:
             stats["out_of_order_drops"] += 1
-            return wire.SACK, echo, 0
+            return protocol.SACK, echo, 0
         if not self._place(hdr, payload):
             stats["inconsistent"] += 1
-            return wire.SACK, echo, 0
+            return protocol.SACK, echo, 0
         stats["data_rx"] += 1
         if distance:
             self.bits |= 1 << distance
@@ -107,7 +107,7 @@ class Receiver:
             run = (~bits & (bits + 1)).bit_length() - 1  # trailing ones
             self.bits = bits >> run
             self.cum += run
-        return wire.SACK, echo, 0
+        return protocol.SACK, echo, 0
 
     def _place(self, hdr: wire.Header, payload) -> bool:
         """Copy the payload into its message; False if it contradicts the message."""

@@ -27,11 +27,11 @@ from collections import deque
 from collections.abc import Callable
 from operator import attrgetter
 
-from hosts import wire
+from hosts import protocol, wire
 from hosts.cc import DelayWindow
 from hosts.config import ProtocolConfig
 from hosts.evset import ASSUMED_BAD, DENIED, GOOD, SKIP, Ev, EvSet, PathKey
-from topologies.paths import EV_PLANE_SHIFT
+from hosts.protocol import make_ev
 
 EventCallback = Callable[[dict], None]
 CompletedCallback = Callable[[int, int, float], None]  # (msg_id, bytes, seconds taken)
@@ -51,7 +51,7 @@ def _uncharged(plane: int, size: int) -> None:
 _sent_at = attrgetter("sent_at")
 
 
-def _smoothed(srtt: float, rttvar: float, sample: float) -> tuple[float, float]:
+def smooth_rtt(srtt: float, rttvar: float, sample: float) -> tuple[float, float]:
     """Smoothed RTT and its variation after one more sample (RFC 6298); 0 is unset."""
     if not srtt:
         return sample, sample / 2
@@ -145,8 +145,8 @@ class Sender:
                               f"{self.conn_id:#x}")
         if not 0 <= msg_id <= 0xFFFFFFFF:
             raise SenderError(f"message id {msg_id} does not fit 32 bits")
-        if len(data) > wire.MAX_MSG_LEN:
-            raise SenderError(f"message of {len(data)} bytes; the limit is {wire.MAX_MSG_LEN}")
+        if len(data) > protocol.MAX_MSG_LEN:
+            raise SenderError(f"message of {len(data)} bytes; the limit is {protocol.MAX_MSG_LEN}")
         self.msg_ids.add(msg_id)
         mtu = self.config.mtu_payload
         count = max(1, -(-len(data) // mtu))
@@ -231,7 +231,7 @@ class Sender:
         return pkt
 
     def _transmit(self, pkt: Packet, ev: Ev, now: float) -> bytes:
-        flags = (wire.F_LAST if pkt.last else 0) | (wire.F_RETRANSMIT if pkt.retries else 0)
+        flags = (protocol.F_LAST if pkt.last else 0) | (protocol.F_RETRANSMIT if pkt.retries else 0)
         pkt.ev, pkt.sent_at, pkt.passed = ev, now, 0
         ev.last_sent = now
         ev.inflight += 1
@@ -267,18 +267,18 @@ class Sender:
         if ctl is None:
             return
         kind = hdr.type
-        if kind == wire.SACK:
+        if kind == protocol.SACK:
             self.on_sack(hdr, ctl, now)
-        elif kind == wire.NACK:
+        elif kind == protocol.NACK:
             self.on_nack(hdr, ctl, now)
-        elif kind == wire.PROBE_REPLY:
+        elif kind == protocol.PROBE_REPLY:
             self.on_probe_reply(hdr, ctl, now)
-        elif kind == wire.PLANE_STATUS:
+        elif kind == protocol.PLANE_STATUS:
             self.remote_ports(ctl.port_state, now)
 
     def on_sack(self, hdr: wire.Header, ctl: wire.Control, now: float) -> None:
         self.remote_ports(ctl.port_state, now)
-        if hdr.flags & wire.F_ECN_ECHO:
+        if hdr.flags & protocol.F_ECN_ECHO:
             self.stats["ecn_echoes"] += 1
             self.cwnd.on_congestion(now)
             ev = self.evs.by_ev.get(ctl.echo_ev)
@@ -373,8 +373,8 @@ class Sender:
 
     def _rtt(self, ev: Ev, sample: float) -> None:
         """One RTT sample, for the EV's estimate and the connection's."""
-        ev.srtt, ev.rttvar = _smoothed(ev.srtt, ev.rttvar, sample)
-        self.srtt, self.rttvar = _smoothed(self.srtt, self.rttvar, sample)
+        ev.srtt, ev.rttvar = smooth_rtt(ev.srtt, ev.rttvar, sample)
+        self.srtt, self.rttvar = smooth_rtt(self.srtt, self.rttvar, sample)
 
     def _detect_gaps(self, ev: Ev, acked: Packet, now: float) -> None:
         """Packets sent on `ev` before `acked` and still unacknowledged were passed."""
@@ -435,14 +435,14 @@ class Sender:
         pkt = self.packets.get(hdr.psn)
         ev = self.evs.by_ev.get(ctl.echo_ev)
         self.on_event({"t": now, "event": "nack", "psn": hdr.psn, "ev": ctl.echo_ev,
-                       "reason": wire.REASON_NAMES.get(hdr.reason, hdr.reason),
+                       "reason": protocol.REASON_NAMES.get(hdr.reason, hdr.reason),
                        "peer": self.peer})
         if pkt is not None and pkt.ev is not None and pkt.ev.ev == ctl.echo_ev:
             # Resend at once: front of the queue. The EV is skipped below (or the rotation
             # has moved past it), so the packet goes out on another EV.
             self._take_back(pkt, front=True)
         # Trimmed on the last hop means the receiver's port is busy, not this path.
-        if ev is not None and ev.state == GOOD and hdr.reason == wire.R_TRIMMED:
+        if ev is not None and ev.state == GOOD and hdr.reason == protocol.R_TRIMMED:
             ev.state = SKIP
             self.on_event({"t": now, "event": "skip", "ev": ev.ev, "plane": ev.plane,
                            "reason": "trimmed", "peer": self.peer})
@@ -599,11 +599,11 @@ class Sender:
         for key, bad in self.evs.bad.items():
             if key[0] == plane and bad.evs:
                 return bad.evs[0].ev
-        return plane << EV_PLANE_SHIFT
+        return make_ev(plane, 0)
 
     def _probe_packet(self, plane: int, ev: int, seq: int) -> bytes:
         ctl = wire.Control(0, 0, 0, ev, 0, self.port_state())
-        return wire.encode_control(wire.PROBE, 0, plane, 0, self.conn_id, ev, 0, seq, ctl)
+        return wire.encode_control(protocol.PROBE, 0, plane, 0, self.conn_id, ev, 0, seq, ctl)
 
     # ------------------------------------------------------------------ planes
     def port_state(self) -> int:

@@ -16,7 +16,7 @@ import heapq
 import random
 from dataclasses import dataclass, field
 
-from hosts import wire
+from hosts import protocol, wire
 from hosts.endpoint import make_endpoint
 from hosts.payload import message_bytes, verify
 from topologies.model import Fabric
@@ -105,7 +105,7 @@ class SimNet:
             self.dropped += 1
             return
         ce = False
-        if data[0] & 0x0F == wire.DATA and not data[1] & wire.F_TRIMMED:
+        if data[0] & 0x0F == protocol.DATA and not data[1] & protocol.F_TRIMMED:
             if rng.random() < chaos.trim:
                 data = wire.trim(data, rng.random() < chaos.last_hop)
                 self.trimmed += 1

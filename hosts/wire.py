@@ -15,35 +15,22 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-VERSION = 1
-MRC_UDP_PORT = 4793
+from hosts.protocol import (
+    CONTROL_PACKET_BYTES,
+    DATA,
+    F_TRIMMED,
+    F_TRIMMED_LASTHOP,
+    FLAG_NAMES,
+    MAX_MSG_LEN,
+    MRC_HEADER_BYTES,
+    TYPE_NAMES,
+    VERSION,
+)
 
-DATA, SACK, NACK, PROBE, PROBE_REPLY, PLANE_STATUS = 1, 2, 3, 4, 5, 6
-TYPE_NAMES = {DATA: "DATA", SACK: "SACK", NACK: "NACK", PROBE: "PROBE",
-              PROBE_REPLY: "PROBE_REPLY", PLANE_STATUS: "PLANE_STATUS"}
-
-F_TRIMMED = 0x01
-F_TRIMMED_LASTHOP = 0x02
-F_ECN_ECHO = 0x04
-F_LAST = 0x08
-F_RETRANSMIT = 0x10
-FLAG_NAMES = {F_TRIMMED: "TRIMMED", F_TRIMMED_LASTHOP: "TRIMMED_LASTHOP",
-              F_ECN_ECHO: "ECN_ECHO", F_LAST: "LAST", F_RETRANSMIT: "RETRANSMIT"}
-
-R_TRIMMED, R_TRIMMED_LASTHOP, R_GAP = 1, 2, 3
-REASON_NAMES = {R_TRIMMED: "TRIMMED", R_TRIMMED_LASTHOP: "TRIMMED_LASTHOP", R_GAP: "GAP"}
-
+# The layouts of docs/protocol.md; their sizes are MRC_HEADER_BYTES and
+# CONTROL_BODY_BYTES (tests/unit/test_protocol_facts.py checks that they agree).
 HEADER = struct.Struct("!BBBBIIIIIIHH")
 CONTROL = struct.Struct("!IIQIHH")
-HEADER_LEN = HEADER.size  # 32
-CONTROL_LEN = CONTROL.size  # 24
-CONTROL_PACKET_LEN = HEADER_LEN + CONTROL_LEN  # 56
-MAX_PAYLOAD = 0xFFFF  # payload_len is 16 bits
-# The largest message a receiver accepts. msg_len is 32 bits on the wire, but the
-# receiver allocates the whole buffer when a message's first packet arrives: one forged
-# header must not make it allocate gigabytes.
-MAX_MSG_LEN = 1 << 28
-BITMAP_BITS = 64
 
 _VT_DATA = VERSION << 4 | DATA
 _tuple_new = tuple.__new__
@@ -98,8 +85,8 @@ def decode(data: bytes | bytearray | memoryview, max_msg_len: int = MAX_MSG_LEN
     The payload is a memoryview into `data` (no copy); a trimmed DATA packet has none.
     """
     size = len(data)
-    if size < HEADER_LEN:
-        raise WireError(f"truncated: {size} bytes, header needs {HEADER_LEN}")
+    if size < MRC_HEADER_BYTES:
+        raise WireError(f"truncated: {size} bytes, header needs {MRC_HEADER_BYTES}")
     (vt, flags, plane, reason, conn_id, ev, msg_id, psn, offset, msg_len, payload_len,
      _) = HEADER.unpack_from(data)
     if vt == _VT_DATA:
@@ -110,29 +97,29 @@ def decode(data: bytes | bytearray | memoryview, max_msg_len: int = MAX_MSG_LEN
         header = _tuple_new(Header, (DATA, flags, plane, reason, conn_id, ev, msg_id, psn,
                                      offset, msg_len, payload_len))
         if flags & F_TRIMMED:
-            if size != HEADER_LEN:
+            if size != MRC_HEADER_BYTES:
                 raise WireError("trimmed DATA with payload bytes behind the header")
             return header, None, None
-        if size - HEADER_LEN != payload_len:
-            raise WireError(f"DATA payload_len {payload_len} but {size - HEADER_LEN} "
+        if size - MRC_HEADER_BYTES != payload_len:
+            raise WireError(f"DATA payload_len {payload_len} but {size - MRC_HEADER_BYTES} "
                             "bytes present")
-        return header, None, memoryview(data)[HEADER_LEN:]
+        return header, None, memoryview(data)[MRC_HEADER_BYTES:]
     if vt >> 4 != VERSION:
         raise WireError(f"version {vt >> 4}, expected {VERSION}")
     kind = vt & 0x0F
     if kind not in TYPE_NAMES:
         raise WireError(f"unknown packet type {kind}")
-    if size != CONTROL_PACKET_LEN:
-        raise WireError(f"{TYPE_NAMES[kind]} must be {CONTROL_PACKET_LEN} bytes, got {size}")
+    if size != CONTROL_PACKET_BYTES:
+        raise WireError(f"{TYPE_NAMES[kind]} must be {CONTROL_PACKET_BYTES} bytes, got {size}")
     header = _tuple_new(Header, (kind, flags, plane, reason, conn_id, ev, msg_id, psn, offset,
                                  msg_len, payload_len))
-    return header, _tuple_new(Control, CONTROL.unpack_from(data, HEADER_LEN)), None
+    return header, _tuple_new(Control, CONTROL.unpack_from(data, MRC_HEADER_BYTES)), None
 
 
 def trim(data: bytes, last_hop: bool = False) -> bytes:
     """What a trimming switch does to a DATA packet: keep the header, flag it."""
     flags = data[1] | F_TRIMMED | (F_TRIMMED_LASTHOP if last_hop else 0)
-    return data[:1] + bytes([flags]) + data[2:HEADER_LEN]
+    return data[:1] + bytes([flags]) + data[2:MRC_HEADER_BYTES]
 
 
 def describe(header: Header) -> str:

@@ -25,27 +25,19 @@ from pathlib import Path
 
 from mininet.node import Switch
 
-from hosts.config import ProtocolConfig
-from hosts.pacing import WIRE_OVERHEAD
-from hosts.wire import HEADER_LEN
+# The queues p4src/ uses are the protocol's priorities: data, and strict priority for
+# control packets and trimmed headers. BMv2 paces each queue in packets per second, so
+# the data queue counts full DATA frames (whose rate matches the link's bit rate and
+# the agents' pacing) and the priority queue trimmed-header frames (a control packet
+# is 24 bytes longer).
+from hosts.protocol import DATA_FRAME_BYTES as FRAME_BYTES
+from hosts.protocol import PRIORITY_CONTROL, PRIORITY_DATA, PRIORITY_QUEUES
+from hosts.protocol import TRIMMED_FRAME_BYTES as HEADER_FRAME_BYTES
 
-PRIORITY_QUEUES = 8
 # BMv2 logs every step of every packet at its default level (trace), which slows a
 # switch down by an order of magnitude; experiments log what happens at start-up and
 # what goes wrong. MRC_BMV2_LOG_LEVEL=trace brings the per-packet log back.
 LOG_LEVEL = os.environ.get("MRC_BMV2_LOG_LEVEL", "info")
-
-
-# The queues p4src/ uses (include/headers.p4): data, and strict priority for control
-# packets and trimmed headers.
-PRIORITY_DATA, PRIORITY_CONTROL = 0, 7
-# A full MRC data frame: the agents' default payload behind the MRC, UDP, IPv6 and
-# Ethernet headers. BMv2 paces each queue in packets per second, so this is the frame
-# whose rate matches the link's bit rate (and the agents' pacing).
-FRAME_BYTES = ProtocolConfig().mtu_payload + HEADER_LEN + WIRE_OVERHEAD
-# A trimmed header (TRIMMED_FRAME_BYTES in p4src/) is the same frame without payload;
-# a control packet is 24 bytes longer.
-HEADER_FRAME_BYTES = HEADER_LEN + WIRE_OVERHEAD
 
 
 def queue_commands(port: int, rate_mbit: float, depth: int) -> list[str]:

@@ -5,22 +5,21 @@ Between two hosts A and B the fabric offers, in every plane p:
 - same rack: the direct path T0(p) : B, plus one per spine up and down again
   T0(p) : T1(p,s) : T0(p) : B
 
-A path is named by a 32-bit entropy value (EV). The EV's top 8 bits are the plane; the
-low 24 bits choose among that plane's paths (choice modulo the number of paths), so any
-EV maps to a path and many EVs may share one (as in MRC, where a connection keeps
-128-256 EVs). The catalogue gives each path its canonical EV (choice < paths per plane).
-Nothing per path needs storing but the EV: the destination address follows by rule.
+A path is named by a 32-bit entropy value (EV): a plane and a choice among that plane's
+paths (the bit layout is a protocol fact, in hosts/protocol.py). The choice counts
+modulo the number of paths, so any EV maps to a path and many EVs may share one (as in
+MRC, where a connection keeps 128-256 EVs). The catalogue gives each path its canonical
+EV (choice < paths per plane). Nothing per path needs storing but the EV: the
+destination address follows by rule.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hosts.protocol import ev_choice, ev_plane, make_ev
 from topologies.addressing import usid_address
 from topologies.model import Fabric
-
-EV_PLANE_SHIFT = 24
-EV_CHOICE_MASK = (1 << EV_PLANE_SHIFT) - 1
 
 
 @dataclass(frozen=True)
@@ -48,14 +47,6 @@ def choices_per_plane(fabric: Fabric, src: int, dst: int) -> int:
     return fabric.spec.t1_per_plane + (1 if same_rack else 0)
 
 
-def make_ev(plane: int, choice: int) -> int:
-    return plane << EV_PLANE_SHIFT | (choice & EV_CHOICE_MASK)
-
-
-def ev_plane(ev: int) -> int:
-    return (ev >> EV_PLANE_SHIFT) & 0xFF
-
-
 def path_for_ev(fabric: Fabric, src: int, dst: int, ev: int) -> Path:
     """The path an EV names between two hosts. Raises ValueError for a plane that does
     not exist or for src == dst."""
@@ -66,7 +57,7 @@ def path_for_ev(fabric: Fabric, src: int, dst: int, ev: int) -> Path:
         raise ValueError(f"EV {ev:#010x} names plane {plane}; the fabric has "
                          f"{fabric.spec.planes}")
     a, b = fabric.host(src), fabric.host(dst)
-    choice = (ev & EV_CHOICE_MASK) % choices_per_plane(fabric, src, dst)
+    choice = ev_choice(ev) % choices_per_plane(fabric, src, dst)
     t0a, t0b = fabric.t0(plane, a.rack).usid, fabric.t0(plane, b.rack).usid
     if a.rack == b.rack:
         if choice == 0:

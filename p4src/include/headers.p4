@@ -2,7 +2,8 @@
  * Header and metadata definitions of the mrc-testbed switch.
  *
  * The MRC header layout is defined once, in docs/protocol.md; this file follows it
- * field for field (32 bytes). The IPv6 destination address is split into the 32-bit
+ * field for field (32 bytes). Every protocol value below has its twin in
+ * hosts/protocol.py, and tests/unit/test_protocol_facts.py checks that they agree. The IPv6 destination address is split into the 32-bit
  * locator block, the active (first) uSID and the 80 bits behind it, so that the uSID
  * shift is a plain field assignment.
  */
@@ -20,10 +21,20 @@ const bit<16> ETHERTYPE_IPV6 = 0x86dd;
 const bit<8> IP_PROTO_UDP = 17;
 const bit<16> MRC_UDP_PORT = 4793;
 
-// MRC packet types and flags (docs/protocol.md).
+// MRC version, packet types and flags (docs/protocol.md). The switch acts on DATA,
+// TRIMMED and TRIMMED_LASTHOP; the others are here so the whole set is checked.
+const bit<4> MRC_VERSION = 1;
 const bit<4> MRC_TYPE_DATA = 1;
+const bit<4> MRC_TYPE_SACK = 2;
+const bit<4> MRC_TYPE_NACK = 3;
+const bit<4> MRC_TYPE_PROBE = 4;
+const bit<4> MRC_TYPE_PROBE_REPLY = 5;
+const bit<4> MRC_TYPE_PLANE_STATUS = 6;
 const bit<8> MRC_FLAG_TRIMMED = 0x01;
 const bit<8> MRC_FLAG_TRIMMED_LASTHOP = 0x02;
+const bit<8> MRC_FLAG_ECN_ECHO = 0x04;
+const bit<8> MRC_FLAG_LAST = 0x08;
+const bit<8> MRC_FLAG_RETRANSMIT = 0x10;
 
 // Bytes a trimmed packet keeps: Ethernet 14 + IPv6 40 + UDP 8 + MRC 32.
 const bit<32> TRIMMED_FRAME_BYTES = 94;
@@ -37,6 +48,7 @@ const bit<3> PRIORITY_DATA = 0;
 
 // ECN code points (low two bits of the IPv6 traffic class).
 const bit<2> ECN_NOT_ECT = 0;
+const bit<2> ECN_ECT0 = 2;
 const bit<2> ECN_CE = 3;
 
 // Number of ports counted and tracked per switch.

@@ -20,6 +20,8 @@ import subprocess
 
 import pytest
 
+from hosts.protocol import DATA_FRAME_BYTES, link_mbit
+
 PORTS = 4
 SWITCH = "p0t0r0"
 GRPC_PORT, THRIFT_PORT = 50551, 9551
@@ -120,9 +122,9 @@ class PtfHarness:
     def slow(self, port: int, data_pps: int, depth: int = DEFAULT_DEPTH) -> None:
         """Make `port` a link of `data_pps` full frames a second inside BMv2, set up as
         the BMv2 target sets up its links, so its queue builds."""
-        from topologies.bmv2 import FRAME_BYTES, queue_commands
+        from topologies.bmv2 import queue_commands
 
-        cli(queue_commands(port, data_pps * FRAME_BYTES * 8 / 1e6, depth))
+        cli(queue_commands(port, link_mbit(data_pps, DATA_FRAME_BYTES), depth))
 
     def before_send(self, pkt, device_number=0, port_number=-1):
         pass

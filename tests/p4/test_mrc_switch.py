@@ -18,7 +18,7 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import ARP, Ether
 
 from controller.program import read_counters
-from hosts import wire
+from hosts import protocol
 from hosts.mrc_scapy import MRC, MRCControl
 from topologies.addressing import mac_address
 
@@ -28,8 +28,7 @@ PEER_MAC = [mac_address("h0", 0), mac_address("h1", 0), mac_address("p0t1s0", 0)
 H0, H3 = "fcbb:bb00:8000::", "fcbb:bb00:8003::"
 UP_TO_S1 = "fcbb:bb00:1000:2001:1001:8003::"  # h0 -> h3 through T1 spine 1 (port 3)
 DOWN_TO_H1 = "fcbb:bb00:1000:8001::"  # from a T1, last hop to h1 (port 1)
-ECT0, CE = 0b10, 0b11
-TRIMMED_BYTES = 14 + 40 + 8 + wire.HEADER_LEN
+ECT0, CE = protocol.ECN_ECT0, protocol.ECN_CE
 
 
 def frame(dst: str, in_port: int = 0, hop_limit: int = 64, ecn: int = 0,
@@ -37,16 +36,16 @@ def frame(dst: str, in_port: int = 0, hop_limit: int = 64, ecn: int = 0,
     """A DATA packet as a host or a T1 would send it into `in_port`."""
     return (Ether(src=PEER_MAC[in_port], dst=SWITCH_MAC[in_port])
             / IPv6(src=H0, dst=dst, hlim=hop_limit, tc=ecn)
-            / UDP(sport=wire.MRC_UDP_PORT, dport=wire.MRC_UDP_PORT, chksum=0)
-            / MRC(type=wire.DATA, conn_id=3, ev=0x00010001, psn=psn, msg_len=100_000)
+            / UDP(sport=protocol.MRC_UDP_PORT, dport=protocol.MRC_UDP_PORT, chksum=0)
+            / MRC(type=protocol.DATA, conn_id=3, ev=0x00010001, psn=psn, msg_len=100_000)
             / payload)
 
 
 def sack(dst: str, in_port: int = 0):
     return (Ether(src=PEER_MAC[in_port], dst=SWITCH_MAC[in_port])
             / IPv6(src=H0, dst=dst, tc=ECT0)
-            / UDP(sport=wire.MRC_UDP_PORT, dport=wire.MRC_UDP_PORT, chksum=0)
-            / MRC(type=wire.SACK, conn_id=3, ev=0x00010001) / MRCControl(cum_psn=7))
+            / UDP(sport=protocol.MRC_UDP_PORT, dport=protocol.MRC_UDP_PORT, chksum=0)
+            / MRC(type=protocol.SACK, conn_id=3, ev=0x00010001) / MRCControl(cum_psn=7))
 
 
 def forwarded(pkt, out_port: int, dst: str, ecn: int | None = None):
@@ -166,8 +165,8 @@ def test_trimming_with_a_saturated_queue(test, switch):
     expected[MRC].payload_len = 1000  # kept: what the receiver asks to be sent again
     expected[MRC].remove_payload()
     expected[MRC].flags = "TRIMMED"
-    expected[IPv6].plen = expected[UDP].len = 8 + wire.HEADER_LEN
-    assert bytes(first) == bytes(expected) and len(bytes(first)) == TRIMMED_BYTES
+    expected[IPv6].plen = expected[UDP].len = protocol.TRIMMED_L4_BYTES
+    assert bytes(first) == bytes(expected) and len(bytes(first)) == protocol.TRIMMED_FRAME_BYTES
     # Whole packets carry their payload untouched.
     assert all(bytes(p[MRC].payload) == bytes([p[MRC].psn]) * 1000 for p in whole)
     # Trimmed headers ride the strict-priority queue: they overtake queued data.
@@ -193,7 +192,7 @@ def test_control_packets_are_never_trimmed_and_overtake_data(test):
     answer = sack(UP_TO_S1)
     testutils.send_packet(test, 0, answer)
     out = collect(test, 3, 5.0)
-    sacks = [i for i, p in enumerate(out) if p[MRC].type == wire.SACK]
+    sacks = [i for i, p in enumerate(out) if p[MRC].type == protocol.SACK]
     assert len(sacks) == 1
     got = out[sacks[0]]
     assert bytes(got) == bytes(forwarded(answer, 3, "fcbb:bb00:2001:1001:8003::"))

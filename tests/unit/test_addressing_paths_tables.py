@@ -8,9 +8,10 @@ import pytest
 
 from controller.kernel import commands_for_intf, switch_commands
 from controller.tables import all_tables
+from hosts.protocol import EV_CHOICE_MASK, ev_plane, make_ev
 from topologies import addressing as a
 from topologies.model import load_topology
-from topologies.paths import all_paths, catalogue, ev_plane, make_ev, path_for_ev
+from topologies.paths import all_paths, catalogue, path_for_ev
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +82,7 @@ def test_paths_by_hand(small):
 
 
 def test_any_ev_maps_into_its_plane(small):
-    for ev in (0, 1, 2, 99, make_ev(1, 0xFFFFFF)):
+    for ev in (0, 1, 2, 99, make_ev(1, EV_CHOICE_MASK)):
         path = path_for_ev(small, 0, 3, ev)
         assert path.plane == ev_plane(ev)
         assert path.usids[0] == small.t0(path.plane, 0).usid

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hosts import wire
+from hosts import protocol, wire
 from hosts.baseline import SinglePathSender
 from hosts.config import ProtocolConfig
 from hosts.receiver import Receiver
@@ -41,11 +41,11 @@ def test_go_back_n_on_timeout_from_the_oldest_unacked_packet():
     s.send_message(0, bytes(500), 0.0)
     s.poll(0.0)
     ack = wire.Control(2, 2, 0, s.ev, 0, 3)
-    s.on_sack(wire.Header(wire.SACK, 0, 0, 0, 9, s.ev, 0, 1, 0, 0, 0), ack, 0.01)
+    s.on_sack(wire.Header(protocol.SACK, 0, 0, 0, 9, s.ev, 0, 1, 0, 0, 0), ack, 0.01)
     assert s.poll(0.02) == []
     again = s.poll(0.2)
     assert psns(again) == [2, 3, 4]
-    assert all(wire.decode(p[2])[0].flags & wire.F_RETRANSMIT for p in again)
+    assert all(wire.decode(p[2])[0].flags & protocol.F_RETRANSMIT for p in again)
 
 
 def test_does_not_move_before_the_reconvergence_delay_and_moves_right_after():
@@ -85,7 +85,7 @@ def test_success_on_the_path_cancels_the_pending_move():
     s.poll(0.0)
     s.poll(0.1)  # timeout: the failure clock starts
     ack = wire.Control(5, 5, 0, s.ev, 0, 3)
-    s.on_sack(wire.Header(wire.SACK, 0, 0, 0, 9, s.ev, 0, 4, 0, 0, 0), ack, 0.2)
+    s.on_sack(wire.Header(protocol.SACK, 0, 0, 0, 9, s.ev, 0, 4, 0, 0, 0), ack, 0.2)
     s.poll(1.5)
     assert s.ev == first_ev and s.stats["reroutes"] == 0 and not s.busy
 
@@ -101,7 +101,7 @@ def test_completes_back_to_back_with_the_in_order_receiver():
     while not done and t < 5:
         for _plane, ev, packet, _ in s.poll(t):
             hdr, _, payload = wire.decode(packet)
-            if hdr.psn == 3 and not hdr.flags & wire.F_RETRANSMIT:
+            if hdr.psn == 3 and not hdr.flags & protocol.F_RETRANSMIT:
                 continue  # lost once: go-back-N recovers it
             rx.on_data(hdr, payload, False, t)
             ctl = rx.control(ev, 3)

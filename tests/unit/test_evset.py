@@ -9,8 +9,9 @@ import pytest
 
 from hosts.config import ProtocolConfig
 from hosts.evset import ASSUMED_BAD, DENIED, GOOD, SKIP, EvSet, EvSetError
+from hosts.protocol import ev_plane, make_ev
 from topologies.model import load_topology
-from topologies.paths import choices_per_plane, ev_plane, path_for_ev
+from topologies.paths import choices_per_plane, path_for_ev
 
 
 def make(planes=2, paths=2, per_plane=4, seed=1):
@@ -28,7 +29,7 @@ def test_rotation_interleaves_planes_and_covers_paths_evenly():
     per_path = Counter(e.key for e in evs.rotation)
     assert set(per_path.values()) == {2}  # 4 EVs over 2 paths: 2 each
     for e in evs.rotation:
-        assert ev_plane(e.ev) == e.plane  # the EV rule of topologies/paths.py
+        assert ev_plane(e.ev) == e.plane  # the EV rule of hosts/protocol.py
         assert evs.path_key(e.ev) == e.key
 
 
@@ -160,8 +161,8 @@ def test_denied_ev_is_never_picked_and_is_replaced_then_allowed_back():
 def test_deny_an_unknown_ev_of_a_missing_plane_is_an_error():
     evs = make(planes=2)
     with pytest.raises(EvSetError, match="plane 5"):
-        evs.deny(5 << 24)
-    assert evs.deny(1 << 24 | 77).state == DENIED  # known plane: remembered as denied
+        evs.deny(make_ev(5, 0))
+    assert evs.deny(make_ev(1, 77)).state == DENIED  # known plane: remembered as denied
 
 
 def test_bad_constructor_arguments():

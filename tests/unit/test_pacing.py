@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from hosts import protocol
 from hosts.config import ProtocolConfig
 from hosts.endpoint import Endpoint
 from hosts.pacing import BURST_PACKETS, Pacer
@@ -37,7 +38,8 @@ def test_the_pace_is_the_link_rate_less_a_little():
     while t < 0.2:  # the window (1000 packets) is never the limit
         sent += sum(len(d) for _, _, _, d, _ in host.poll(t))
         t = host.next_wakeup(t)
-    mbit = (sent + 62 * (sent // 1232)) * 8 / 0.2 / 1e6
+    datagram = host.config.mtu_payload + protocol.MRC_HEADER_BYTES
+    mbit = protocol.link_mbit(sent / datagram / 0.2, protocol.frame_bytes(datagram))
     assert 0.9 * 2 * 20 < mbit <= 2 * 20  # two planes of 20 Mbit/s
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hosts import wire
+from hosts import protocol, wire
 from hosts.config import ProtocolConfig
 from hosts.endpoint import make_endpoint
+from hosts.protocol import make_ev
 from hosts.receiver import MAX_PSN_AHEAD, Receiver, digest, verify_message
 from topologies.model import load_topology
 
@@ -16,7 +17,7 @@ FABRIC = load_topology("2tier-2plane")
 
 def data_header(psn: int, offset: int, length: int, msg_len: int, msg_id: int = 0,
                 flags: int = 0) -> wire.Header:
-    return wire.Header(wire.DATA, flags, 0, 0, 1, 0x01000005, msg_id, psn, offset, msg_len,
+    return wire.Header(protocol.DATA, flags, 0, 0, 1, 0x01000005, msg_id, psn, offset, msg_len,
                        length)
 
 
@@ -44,7 +45,7 @@ def test_payloads_are_placed_by_offset_in_any_order():
     parts = chunks()
     for i in order:
         psn, offset, payload = parts[i]
-        assert sink.put(psn, offset, payload, len(MESSAGE)) == (wire.SACK, 0, 0)
+        assert sink.put(psn, offset, payload, len(MESSAGE)) == (protocol.SACK, 0, 0)
     assert sink.got == {0: MESSAGE}
     assert sink.rx.cum == 10 and sink.rx.bits == 0 and not sink.rx.messages
     assert sink.rx.stats["rx_bytes"] == 1000 and sink.rx.stats["messages_delivered"] == 1
@@ -54,7 +55,7 @@ def test_duplicates_are_ignored_but_acknowledged():
     sink = Sink()
     parts = chunks()
     for psn, offset, payload in parts[:3] + parts[:3] + parts[5:6] + parts[5:6]:
-        assert sink.put(psn, offset, payload, len(MESSAGE))[0] == wire.SACK
+        assert sink.put(psn, offset, payload, len(MESSAGE))[0] == protocol.SACK
     assert sink.rx.stats["duplicates"] == 4 and sink.rx.stats["data_rx"] == 4
     assert sink.rx.stats["rx_bytes"] == 400
     for psn, offset, payload in parts:
@@ -74,7 +75,7 @@ def test_sack_carries_cum_bitmap_echo_ev_marks_and_port_state():
 
 def test_ecn_mark_is_echoed_in_the_answer():
     sink = Sink()
-    assert sink.put(0, 0, bytes(10), 10, ce=True) == (wire.SACK, wire.F_ECN_ECHO, 0)
+    assert sink.put(0, 0, bytes(10), 10, ce=True) == (protocol.SACK, protocol.F_ECN_ECHO, 0)
     assert sink.rx.stats["ce_rx"] == 1
 
 
@@ -90,10 +91,10 @@ def test_bitmap_holds_the_64_psns_above_cum():
 
 def test_trimmed_packet_gets_a_nack_with_the_right_reason_and_is_not_placed():
     sink = Sink()
-    hdr = data_header(3, 300, 100, 1000, flags=wire.F_TRIMMED)
-    assert sink.rx.on_data(hdr, None, False, 0.0) == (wire.NACK, 0, wire.R_TRIMMED)
-    last = data_header(3, 300, 100, 1000, flags=wire.F_TRIMMED | wire.F_TRIMMED_LASTHOP)
-    assert sink.rx.on_data(last, None, False, 0.0) == (wire.NACK, 0, wire.R_TRIMMED_LASTHOP)
+    hdr = data_header(3, 300, 100, 1000, flags=protocol.F_TRIMMED)
+    assert sink.rx.on_data(hdr, None, False, 0.0) == (protocol.NACK, 0, protocol.R_TRIMMED)
+    last = data_header(3, 300, 100, 1000, flags=protocol.F_TRIMMED | protocol.F_TRIMMED_LASTHOP)
+    assert sink.rx.on_data(last, None, False, 0.0) == (protocol.NACK, 0, protocol.R_TRIMMED_LASTHOP)
     assert sink.rx.stats["trimmed_rx"] == 2 and sink.rx.cum == 0 and not sink.rx.messages
 
 
@@ -107,7 +108,7 @@ def test_psn_far_ahead_is_garbage_and_nothing_is_placed():
 def test_packet_contradicting_its_message_is_dropped_without_marking_its_psn():
     sink = Sink()
     sink.put(0, 0, bytes(10), 100)
-    assert sink.put(1, 10, bytes(10), 999)[0] == wire.SACK  # msg_len differs: not ours
+    assert sink.put(1, 10, bytes(10), 999)[0] == protocol.SACK  # msg_len differs: not ours
     assert sink.rx.stats["inconsistent"] == 1 and sink.rx.cum == 1
     sink.put(1, 10, bytes(10), 100)  # the genuine packet 1 is still taken
     assert sink.rx.cum == 2
@@ -150,9 +151,9 @@ def endpoint():
 
 def valid_packets() -> list[bytes]:
     ctl = wire.Control(1, 1, 3, 5, 0, 3)
-    return [wire.encode_data(wire.F_LAST, 0, 0x10001, 5, 0, 0, 0, 4, b"abcd"),
-            wire.encode_control(wire.SACK, 0, 0, 0, 0x10000, 5, 0, 0, ctl),
-            wire.encode_control(wire.PROBE, 0, 0, 0, 0x10000, 5, 0, 0, ctl)]
+    return [wire.encode_data(protocol.F_LAST, 0, 0x10001, 5, 0, 0, 0, 4, b"abcd"),
+            wire.encode_control(protocol.SACK, 0, 0, 0, 0x10000, 5, 0, 0, ctl),
+            wire.encode_control(protocol.PROBE, 0, 0, 0, 0x10000, 5, 0, 0, ctl)]
 
 
 @settings(max_examples=300, deadline=None, derandomize=True, database=None)
@@ -179,7 +180,7 @@ def test_garbage_is_counted():
 
 def test_decode_refuses_huge_messages_so_no_buffer_is_allocated():
     config = ProtocolConfig()
-    assert config.mtu_payload < wire.MAX_MSG_LEN
+    assert config.mtu_payload < protocol.MAX_MSG_LEN
     forged = wire.encode_data(0, 0, 1, 5, 0, 0, 0, 0xFFFFFFFF, bytes(10))
     host = endpoint()
     host.on_datagram(0, 0, forged, False, 0.0)
@@ -206,7 +207,7 @@ def acked_by(answers) -> set[int]:
 def test_a_batch_is_answered_by_one_sack_per_path_covering_every_packet():
     host = endpoint()
     # Plane 0 and 1, spines 0 and 1 (EV choice 4 and 5): 3 packets on each path.
-    packets = [(p, p << 24 | 4 + s, 4 * i + 2 * p + s) for i in range(3) for p in (0, 1)
+    packets = [(p, make_ev(p, 4 + s), 4 * i + 2 * p + s) for i in range(3) for p in (0, 1)
                for s in (0, 1)]
     answers = batch_answers(host, packets)
     assert len(answers) == 4  # one per (plane, path), on that plane

@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from hosts import wire
+from hosts import protocol, wire
 from hosts.config import ConfigError, ProtocolConfig
 from hosts.evset import ASSUMED_BAD, DENIED, GOOD, SKIP
 from hosts.loopback import Loopback
@@ -115,7 +115,7 @@ def test_trimmed_packet_is_nacked_skipped_and_resent_at_once_on_another_ev():
     again = conn.send(0.011)
     assert len(again) == 1 and again[0][1] != packets[1][1]
     hdr = wire.decode(again[0][2])[0]
-    assert hdr.psn == 1 and hdr.flags & wire.F_RETRANSMIT
+    assert hdr.psn == 1 and hdr.flags & protocol.F_RETRANSMIT
     for packet in (packets[0], packets[2], again[0]):
         conn.deliver(packet, 0.013)
     assert conn.completed == [0] and not conn.kinds("retire")
@@ -159,7 +159,7 @@ def test_timeout_retires_the_path_and_resends_elsewhere_then_probe_reinstates():
     assert conn.completed == [0]
     probes = [p for p in conn.send(0.6) if not p[3]]
     hdr, ctl, _ = wire.decode(probes[0][2])
-    assert hdr.type == wire.PROBE and conn.kinds("probe")
+    assert hdr.type == protocol.PROBE and conn.kinds("probe")
     assert conn.sender.evs.path_key(hdr.ev) == ev.key
     conn.deliver(probes[0], 0.61)  # the PROBE_REPLY comes back
     assert ev.state == GOOD and conn.kinds("reinstate")
@@ -384,7 +384,7 @@ def test_remote_port_state_takes_the_plane_out_and_back():
 def test_plane_status_packet_is_understood():
     conn = Loopback(CFG)
     ctl = wire.Control(0, 0, 0, 0, 0, 0b01)
-    status = wire.encode_control(wire.PLANE_STATUS, 0, 0, 0, 7, 0, 0, 0, ctl)
+    status = wire.encode_control(protocol.PLANE_STATUS, 0, 0, 0, 7, 0, 0, 0, ctl)
     conn.sender.on_packet(*wire.decode(status)[:2], 0.0)
     assert conn.sender.evs.plane_up == [True, False]
 
@@ -415,7 +415,7 @@ def test_a_forged_sack_cannot_stall_the_sender_or_ack_unsent_packets():
     conn.sender.send_message(0, bytes(300), 0.0)
     conn.send()
     ctl = wire.Control(0xFFFFFFFF, 0xFFFFFF00, (1 << 64) - 1, 0, 0, 0b11)
-    forged = wire.encode_control(wire.SACK, 0, 0, 0, 7, 0, 0, 0xFFFFFFF0, ctl)
+    forged = wire.encode_control(protocol.SACK, 0, 0, 0, 7, 0, 0, 0xFFFFFFF0, ctl)
     conn.sender.on_packet(*wire.decode(forged)[:2], 0.01)
     assert conn.sender.cum_acked == conn.sender.next_psn == 3
 
@@ -482,7 +482,7 @@ def test_a_sack_cannot_acknowledge_packets_never_sent():
         conn.deliver(packet, 0.005)
     conn.send(0.005)  # PSNs 2 and 3 go out, unanswered so far
     ctl = wire.Control(5, 5, 0b111, 0, 0, 0b11)
-    forged = wire.encode_control(wire.SACK, 0, 0, 0, 7, 0, 0, 4, ctl)
+    forged = wire.encode_control(protocol.SACK, 0, 0, 0, 7, 0, 0, 4, ctl)
     conn.sender.on_packet(*wire.decode(forged)[:2], 0.01)
     assert conn.sender.cum_acked == 4 and not conn.completed  # only what was sent
     assert 4 in conn.sender.packets or conn.sender.unsent  # PSN 4 still to be sent

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from scapy.layers.inet import UDP
 from scapy.layers.inet6 import IPv6
 
-from hosts import wire
+from hosts import protocol, wire
 from hosts.mrc_scapy import MRC, MRCControl
 
 # DATA: flags LAST, plane 3, conn 0x00010002, ev 0x03000001, msg 7, psn 9, offset 2400,
@@ -24,10 +24,10 @@ SACK_HEX = ("12" "04" "03" "00" "00010002" "03000001" "00000007" "00000009" "000
 def test_data_vector_struct():
     data = bytes.fromhex(DATA_HEX)
     hdr, ctl, payload = wire.decode(data)
-    assert hdr == wire.Header(wire.DATA, wire.F_LAST, 3, 0, 0x00010002, 0x03000001, 7, 9,
+    assert hdr == wire.Header(protocol.DATA, protocol.F_LAST, 3, 0, 0x00010002, 0x03000001, 7, 9,
                               2400, 3000, 4)
     assert ctl is None and bytes(payload) == bytes.fromhex("deadbeef")
-    assert wire.encode_data(wire.F_LAST, 3, 0x00010002, 0x03000001, 7, 9, 2400, 3000,
+    assert wire.encode_data(protocol.F_LAST, 3, 0x00010002, 0x03000001, 7, 9, 2400, 3000,
                             bytes.fromhex("deadbeef")) == data
 
 
@@ -35,10 +35,10 @@ def test_data_vector_scapy():
     data = bytes.fromhex(DATA_HEX)
     pkt = MRC(data)
     assert (pkt.type, pkt.plane, pkt.conn_id, pkt.ev, pkt.psn, pkt.offset) == (
-        wire.DATA, 3, 0x00010002, 0x03000001, 9, 2400)
+        protocol.DATA, 3, 0x00010002, 0x03000001, 9, 2400)
     assert pkt.flags.LAST and not pkt.flags.TRIMMED
     assert bytes(pkt.payload) == bytes.fromhex("deadbeef")
-    built = MRC(type=wire.DATA, flags="LAST", plane=3, conn_id=0x00010002, ev=0x03000001,
+    built = MRC(type=protocol.DATA, flags="LAST", plane=3, conn_id=0x00010002, ev=0x03000001,
                 msg_id=7, psn=9, offset=2400, msg_len=3000) / bytes.fromhex("deadbeef")
     assert bytes(built) == data  # payload_len computed in post_build
     assert "MRC DATA LAST psn=9" in pkt.summary()
@@ -47,10 +47,10 @@ def test_data_vector_scapy():
 def test_sack_vector_both_ways():
     data = bytes.fromhex(SACK_HEX)
     hdr, ctl, _ = wire.decode(data)
-    assert hdr.type == wire.SACK and hdr.flags == wire.F_ECN_ECHO
+    assert hdr.type == protocol.SACK and hdr.flags == protocol.F_ECN_ECHO
     assert ctl == wire.Control(5, 5, 0b101, 0x03000001, 1, 0xFF)
-    assert wire.encode_control(wire.SACK, wire.F_ECN_ECHO, 3, 0, 0x00010002, 0x03000001, 7, 9,
-                               ctl) == data
+    assert wire.encode_control(protocol.SACK, protocol.F_ECN_ECHO, 3, 0, 0x00010002, 0x03000001,
+                               7, 9, ctl) == data
     pkt = MRC(data)
     assert pkt[MRCControl].bitmap == 0b101 and pkt[MRCControl].port_state == 0xFF
     assert bytes(pkt) == data
@@ -59,18 +59,19 @@ def test_sack_vector_both_ways():
 def test_trimmed_packet_is_the_header_alone():
     data = bytes.fromhex(DATA_HEX)
     trimmed = wire.trim(data, last_hop=True)
-    assert len(trimmed) == wire.HEADER_LEN == 32
+    assert len(trimmed) == protocol.MRC_HEADER_BYTES == 32
     hdr, _, payload = wire.decode(trimmed)
-    assert hdr.flags & wire.F_TRIMMED and hdr.flags & wire.F_TRIMMED_LASTHOP
+    assert hdr.flags & protocol.F_TRIMMED and hdr.flags & protocol.F_TRIMMED_LASTHOP
     assert hdr.payload_len == 4 and payload is None
     assert MRC(trimmed).flags.TRIMMED
 
 
 def test_scapy_stacks_on_ipv6_udp():
-    frame = IPv6(dst="fcbb:bb00:1000:8001::") / UDP(sport=4793, dport=4793) / MRC(
+    port = protocol.MRC_UDP_PORT
+    frame = IPv6(dst="fcbb:bb00:1000:8001::") / UDP(sport=port, dport=port) / MRC(
         bytes.fromhex(SACK_HEX))
     parsed = IPv6(bytes(frame))
-    assert parsed[MRC].type == wire.SACK and parsed[MRCControl].cum_psn == 5
+    assert parsed[MRC].type == protocol.SACK and parsed[MRCControl].cum_psn == 5
 
 
 @pytest.mark.parametrize("data,match", [
@@ -98,14 +99,14 @@ PLANE_STATUS_HEX = ("16" "00" "01" "00" "00000001" "01000000" "00000000" "000000
 
 
 @pytest.mark.parametrize("hexdata,kind,reason,port_state", [
-    (NACK_HEX, wire.NACK, wire.R_TRIMMED_LASTHOP, 0b11),
-    (PLANE_STATUS_HEX, wire.PLANE_STATUS, 0, 0b10),
+    (NACK_HEX, protocol.NACK, protocol.R_TRIMMED_LASTHOP, 0b11),
+    (PLANE_STATUS_HEX, protocol.PLANE_STATUS, 0, 0b10),
 ])
 def test_control_vectors_both_ways(hexdata, kind, reason, port_state):
     data = bytes.fromhex(hexdata)
     hdr, ctl, payload = wire.decode(data)
     assert (hdr.type, hdr.reason, ctl.port_state, payload) == (kind, reason, port_state, None)
-    assert len(data) == wire.CONTROL_PACKET_LEN == 56
+    assert len(data) == protocol.CONTROL_PACKET_BYTES == 56
     assert wire.encode_control(hdr.type, hdr.flags, hdr.plane, hdr.reason, hdr.conn_id, hdr.ev,
                                hdr.msg_id, hdr.psn, ctl, hdr.offset, hdr.msg_len) == data
     pkt = MRC(data)
@@ -115,11 +116,10 @@ def test_control_vectors_both_ways(hexdata, kind, reason, port_state):
 
 
 def test_limits_and_constants():
-    assert (wire.MRC_UDP_PORT, wire.HEADER_LEN, wire.CONTROL_LEN) == (4793, 32, 24)
-    at_limit = wire.encode_data(0, 0, 1, 1, 0, 0, 0, wire.MAX_MSG_LEN, b"x")
-    assert wire.decode(at_limit)[0].msg_len == wire.MAX_MSG_LEN
+    at_limit = wire.encode_data(0, 0, 1, 1, 0, 0, 0, protocol.MAX_MSG_LEN, b"x")
+    assert wire.decode(at_limit)[0].msg_len == protocol.MAX_MSG_LEN
     with pytest.raises(wire.WireError, match="above the limit"):
-        wire.decode(wire.encode_data(0, 0, 1, 1, 0, 0, 0, wire.MAX_MSG_LEN + 1, b"x"))
+        wire.decode(wire.encode_data(0, 0, 1, 1, 0, 0, 0, protocol.MAX_MSG_LEN + 1, b"x"))
     with pytest.raises(wire.WireError, match="past the end"):
         wire.decode(wire.encode_data(0, 0, 1, 1, 0, 0, 9, 10, b"xy"))
     assert "DATA flags=LAST" in wire.describe(wire.decode(bytes.fromhex(DATA_HEX))[0])
@@ -136,7 +136,7 @@ u8, u16, u32 = st.integers(0, 0xFF), st.integers(0, 0xFFFF), st.integers(0, 0xFF
 
 
 @settings(max_examples=150, deadline=None, derandomize=True, database=None)
-@given(flags=st.integers(0, 0x1F).filter(lambda f: not f & wire.F_TRIMMED), plane=u8,
+@given(flags=st.integers(0, 0x1F).filter(lambda f: not f & protocol.F_TRIMMED), plane=u8,
        conn_id=u32, ev=u32, msg_id=u32, psn=u32, payload=st.binary(max_size=64),
        offset=st.integers(0, 1 << 20), extra=st.integers(0, 1000))
 def test_struct_and_scapy_agree_on_any_data_header(flags, plane, conn_id, ev, msg_id, psn,
@@ -144,9 +144,9 @@ def test_struct_and_scapy_agree_on_any_data_header(flags, plane, conn_id, ev, ms
     msg_len = offset + len(payload) + extra
     data = wire.encode_data(flags, plane, conn_id, ev, msg_id, psn, offset, msg_len, payload)
     hdr, _, view = wire.decode(data)
-    assert hdr == (wire.DATA, flags, plane, 0, conn_id, ev, msg_id, psn, offset, msg_len,
+    assert hdr == (protocol.DATA, flags, plane, 0, conn_id, ev, msg_id, psn, offset, msg_len,
                    len(payload)) and bytes(view) == payload
-    built = MRC(type=wire.DATA, flags=flags, plane=plane, conn_id=conn_id, ev=ev,
+    built = MRC(type=protocol.DATA, flags=flags, plane=plane, conn_id=conn_id, ev=ev,
                 msg_id=msg_id, psn=psn, offset=offset, msg_len=msg_len) / payload
     assert bytes(built) == data
     parsed = MRC(data)
@@ -155,8 +155,8 @@ def test_struct_and_scapy_agree_on_any_data_header(flags, plane, conn_id, ev, ms
 
 
 @settings(max_examples=100, deadline=None, derandomize=True, database=None)
-@given(kind=st.sampled_from([wire.SACK, wire.NACK, wire.PROBE, wire.PROBE_REPLY,
-                             wire.PLANE_STATUS]),
+@given(kind=st.sampled_from([protocol.SACK, protocol.NACK, protocol.PROBE, protocol.PROBE_REPLY,
+                             protocol.PLANE_STATUS]),
        flags=u8, reason=u8, words=st.tuples(u32, u32, u32, u32, u32, u32),
        ctl=st.tuples(u32, u32, st.integers(0, (1 << 64) - 1), u32, u16, u16))
 def test_struct_and_scapy_agree_on_any_control_packet(kind, flags, reason, words, ctl):

@@ -1,0 +1,141 @@
+"""Every fact of the MRC protocol that more than one place needs, defined once.
+
+Port, header and frame sizes, packet types, flags, NACK reasons, traffic classes, queue
+priorities, the entropy-value (EV) layout and the transport names live here; the codec
+(hosts/wire.py), the agents, the topology builders, the tools and the tests import
+them. The P4 program cannot import Python, so p4src/include/headers.p4 repeats the
+facts a switch needs as `const`s, and tests/unit/test_protocol_facts.py checks each of
+them against this module. docs/protocol.md explains them.
+
+This module imports nothing from the project, so anything may import it.
+"""
+
+from __future__ import annotations
+
+# --------------------------------------------------------------------- encapsulation
+VERSION = 1
+# UDP port of every MRC datagram, source and destination. Any free port would do; this
+# one sits beside the RoCEv2 port (4791) and is not assigned by IANA.
+MRC_UDP_PORT = 4793
+
+# Socket options of linux/udp.h that Python's socket module does not export: send and
+# accept UDP over IPv6 with a zero checksum (docs/protocol.md explains why).
+UDP_NO_CHECK6_TX = 101
+UDP_NO_CHECK6_RX = 102
+
+ETHERNET_HEADER_BYTES = 14
+IPV6_HEADER_BYTES = 40
+UDP_HEADER_BYTES = 8
+MRC_HEADER_BYTES = 32
+CONTROL_BODY_BYTES = 24  # behind the header of every packet but DATA
+CONTROL_PACKET_BYTES = MRC_HEADER_BYTES + CONTROL_BODY_BYTES
+# What the network adds around each MRC datagram (UDP payload) on an Ethernet link.
+WIRE_OVERHEAD = ETHERNET_HEADER_BYTES + IPV6_HEADER_BYTES + UDP_HEADER_BYTES
+
+# Payload bytes per DATA packet unless a scenario says otherwise (ProtocolConfig).
+DEFAULT_MTU_PAYLOAD = 1200
+# The largest payload of one DATA packet: the IPv6 payload length (16 bits) covers the
+# UDP header, the MRC header and the payload.
+MAX_PAYLOAD = 0xFFFF - UDP_HEADER_BYTES - MRC_HEADER_BYTES
+# The largest message a receiver accepts. msg_len is 32 bits on the wire, but the
+# receiver allocates the whole buffer when a message's first packet arrives: one forged
+# header must not make it allocate gigabytes.
+MAX_MSG_LEN = 1 << 28
+BITMAP_BITS = 64  # PSNs one SACK bitmap covers
+
+
+def frame_bytes(datagram_bytes: int) -> int:
+    """The Ethernet frame that carries an MRC datagram (header and body) of this size."""
+    return datagram_bytes + WIRE_OVERHEAD
+
+
+# A full DATA frame at the default payload: the frame whose packet rate matches a
+# link's bit rate when switches count their queues in packets.
+DATA_FRAME_BYTES = frame_bytes(MRC_HEADER_BYTES + DEFAULT_MTU_PAYLOAD)
+# What a trimming switch keeps of a DATA packet: every header, no payload.
+TRIMMED_FRAME_BYTES = frame_bytes(MRC_HEADER_BYTES)
+# IPv6 payload length and UDP length of a trimmed packet.
+TRIMMED_L4_BYTES = UDP_HEADER_BYTES + MRC_HEADER_BYTES
+
+# --------------------------------------------------------------------- header values
+DATA, SACK, NACK, PROBE, PROBE_REPLY, PLANE_STATUS = 1, 2, 3, 4, 5, 6
+TYPE_NAMES = {DATA: "DATA", SACK: "SACK", NACK: "NACK", PROBE: "PROBE",
+              PROBE_REPLY: "PROBE_REPLY", PLANE_STATUS: "PLANE_STATUS"}
+
+F_TRIMMED = 0x01
+F_TRIMMED_LASTHOP = 0x02
+F_ECN_ECHO = 0x04
+F_LAST = 0x08
+F_RETRANSMIT = 0x10
+FLAG_NAMES = {F_TRIMMED: "TRIMMED", F_TRIMMED_LASTHOP: "TRIMMED_LASTHOP",
+              F_ECN_ECHO: "ECN_ECHO", F_LAST: "LAST", F_RETRANSMIT: "RETRANSMIT"}
+
+R_TRIMMED, R_TRIMMED_LASTHOP, R_GAP = 1, 2, 3
+REASON_NAMES = {R_TRIMMED: "TRIMMED", R_TRIMMED_LASTHOP: "TRIMMED_LASTHOP", R_GAP: "GAP"}
+
+# --------------------------------------------------------------------- traffic class
+# The IPv6 traffic class is DSCP (top six bits) and ECN (low two bits).
+ECN_NOT_ECT = 0b00
+ECN_ECT0 = 0b10
+ECN_CE = 0b11
+ECN_MASK = 0b11
+# DSCP classes of packet trimming (docs/protocol.md). A switch trims only DATA packets
+# of DSCP_TRIMMABLE. DSCP_NO_TRIM is 0, what every unmarked packet carries, so a switch
+# never trims traffic that did not ask for it; DSCP_TRIMMABLE is AF11 (10).
+DSCP_NO_TRIM = 0
+DSCP_TRIMMABLE = 10
+
+
+def traffic_class(dscp: int, ecn: int) -> int:
+    """The IPv6 traffic class byte of a DSCP and an ECN code point."""
+    return dscp << 2 | ecn
+
+
+# Strict-priority queues of a switch port (BMv2 --priority-queues 8 serves 7 first):
+# data rides the lowest, control packets and trimmed headers the highest.
+PRIORITY_QUEUES = 8
+PRIORITY_DATA = 0
+PRIORITY_CONTROL = 7
+
+# --------------------------------------------------------------------- transports
+# `mrc`: the full protocol. `mrc-no-trim`: its data asks switches not to trim it
+# (DSCP_NO_TRIM), so congestion drops instead. `mrc-no-probe`: retired paths are never
+# probed, so they never come back. `single-path`: the baseline of hosts/baseline.py.
+TRANSPORTS = ("mrc", "mrc-no-trim", "mrc-no-probe", "single-path")
+# The DSCP each transport's DATA packets carry. The single-path baseline stands for
+# RoCE on an ECMP fabric, which switches do not trim.
+DATA_DSCP = {"mrc": DSCP_TRIMMABLE, "mrc-no-trim": DSCP_NO_TRIM,
+             "mrc-no-probe": DSCP_TRIMMABLE, "single-path": DSCP_NO_TRIM}
+# Control packets (SACK, NACK, PROBE...) are never trimmed, whatever the transport.
+CONTROL_DSCP = DSCP_NO_TRIM
+
+# --------------------------------------------------------------------- entropy values
+# A 32-bit EV: the plane in the top 8 bits, the choice among the plane's paths below
+# (topologies/paths.py maps a choice to a path, modulo the plane's path count).
+EV_PLANE_SHIFT = 24
+EV_PLANE_MASK = 0xFF
+EV_CHOICE_MASK = (1 << EV_PLANE_SHIFT) - 1
+
+
+def make_ev(plane: int, choice: int) -> int:
+    """The EV of `choice` in `plane` (choice bits beyond the field are dropped)."""
+    return plane << EV_PLANE_SHIFT | (choice & EV_CHOICE_MASK)
+
+
+def ev_plane(ev: int) -> int:
+    return ev >> EV_PLANE_SHIFT & EV_PLANE_MASK
+
+
+def ev_choice(ev: int) -> int:
+    return ev & EV_CHOICE_MASK
+
+
+# --------------------------------------------------------------------- link rates
+def link_pps(rate_mbit: float, frame: int) -> float:
+    """How many frames of `frame` bytes a link of `rate_mbit` Mbit/s carries a second."""
+    return rate_mbit * 1e6 / 8 / frame
+
+
+def link_mbit(pps: float, frame: int) -> float:
+    """The link rate in Mbit/s that carries `pps` frames of `frame` bytes a second."""
+    return pps * frame * 8 / 1e6
