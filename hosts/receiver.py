@@ -17,7 +17,6 @@ than the next expected one is dropped and the cumulative PSN acknowledged again.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 
 from hosts import protocol, wire
@@ -142,14 +141,3 @@ class Receiver:
         return wire.Control(self.cum, base, bits & _BITMAP_MASK, echo_ev, min(marks, 0xFFFF),
                             port_state)
 
-
-def digest(data: bytes | bytearray | memoryview) -> str:
-    """A content digest for verifying a delivered message against what was sent."""
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
-
-
-def verify_message(data: bytes | bytearray | memoryview, expected: bytes | str) -> bool:
-    """True if a delivered message equals `expected` (the bytes, or their digest())."""
-    if isinstance(expected, str):
-        return digest(data) == expected
-    return len(data) == len(expected) and bytes(data) == expected

@@ -30,7 +30,7 @@ from operator import attrgetter
 from hosts import protocol, wire
 from hosts.cc import DelayWindow
 from hosts.config import ProtocolConfig
-from hosts.evset import ASSUMED_BAD, DENIED, GOOD, SKIP, Ev, EvSet, PathKey
+from hosts.evset import ASSUMED_BAD, GOOD, SKIP, Ev, EvSet, PathKey
 from hosts.protocol import make_ev
 
 EventCallback = Callable[[dict], None]
@@ -653,5 +653,3 @@ class Sender:
                  "last_ack": ev.last_ack, "ecn_marks": ev.ecn_marks, "losses": ev.losses}
                 for ev in self.evs.by_ev.values()]
 
-
-__all__ = ["ASSUMED_BAD", "DENIED", "GOOD", "SKIP", "Sender", "SenderError"]
