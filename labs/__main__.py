@@ -13,7 +13,16 @@ from __future__ import annotations
 import argparse
 import sys
 
-from labs.course import LABS, LabError, check_module, files_dir, lab_dir, lab_number, start
+from labs.course import (
+    LABS,
+    REPO,
+    LabError,
+    check_module,
+    files_dir,
+    lab_dir,
+    lab_number,
+    start,
+)
 from topologies.errors import UserError
 
 
@@ -49,9 +58,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{number}  {title.lstrip('# ')}  (labs/{package})")
             return 0
         if command == "start" and len(rest) == 1:
-            work = start(lab_number(rest[0]))
-            print(f"your copy: {work.relative_to(lab_dir(lab_number(rest[0])).parent.parent)}"
-                  f" (edit the files marked TODO, then: make lab-check LAB={rest[0]})")
+            number = lab_number(rest[0])
+            work = start(number)
+            print(f"your copy: {work.relative_to(REPO)} (complete its TODOs, then: "
+                  f"make lab-check LAB={number})")
             return 0
         if command == "check":
             return run_check(rest)

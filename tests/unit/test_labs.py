@@ -110,7 +110,8 @@ SHIFT_SWAPPED = ("hdr.ipv6.dst_rest = hdr.ipv6.dst_rest << 16;\n"
     ("03", "trim.p4", "if (meta.host_facing == 1)", "if (meta.host_facing == 0)"),
     ("03", "ecn.p4", "meta.host_facing == 0 && ", ""),
     ("03", "ecn.p4", ">= meta.ecn_threshold", "<= meta.ecn_threshold"),
-])
+], ids=["shift-by-8", "shift-before-read", "no-drop-on-miss", "lasthop-flag-inverted",
+        "marks-towards-hosts", "marks-below-threshold"])
 def test_p4_checks_catch_a_broken_rule(tmp_path, number, name, old, new):
     report = run_check(number, _mutant(tmp_path, number, name, old, new), tmp_path)
     assert not report.passed and len(report.failures()) == 1, report.render()
@@ -141,7 +142,7 @@ def test_lab04_catches_swapped_uplinks_and_a_bad_topology(tmp_path):
     # A reply does not reinstate.
     ("        self.state = GOOD\n        self.probe_at = None",
      "        self.probe_at = None", "a probe reply"),
-])
+], ids=["congestion-retires", "fixed-probe-interval", "reply-ignored"])
 def test_lab05_catches_a_broken_rule(tmp_path, old, new, failing):
     report = run_check("05", _mutant(tmp_path, "05", "path_state.py", old, new), tmp_path)
     assert any(what.startswith(failing) for what in report.failures()), report.render()
