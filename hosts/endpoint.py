@@ -7,8 +7,10 @@ plane it came in on and whether it was CE-marked), `poll()` for what to send now
 timeout, and `set_local_plane()` when a NIC port loses or regains carrier. It paces each
 plane at its link rate, so the host's own queues never overflow.
 
-Transports: `mrc` (and `mrc-no-trim`, `mrc-no-probe`, which differ in switch settings
-and probing) and `single-path`.
+Transports (hosts/protocol.py TRANSPORTS): `mrc`; `mrc-no-probe`, whose senders never
+probe (`probes` off), so a retired path never comes back; `mrc-no-trim`, whose data
+asks switches not to trim it (the traffic class, set by the agent's sockets); and
+`single-path`, the baseline of hosts/baseline.py.
 """
 
 from __future__ import annotations

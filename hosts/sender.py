@@ -10,7 +10,8 @@ echoing its EV, so the sender learns per EV what arrived:
   the same plane, and what was in flight on it goes out again on other EVs;
 - a NACK (the packet was trimmed): retransmit at once on another EV, SKIP the EV once;
 - an ECN echo: SKIP the EV once; neither ever retires anything;
-- retired paths are probed with backoff; a PROBE_REPLY reinstates them;
+- retired paths are probed with backoff; a PROBE_REPLY reinstates them (with `probes`
+  off, as in mrc-no-probe, nothing is ever probed: retired paths stay retired);
 - the local carrier (`set_local_plane`) and the peer's port-state bitmap take whole
   planes out of use and back; a plane the peer reported down is probed, so a lost
   PLANE_STATUS cannot keep it out of use forever.

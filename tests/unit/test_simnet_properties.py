@@ -14,7 +14,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hosts.evset import GOOD
+from hosts.evset import ASSUMED_BAD, GOOD
 from hosts.sender import Sender
 from hosts.simnet import Chaos, Outage, SimNet
 from topologies.model import load_topology
@@ -153,3 +153,33 @@ def test_one_lossy_path_is_retired_and_no_clean_one_stays_retired(plane, spine, 
 def test_single_path_delivers_everything_too(chaos, seed):
     net = run("single-path", chaos, [], seed, 8_000)
     assert_all_delivered(net)
+
+
+def outage_that_heals(transport: str) -> tuple[SimNet, Sender]:
+    """h0 -> h3 (different racks) while spine 0 of plane 0 is dead for 90 ms, then a
+    second of quiet after the transfer: time for probes to find the path back."""
+    outage = Outage(plane=0, spine=0, start=0.01, end=0.1)
+    net = run(transport, Chaos(), [outage], 7, 300_000, transfers=[(0, 3, 0)])
+    assert_all_delivered(net, [(0, 3, 0)])
+    net.run(max(net.now, outage.end) + 1.0)
+    sender = net.hosts[0].senders[3]
+    assert isinstance(sender, Sender)
+    return net, sender
+
+
+def test_after_an_outage_heals_mrc_probes_the_path_back():
+    net, sender = outage_that_heals("mrc")
+    events = [e["event"] for e in net.events if e["host"] == 0]
+    assert "retire" in events and "probe" in events and "reinstate" in events
+    assert (0, 0) not in sender.evs.bad
+    assert {ev.state for ev in sender.evs.by_ev.values() if ev.key == (0, 0)} == {GOOD}
+
+
+def test_mrc_no_probe_never_probes_so_a_retired_path_stays_retired():
+    net, sender = outage_that_heals("mrc-no-probe")
+    events = [e["event"] for e in net.events if e["host"] == 0]
+    assert "retire" in events
+    assert "probe" not in events and "reinstate" not in events
+    assert sender.stats["probes"] == 0
+    assert (0, 0) in sender.evs.bad  # healed a second ago, still out of use
+    assert {ev.state for ev in sender.evs.by_ev.values() if ev.key == (0, 0)} == {ASSUMED_BAD}
