@@ -1,0 +1,213 @@
+"""One import direction: no project module imports a module of a higher layer.
+
+Every module's imports are read with `ast` (nothing is imported or run) and checked
+against the layer table below. Layers, from the bottom:
+
+- `model`: facts and the topology model, and what follows from the model alone: the
+  protocol constants and the header codec, the YAML model and its errors, addressing,
+  paths, the resolved topology file, the static switch tables.
+- `logic`: pure builders and the host agent: controller/ (table entries, `ip` commands,
+  P4Runtime session and programming) and hosts/ (sender, receiver, agent process).
+- `nodes`: the Mininet network and its node classes. They run what they are handed
+  (commands, table contents, queue settings) and import only the model layer: the
+  target that hands them their configuration sits above them.
+- `top`: experiments/ (targets, bring-up, runner), bench/, labs/ and tests/.
+
+`logic` and `nodes` stand side by side: neither may import the other. Mininet itself
+may be imported only by `nodes` and `top`, so that the controller and the agents run
+without it.
+
+Every module needs a layer: an exact entry in LAYERS, or its package's entry in
+PACKAGE_LAYERS. topologies/ has no package entry, since it holds both the model and the
+Mininet network: a new module there must be given its layer here.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+LAYERS = {
+    "hosts.protocol": "model",
+    "hosts.wire": "model",
+    "topologies": "model",
+    "topologies.errors": "model",
+    "topologies.model": "model",
+    "topologies.addressing": "model",
+    "topologies.paths": "model",
+    "topologies.resolved": "model",
+    "topologies.size": "model",
+    "controller.tables": "model",
+    "topologies.network": "nodes",
+    "topologies.nodes": "nodes",
+    "topologies.bmv2": "nodes",
+    "topologies.linkstate": "nodes",
+    "topologies.shaping": "nodes",
+    "topologies.ebpf_port": "nodes",
+}
+PACKAGE_LAYERS = {
+    "controller": "logic",
+    "hosts": "logic",
+    "experiments": "top",
+    "bench": "top",
+    "labs": "top",
+    "tests": "top",
+}
+MAY_IMPORT = {
+    "model": {"model"},
+    "logic": {"model", "logic"},
+    "nodes": {"model", "nodes"},
+    "top": {"model", "logic", "nodes", "top"},
+}
+MININET_LAYERS = {"nodes", "top"}
+PACKAGES = tuple(PACKAGE_LAYERS) + ("topologies",)
+
+
+class LayerError(Exception):
+    """A module has no entry in the layer table."""
+
+
+def layer_of(module: str) -> str:
+    if module in LAYERS:
+        return LAYERS[module]
+    package = module.split(".")[0]
+    if package in PACKAGE_LAYERS:
+        return PACKAGE_LAYERS[package]
+    raise LayerError(f"{module} has no layer: add it to LAYERS in {Path(__file__).name}")
+
+
+def module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def project_sources(root: Path) -> dict[str, str]:
+    """Module name -> source text of every Python file of the project's packages."""
+    sources = {}
+    for package in PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            sources[module_name(path, root)] = path.read_text(encoding="utf-8")
+    return sources
+
+
+def imports(module: str, source: str, known: set[str]) -> list[tuple[int, str]]:
+    """(line, imported module) for every import in `source`, also those inside
+    functions and `if TYPE_CHECKING:` blocks: each one couples the two modules."""
+    is_package = any(other.startswith(module + ".") for other in known)
+    found = []
+    for node in ast.walk(ast.parse(source, filename=module)):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = module.split(".")
+                # A package's own name is its anchor; a module's is its package.
+                anchor = anchor[:len(anchor) - node.level + (1 if is_package else 0)]
+                base = ".".join(anchor + ([base] if base else []))
+            for alias in node.names:
+                # `from hosts import wire` imports the module hosts.wire.
+                sub = f"{base}.{alias.name}"
+                found.append((node.lineno, sub if sub in known else base))
+    return found
+
+
+def violations(sources: dict[str, str]) -> list[str]:
+    """Every import that goes up or sideways between layers, one line each."""
+    known = set(sources)
+    problems = []
+    for module, source in sorted(sources.items()):
+        layer = layer_of(module)
+        for line, target in imports(module, source, known):
+            top = target.split(".")[0]
+            if top == "mininet" and layer not in MININET_LAYERS:
+                problems.append(f"{module}:{line} imports {target}: the {layer} layer must "
+                                "run without Mininet")
+            elif top in PACKAGES:
+                other = layer_of(target)
+                if other not in MAY_IMPORT[layer]:
+                    problems.append(f"{module}:{line} imports {target}: the {layer} layer "
+                                    f"may not import the {other} layer")
+    return problems
+
+
+def test_no_module_imports_a_higher_layer():
+    sources = project_sources(REPO)
+    assert "topologies.network" in sources and "controller.kernel" in sources
+    assert violations(sources) == []
+
+
+def test_every_layer_is_populated():
+    """A table whose entries name no real module would check nothing."""
+    layers = {layer_of(module) for module in project_sources(REPO)}
+    assert layers == set(MAY_IMPORT)
+
+
+# What follows proves the check can fail, on module sources made up for the purpose.
+
+MODEL = "from __future__ import annotations\nfrom dataclasses import dataclass\n"
+
+
+@pytest.mark.parametrize("module, source, expected", [
+    ("topologies.model", "from topologies.network import FabricTopo\n",
+     "topologies.model:1 imports topologies.network: the model layer may not import the "
+     "nodes layer"),
+    ("topologies.nodes", "import os\n\nfrom controller.kernel import switch_commands\n",
+     "topologies.nodes:3 imports controller.kernel: the nodes layer may not import the "
+     "logic layer"),
+    ("controller.kernel", "def f():\n    from topologies import nodes\n",
+     "controller.kernel:2 imports topologies.nodes: the logic layer may not import the "
+     "nodes layer"),
+    ("hosts.sender", "import experiments.runner\n",
+     "hosts.sender:1 imports experiments.runner: the logic layer may not import the top layer"),
+    ("controller.tables", "from . import kernel\n",
+     "controller.tables:1 imports controller.kernel: the model layer may not import the "
+     "logic layer"),
+    ("hosts.agent", "from mininet.net import Mininet\n",
+     "hosts.agent:1 imports mininet.net: the logic layer must run without Mininet"),
+])
+def test_an_upward_import_is_named(module, source, expected):
+    sources = {"topologies.model": MODEL, "topologies.network": MODEL,
+               "topologies.nodes": MODEL, "controller.kernel": MODEL,
+               "controller.tables": MODEL, "hosts.sender": MODEL, "hosts.agent": MODEL,
+               "experiments.runner": MODEL}
+    sources[module] = source
+    assert violations(sources) == [expected]
+
+
+def test_downward_and_same_layer_imports_pass():
+    sources = {
+        "topologies.model": "from topologies import addressing\n",
+        "topologies.addressing": MODEL,
+        "controller.kernel": "from controller.tables import SwitchTables\n",
+        "controller.tables": "from topologies.model import Fabric\n",
+        "topologies.network": "from mininet.net import Mininet\nfrom topologies.nodes import X\n",
+        "topologies.nodes": "from topologies.addressing import intf_name\n",
+        "experiments.targets": "from controller.kernel import x\nfrom topologies.nodes import y\n",
+    }
+    assert violations(sources) == []
+
+
+def test_an_upward_import_in_a_file_on_disk_is_found(tmp_path):
+    """The same check as on the repository, on a tree with one bad file written to it."""
+    for package in PACKAGES:
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text("")
+    (tmp_path / "topologies" / "model.py").write_text(MODEL)
+    (tmp_path / "topologies" / "linkstate.py").write_text("import socket\n")
+    (tmp_path / "controller" / "p4info.py").write_text(
+        '"""Doc."""\n\nfrom topologies.linkstate import LinkState\n')
+    assert violations(project_sources(tmp_path)) == [
+        "controller.p4info:3 imports topologies.linkstate: the logic layer may not import "
+        "the nodes layer"]
+
+
+def test_a_module_without_a_layer_is_named():
+    with pytest.raises(LayerError, match="topologies.fresh has no layer: add it to LAYERS"):
+        violations({"topologies.fresh": MODEL})
