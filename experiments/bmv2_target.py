@@ -84,8 +84,7 @@ class Bmv2Target:
         if not up:
             node.stop(deleteIntfs=False)
         # Its ports change state only while no BMv2 process holds them (see set_link).
-        for _, intf in node.port_intfs():
-            subprocess.run(["ip", "link", "set", intf, "up" if up else "down"], check=True)
+        node.set_ports(up)
         if not up:
             return 0
         node.start()
@@ -104,23 +103,18 @@ class Bmv2Target:
         for link in net.linksBetween(net.get(a), net.get(b)):
             for intf in (link.intf1, link.intf2):
                 if isinstance(intf.node, Bmv2Switch):
-                    _drop_all(intf.name, not up)
+                    intf.node.drop_sent(intf.name, not up)
                 else:
                     intf.node.set_port(intf.name, up)
 
     def blackhole(self, net: FabricNet, fabric: Fabric, switch: str, on: bool) -> None:
         """Everything the switch sends is dropped on its ports; links stay up."""
-        for _, intf in net.get(switch).port_intfs():
-            _drop_all(intf, on)
+        node = net.get(switch)
+        for _, intf in node.port_intfs():
+            node.drop_sent(intf, on)
 
     def summary_fields(self) -> dict[str, object]:
         # Every switch gets one batch at start-up and one more per reboot: the summary
         # shows that nothing else was written while traffic ran.
         return {"p4runtime_write_batches": self.write_batches}
 
-
-def _drop_all(intf: str, on: bool) -> None:
-    """Drop everything sent on `intf` (a root queue that holds no packet), or stop."""
-    command = (["tc", "qdisc", "replace", "dev", intf, "root", "pfifo", "limit", "0"]
-               if on else ["tc", "qdisc", "del", "dev", intf, "root"])
-    subprocess.run(command, check=on, capture_output=True)

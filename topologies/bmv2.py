@@ -153,6 +153,20 @@ class Bmv2Switch(Switch):
             commands += queue_commands(port, rate_mbit, depth)
         self.cli(commands)
 
+    def set_ports(self, up: bool) -> None:
+        """Set every port up or down, for a reboot: only while no BMv2 process holds them,
+        since a running switch whose own interface flaps stops forwarding on all its
+        ports (link faults use `drop_sent` instead)."""
+        for _, intf in self.port_intfs():
+            subprocess.run(["ip", "link", "set", intf, "up" if up else "down"], check=True)
+
+    def drop_sent(self, intf: str, on: bool) -> None:
+        """Drop everything the switch sends on port `intf` (a root queue that holds no
+        packet), or stop: a dead link or a blackhole, with the port left up."""
+        command = (["tc", "qdisc", "replace", "dev", intf, "root", "pfifo", "limit", "0"]
+                   if on else ["tc", "qdisc", "del", "dev", intf, "root"])
+        subprocess.run(command, check=on, capture_output=True)
+
     def stop(self, deleteIntfs: bool = True) -> None:  # noqa: N803 - Mininet's signature
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
