@@ -41,6 +41,7 @@ from mininet.cli import CLI
 from controller.tables import switch_tables
 from experiments.agents import AgentError, AgentSet
 from experiments.faults import Action
+from experiments.targets import apply_fault
 from hosts.protocol import TRANSPORTS, ev_choice
 from topologies.errors import UserError
 from topologies.model import Fabric
@@ -266,6 +267,15 @@ class FabricSession:
             self.agents.stop()
             self.agents = None
 
+    def _agent_failed(self, message: dict) -> None:
+        """An agent reported an error or died: say so; a dead agent means new agents
+        for the next command."""
+        text = f"agent h{message['agent']}: {message.get('message', message['event'])}"
+        if message["event"] == "exited":
+            self.stop_agents()
+            text += " (the next command starts new agents)"
+        raise AgentError(text)
+
     def _answer(self, host: int, event: str, **cmd) -> dict:
         """Ask one agent a question and wait for its answer (other messages are late
         answers to earlier commands: dropped)."""
@@ -282,7 +292,7 @@ class FabricSession:
             if message["event"] == event:
                 return message
             if message["event"] in ("error", "exited"):
-                raise AgentError(f"agent h{host}: {message.get('message', message)}")
+                self._agent_failed(message)
 
     def send(self, req: SendRequest) -> list[str]:
         agents = self.agents_for(req.transport)
@@ -306,8 +316,8 @@ class FabricSession:
             elif (kind == "completed" and agent == req.src and message["dst"] == req.dst
                   and message["msg_id"] == msg_id):
                 acked = message["t"] - start
-            elif kind in ("error", "exited") and agent in (req.src, req.dst):
-                raise AgentError(f"agent h{agent}: {message.get('message', message)}")
+            elif kind == "exited" or (kind == "error" and agent in (req.src, req.dst)):
+                self._agent_failed(message)
         after = self._answer(req.src, "stats", cmd="stats")
         lines = send_report(req, self.fabric, took, acked, verified, before, after)
         if took is None or acked is None:
@@ -316,8 +326,6 @@ class FabricSession:
 
     # -------------------------------------------------------------- faults
     def fault(self, action: Action) -> str:
-        from experiments.targets import apply_fault
-
         apply_fault(self.net, self.fabric, action, self.target)
         key = fault_key(action)
         if action.up:
@@ -378,11 +386,9 @@ class FabricSession:
 
     def _p4_tables(self, switch: str) -> list[str]:
         from controller.bmv2_entries import MY_USID, NEXT_HOP, PORT_CONFIG
-        from experiments.p4shell import RunningSwitch, connect, disconnect
+        from experiments.p4shell import connect, disconnect, find_switch
 
-        node = self.net.get(switch)
-        shell = connect(RunningSwitch(switch, node.device_id, node.grpc_address,
-                                      node.proc.pid if node.proc else 0))
+        shell = connect(find_switch(switch, "tables"))
         try:
             lines = []
             for table in (MY_USID, NEXT_HOP, PORT_CONFIG):
