@@ -80,7 +80,8 @@ def test_tcpdump_argv_bounds_the_file_and_is_found_by_the_cleanup_pattern(tmp_pa
     assert "-U" in argv and "--immediate-mode" in argv and argv[argv.index("-Z") + 1] == "root"
     assert re.search(PROCESS_PATTERN, " ".join(argv))
     assert not re.search(PROCESS_PATTERN, "tcpdump -i eth0 -w /tmp/mine.pcap")
-    assert tcpdump_argv("lo", pcap, 64, 1, "udp port 4793")[-1] == "udp port 4793"
+    mrc_only = f"udp port {protocol.MRC_UDP_PORT}"
+    assert tcpdump_argv("lo", pcap, 64, 1, mrc_only)[-1] == mrc_only
 
 
 def test_tcpdump_counters_are_read():
@@ -110,7 +111,7 @@ def test_a_real_tcpdump_captures_mrc_packets_and_stops_cleanly(tmp_path):
     from hosts.mrc_scapy import MRC
 
     capture = Capture(RootNamespace(), [CaptureTarget("root", "lo")], tmp_path,
-                      bpf_filter="udp port 4793")
+                      bpf_filter=f"udp port {protocol.MRC_UDP_PORT}")
     with capture:
         (_, proc, _), = capture.procs
         with socket.socket(socket.AF_INET6, socket.SOCK_DGRAM) as sock:
