@@ -82,7 +82,7 @@ def ebpf_available(run: Run, obj: Path, section: str) -> tuple[bool, str]:
                       f"sec {section}")
     except EbpfError as err:
         reason = str(err).splitlines()[-1] if str(err) else "load failed"
-        return False, f"no eBPF switch program: the kernel refused it ({reason})"
+        return False, f"no eBPF switch program: tc could not load it ({reason})"
     finally:
         run("tc qdisc del dev lo clsact 2>/dev/null")
     return True, "eBPF switch program on every switch port"
