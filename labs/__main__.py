@@ -63,13 +63,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"your copy: {work.relative_to(REPO)} (complete its TODOs, then: "
                   f"make lab-check LAB={number})")
             return 0
-        if command == "check":
+        if command == "check" and rest and not rest[0].startswith("-"):
             return run_check(rest)
     except (LabError, UserError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    print("usage: python -m labs [list | start NN | check NN [--solution | --skeleton]]",
-          file=sys.stderr)
+    print("error: usage: python -m labs list | start NN | check NN [--solution | --skeleton] "
+          "(make lab-start LAB=NN, make lab-check LAB=NN)", file=sys.stderr)
     return 2
 
 
