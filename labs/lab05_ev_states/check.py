@@ -186,5 +186,6 @@ def replay(make) -> str | None:
     missing = [kind for kind, n in seen.items() if n == 0]
     if missing:
         # The simulated run must exercise every rule, or the replay proves nothing.
-        raise AssertionError(f"the simulated run had no {', '.join(missing)} event")
+        raise RuntimeError(f"the simulated run had no {', '.join(missing)} event: the "
+                           f"lab's scenario needs updating to the project's sender")
     return None
