@@ -10,10 +10,30 @@ raise it.
 
 from __future__ import annotations
 
+import reprlib
+
+# Values quoted back to the user are cut short: a YAML file can nest aliases of lists
+# into a structure whose full repr would take hours to print.
+_SHOWN = reprlib.Repr()
+_SHOWN.maxlevel, _SHOWN.maxstring, _SHOWN.maxother = 1, 40, 40
+_SHOWN.maxlist = _SHOWN.maxdict = _SHOWN.maxtuple = _SHOWN.maxset = 4
+
+
+def shown(value: object) -> str:
+    """A short repr of a user's value, for messages ("got [1, 2, ...]")."""
+    return _SHOWN.repr(value)
+
 
 class UserError(ValueError):
-    """A mistake in the user's input, as one line: `source: field: problem; fix: fix`."""
+    """A mistake in the user's input, as one line: `source: field: problem; fix: fix`.
+
+    `fieldname` may be empty when the source is itself the setting, as for a
+    command-line option (`DATAPLANE=ovs: unknown data plane; fix: ...`).
+    """
 
     def __init__(self, source: str, fieldname: str, problem: str, fix: str):
         self.source, self.field, self.problem, self.fix = source, fieldname, problem, fix
-        super().__init__(f"{source}: {fieldname}: {problem}; fix: {fix}")
+        where = f"{source}: {fieldname}" if fieldname else source
+        # One line whatever the parts hold (a YAML key may contain a newline).
+        line = f"{where}: {problem}; fix: {fix}"
+        super().__init__(" ".join(line.split()) if "\n" in line or "\r" in line else line)

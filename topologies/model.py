@@ -12,13 +12,14 @@ what is wrong and how to fix it.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
 from topologies import addressing
-from topologies.errors import UserError
+from topologies.errors import UserError, shown
 
 TOPOLOGY_DIR = Path(__file__).resolve().parent
 
@@ -33,6 +34,7 @@ MAX_DELAY_MS = 1_000
 MAX_QUEUE_PKTS = 100_000
 
 TIERS = ("host_t0", "t0_t1")
+MAX_FILE_BYTES = 1 << 20  # topology and scenario files are a few lines
 
 
 class TopologyError(UserError):
@@ -221,6 +223,36 @@ def available_topologies() -> list[str]:
     return sorted(p.stem for p in TOPOLOGY_DIR.glob("*.yaml"))
 
 
+def read_yaml(path: Path, error: type[UserError]) -> object:
+    """The YAML document in a user's file; any reason it cannot be read is `error`.
+
+    Shared by topology and scenario files. A file is read whole, so its size is capped;
+    it must be UTF-8 text; nesting deep enough to exhaust Python's stack is refused too.
+    """
+    source = str(path)
+    try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise error(source, "file", f"larger than {MAX_FILE_BYTES // 1024} KiB",
+                        "give the path of a topology or scenario YAML file")
+        text = path.read_bytes().decode("utf-8")
+    except OSError as err:
+        raise error(source, "file", f"cannot be read ({err.strerror or err})",
+                    "check the path and its permissions") from None
+    except UnicodeDecodeError:
+        raise error(source, "file", "is not UTF-8 text",
+                    "give the path of a topology or scenario YAML file") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else "file"
+        raise error(source, where, "not valid YAML",
+                    "check the indentation and the 'key: value' syntax there") from None
+    except RecursionError:
+        raise error(source, "file", "nested too deeply",
+                    "write flat mappings and lists as in the shipped files") from None
+
+
 def load_topology(name_or_path: str) -> Fabric:
     """Read, validate and build a topology. Raises TopologyError on any user mistake."""
     path = resolve_topology_path(name_or_path)
@@ -229,16 +261,7 @@ def load_topology(name_or_path: str) -> Fabric:
         names = ", ".join(available_topologies())
         raise TopologyError(source, "TOPO", "no such topology file",
                             f"use one of: {names}, or a path to a YAML file")
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else "file"
-        raise TopologyError(source, where, "not valid YAML",
-                            "check the indentation and the 'key: value' syntax there") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise TopologyError(source, "file", f"cannot be read ({err.__class__.__name__})",
-                            "make it a readable UTF-8 text file") from None
+    data = read_yaml(path, TopologyError)
     return build_fabric(parse_spec(data, source, default_name=path.stem))
 
 
@@ -253,7 +276,8 @@ def parse_spec(data: object, source: str, default_name: str = "topology") -> Top
                             f"remove it; known fields are {', '.join(sorted(_TOP_FIELDS))}")
     name = data.get("name", default_name)
     if not isinstance(name, str) or not name.replace("-", "").replace("_", "").isalnum():
-        raise TopologyError(source, "name", f"must be letters, digits, '-' or '_' (got {name!r})",
+        raise TopologyError(source, "name",
+                            f"must be letters, digits, '-' or '_' (got {shown(name)})",
                             "use a name like 2tier-8plane")
     planes = _int(data, "planes", source, 1, MAX_PLANES)
     racks = _int(data, "racks", source, 1, MAX_RACKS)
@@ -313,7 +337,7 @@ def _int(data: dict, key: str, source: str, low: int, high: int, default: int | 
     if value is None:
         raise TopologyError(source, where, "missing", f"add '{key}: <integer {low}..{high}>'")
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TopologyError(source, where, f"must be an integer (got {value!r})",
+        raise TopologyError(source, where, f"must be an integer (got {shown(value)})",
                             f"write a whole number from {low} to {high}")
     if not low <= value <= high:
         raise TopologyError(source, where, f"{value} is out of range",
@@ -328,7 +352,10 @@ def _number(data: dict, key: str, source: str, low: float, high: float, prefix: 
     if value is None:
         raise TopologyError(source, where, "missing", f"add '{key}: <number>'")
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TopologyError(source, where, f"must be a number (got {value!r})",
+        raise TopologyError(source, where, f"must be a number (got {shown(value)})",
+                            f"write a number from {low} to {high}")
+    if not math.isfinite(value):  # YAML's .nan and .inf pass every comparison below
+        raise TopologyError(source, where, f"must be a finite number (got {value})",
                             f"write a number from {low} to {high}")
     too_low = value < low if low_inclusive else value <= low
     if too_low or value > high:
