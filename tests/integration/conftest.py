@@ -1,8 +1,13 @@
-"""Fixtures for Mininet tests on the kernel data plane (root, Linux >= 6.1)."""
+"""Fixtures for Mininet tests on the kernel data plane (root, Linux >= 6.1).
+
+Where root, a recent kernel or Mininet is missing, the tests of this folder (and only
+those: pytest calls this hook with every collected item) are skipped with the reason.
+"""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -22,13 +27,21 @@ def _skip_reason() -> str | None:
 
 
 SKIP = _skip_reason()
+HERE = Path(__file__).resolve().parent
+
+
+def skip_here(items, reason: str | None, folder: Path = HERE) -> None:
+    """Mark the items collected from `folder` skipped with `reason` (if any)."""
+    if not reason:
+        return
+    marker = pytest.mark.skip(reason=reason)
+    for item in items:
+        if Path(item.path).resolve().is_relative_to(folder):
+            item.add_marker(marker)
 
 
 def pytest_collection_modifyitems(config, items):
-    if SKIP:
-        marker = pytest.mark.skip(reason=SKIP)
-        for item in items:
-            item.add_marker(marker)
+    skip_here(items, SKIP)
 
 
 @pytest.fixture(scope="module")
