@@ -1,7 +1,10 @@
 """Command line: `python3 -m experiments run --topo 2tier-8plane [--dataplane auto] ...`.
 
-User mistakes (bad topology or scenario file, missing tools, not root) end with a
-one-line message and exit status 2; a run ends with status 0 only if it succeeded.
+Everything that can fail for a reason the user can fix happens in the pre-flight,
+before the results folder exists: reading and checking the topology and the scenario
+(once, against each other), choosing the data plane, the root check, and creating the
+data-plane target (for BMv2, compiling the P4 program). A failure there ends with one
+line on stderr and exit status 2; a run ends with status 0 only if it succeeded.
 """
 
 from __future__ import annotations
@@ -10,14 +13,30 @@ import argparse
 import sys
 from pathlib import Path
 
-from experiments.dataplane import DataplaneError, choose
-from experiments.faults import FaultError, parse_faults
-from experiments.scenario import ScenarioError, load_scenario
-from experiments.workloads import WORKLOADS, WorkloadError, phases
-from hosts.config import ProtocolConfig
-from topologies.model import TopologyError, load_topology
+from experiments.dataplane import choose
+from experiments.scenario import load_scenario
+from topologies.errors import UserError
+from topologies.model import load_topology
 
 USAGE_ERROR = 2
+
+
+class TargetError(Exception):
+    """The data-plane target could not be created (e.g. the P4 program did not compile)."""
+
+
+def prepare(dataplane: str):
+    """Root check, then the target (which compiles the P4 program for BMv2)."""
+    # Imported here: both pull in Mininet, which validation alone does not need.
+    from experiments.runner import require_root
+    from experiments.targets import make_target
+    from topologies.bmv2 import Bmv2Error
+
+    require_root()
+    try:
+        return make_target(dataplane)
+    except (Bmv2Error, OSError) as err:
+        raise TargetError(" ".join(f"DATAPLANE={dataplane}: {err}".split())) from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,30 +64,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{fabric.spec.source}: ok: {len(fabric.hosts)} hosts, "
                   f"{len(fabric.switches)} switches, {len(fabric.links)} links")
             return 0
-        scenario = load_scenario(args.scenario)
-        # Check fault targets and workload parameters against the topology up front.
-        parse_faults(scenario.faults, fabric, scenario.source)
-        if scenario.workload in WORKLOADS:
-            try:
-                phases(scenario.workload, scenario.params, len(fabric.hosts))
-            except WorkloadError as err:
-                where, _, problem = str(err).partition(": ")
-                raise ScenarioError(scenario.source, where, problem,
-                                    "see the workload parameters in docs/running.md") from None
-        try:
-            ProtocolConfig.with_overrides(scenario.protocol)
-        except (ValueError, TypeError) as err:
-            where, _, problem = str(err).partition(": ")
-            raise ScenarioError(scenario.source, where, problem,
-                                "see the settings in docs/protocol.md") from None
+        scenario = load_scenario(args.scenario, fabric)
         dataplane, reason = choose(args.dataplane)
-        from experiments.runner import require_root, run_experiment
-
-        require_root()
-    except (TopologyError, ScenarioError, FaultError, DataplaneError, PermissionError) as err:
+        target = prepare(dataplane)
+    except (UserError, PermissionError, TargetError) as err:
         print(f"error: {err}", file=sys.stderr)
         return USAGE_ERROR
-    status, folder = run_experiment(fabric, dataplane, reason, scenario, Path(args.results))
+    from experiments.runner import run_experiment
+
+    status, folder = run_experiment(fabric, target, reason, scenario, Path(args.results))
     print(f"results: {folder}")
     return status
 

@@ -1,4 +1,8 @@
-"""Choose the data plane: `bmv2` (the P4 switch) or `kernel` (Linux SRv6), and say why."""
+"""Choose the data plane: `bmv2` (the P4 switch) or `kernel` (Linux SRv6), and say why.
+
+A data plane that cannot run here is a `DataplaneError` (a `UserError` whose source is
+the `DATAPLANE=` setting) with the fix in the same line.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +10,13 @@ import platform
 import re
 import shutil
 
+from topologies.errors import UserError
+
 BMV2_TOOLS = ("simple_switch_grpc", "p4c-bm2-ss")
 KERNEL_MIN = (6, 1)  # SRv6 End with the NEXT-C-SID flavor (uSID shift-and-forward)
 
 
-class DataplaneError(ValueError):
+class DataplaneError(UserError):
     """The requested data plane cannot run here. The message is one line."""
 
 
@@ -33,26 +39,26 @@ def choose(requested: str, release: str | None = None) -> tuple[str, str]:
     if requested == "bmv2":
         if missing:
             raise DataplaneError(
-                f"DATAPLANE=bmv2: {' and '.join(missing)} not found on PATH; fix: install the "
-                "p4lang packages (.ci/install.sh --with-p4, or use the Vagrant VM), "
-                "or use DATAPLANE=kernel")
+                "DATAPLANE=bmv2", "", f"{' and '.join(missing)} not found on PATH",
+                "install the p4lang packages (.ci/install.sh --with-p4, or use the Vagrant "
+                "VM), or use DATAPLANE=kernel")
         return "bmv2", "requested"
     if requested == "kernel":
         if not kernel_ok:
             raise DataplaneError(
-                f"DATAPLANE=kernel: this machine runs {kernel_text}, the kernel target needs "
-                f"{need}; fix: use DATAPLANE=bmv2, or boot a newer kernel "
+                "DATAPLANE=kernel", "", f"this machine runs {kernel_text}, the kernel target "
+                f"needs {need}", "use DATAPLANE=bmv2, or boot a newer kernel "
                 "(Ubuntu 22.04: apt install linux-generic-hwe-22.04)")
         return "kernel", "requested"
     if requested != "auto":
-        raise DataplaneError(f"DATAPLANE={requested}: unknown data plane; fix: use auto, kernel "
-                             "or bmv2")
+        raise DataplaneError(f"DATAPLANE={requested}", "", "unknown data plane",
+                             "use auto, kernel or bmv2")
     if not missing:
         return "bmv2", "auto: simple_switch_grpc and p4c-bm2-ss found"
     if kernel_ok:
         return "kernel", (f"auto: {' and '.join(missing)} not found; "
                           f"{kernel_text} has SRv6 NEXT-C-SID")
     raise DataplaneError(
-        f"DATAPLANE=auto: no data plane here ({' and '.join(missing)} not found, and "
-        f"{kernel_text} is older than the kernel target needs, {need}); fix: install the "
-        "p4lang packages (.ci/install.sh --with-p4) or use a newer kernel")
+        "DATAPLANE=auto", "", f"no data plane here ({' and '.join(missing)} not found, and "
+        f"{kernel_text} is older than the kernel target needs, {need})",
+        "install the p4lang packages (.ci/install.sh --with-p4) or use a newer kernel")

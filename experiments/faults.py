@@ -14,16 +14,30 @@ plays it on a started network in a background thread and records what it did.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from dataclasses import dataclass, field
 
+from topologies.errors import UserError, shown
 from topologies.model import Fabric
 
-KINDS = ("link-flap", "switch-reboot", "nic-port-down", "blackhole")
+# The field naming each kind's target; `at_s`, `down_s`, `count` and `every_s` are common.
+TARGET_FIELDS = {
+    "link-flap": ("link",),
+    "switch-reboot": ("switch",),
+    "nic-port-down": ("host", "plane"),
+    "blackhole": ("switch",),
+}
+KINDS = tuple(TARGET_FIELDS)
+TIMING_FIELDS = ("at_s", "down_s", "count", "every_s")
+MAX_TIME_S = 3600.0  # no scenario runs longer than an hour
+MAX_COUNT = 1000  # repetitions of one entry
+MAX_STEPS = 10_000  # down and up steps of the whole timeline
+FIX = "see the fault kinds and their fields in docs/running.md"
 
 
-class FaultError(ValueError):
+class FaultError(UserError):
     """A fault entry is invalid. The message is one line."""
 
 
@@ -40,53 +54,97 @@ class Action:
         return f"{self.kind} {' '.join(map(str, self.target))} {'up' if self.up else 'down'}"
 
 
-def _num(entry: dict, key: str, where: str, default: float | None = None,
-         low: float = 0.0) -> float:
+def _seconds(entry: dict, key: str, source: str, where: str, default: float | None = None,
+             positive: bool = False) -> float:
     value = entry.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < low:
-        raise FaultError(f"{where}.{key}: must be a number >= {low:g} (got {value!r})")
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or not math.isfinite(value) or value > MAX_TIME_S
+            or (value <= 0 if positive else value < 0)):
+        low = "above 0" if positive else "from 0"
+        raise FaultError(source, f"{where}.{key}", f"must be a number of seconds {low} up to "
+                         f"{MAX_TIME_S:g} (got {shown(value)})", FIX)
     return float(value)
 
 
-def parse_faults(entries: object, fabric: Fabric, source: str = "scenario") -> list[Action]:
-    """Validate a scenario's `faults:` list against the fabric and expand it."""
+def _target(entry: dict, kind: str, fabric: Fabric, source: str, where: str) -> tuple:
+    if kind == "link-flap":
+        link = entry.get("link")
+        if (not isinstance(link, list) or len(link) != 2
+                or not all(isinstance(n, str) for n in link) or not _linked(fabric, *link)):
+            last = fabric.links[-1]
+            raise FaultError(source, f"{where}.link", f"must name two linked nodes of "
+                             f"{fabric.name} (got {shown(link)})", f"e.g. [{last.a}, {last.b}]")
+        return (link[0], link[1])
+    if kind in ("switch-reboot", "blackhole"):
+        name = entry.get("switch")
+        if not isinstance(name, str) or name not in {s.name for s in fabric.switches}:
+            raise FaultError(source, f"{where}.switch", f"{shown(name)} is not a switch of "
+                             f"{fabric.name}", f"e.g. {fabric.switches[-1].name}")
+        return (name,)
+    host, plane = entry.get("host"), entry.get("plane")
+    if not isinstance(host, str) or host not in {h.name for h in fabric.hosts}:
+        raise FaultError(source, f"{where}.host", f"{shown(host)} is not a host of "
+                         f"{fabric.name}", f"e.g. {fabric.hosts[-1].name}")
+    planes = fabric.spec.planes
+    if isinstance(plane, bool) or not isinstance(plane, int) or not 0 <= plane < planes:
+        raise FaultError(source, f"{where}.plane", f"must be a plane 0..{planes - 1} "
+                         f"(got {shown(plane)})", "name one of the host's ports by its plane")
+    return (host, plane)
+
+
+def parse_faults(entries: object, fabric: Fabric, source: str = "scenario",
+                 horizon_s: float | None = None) -> list[Action]:
+    """Validate a scenario's `faults:` list against the fabric and expand it to a timeline.
+
+    `horizon_s` (the scenario's timeout) rejects faults that would start after it and so
+    never happen.
+    """
     if entries is None:
         return []
     if not isinstance(entries, list):
-        raise FaultError(f"{source}: faults: must be a list of fault entries")
+        raise FaultError(source, "faults", "must be a list of fault entries",
+                         "write faults: [{kind: link-flap, ...}, ...]")
     actions: list[Action] = []
     for i, entry in enumerate(entries):
-        where = f"{source}: faults[{i}]"
-        if not isinstance(entry, dict) or entry.get("kind") not in KINDS:
-            raise FaultError(f"{where}.kind: must be one of {', '.join(KINDS)}")
-        kind = entry["kind"]
-        at = _num(entry, "at_s", where)
-        down = entry.get("down_s")
-        down_s = None if down is None and kind == "nic-port-down" else _num(entry, "down_s", where)
-        if kind == "link-flap":
-            link = entry.get("link")
-            if (not isinstance(link, list) or len(link) != 2
-                    or not _linked(fabric, str(link[0]), str(link[1]))):
-                raise FaultError(f"{where}.link: must name two linked nodes, e.g. "
-                                 f"[{fabric.links[-1].a}, {fabric.links[-1].b}]")
-            target: tuple = (str(link[0]), str(link[1]))
-        elif kind in ("switch-reboot", "blackhole"):
-            name = str(entry.get("switch"))
-            if name not in {s.name for s in fabric.switches}:
-                raise FaultError(f"{where}.switch: {name!r} is not a switch of {fabric.name}, "
-                                 f"e.g. {fabric.switches[-1].name}")
-            target = (name,)
-        else:
-            host, plane = str(entry.get("host")), entry.get("plane")
-            if host not in {h.name for h in fabric.hosts}:
-                raise FaultError(f"{where}.host: {host!r} is not a host of {fabric.name}")
-            if not isinstance(plane, int) or not 0 <= plane < fabric.spec.planes:
-                raise FaultError(f"{where}.plane: must be 0..{fabric.spec.planes - 1}")
-            target = (host, plane)
-        count = int(_num(entry, "count", where, 1, low=1))
-        every = _num(entry, "every_s", where, (down_s or 0) * 2)
-        if count > 1 and down_s is not None and every <= down_s:
-            raise FaultError(f"{where}.every_s: must be longer than down_s ({down_s:g})")
+        where = f"faults[{i}]"
+        if not isinstance(entry, dict):
+            raise FaultError(source, where, f"must be a mapping (got {shown(entry)})",
+                             "write {kind: ..., at_s: ...}")
+        kind = entry.get("kind")
+        if kind not in KINDS:
+            raise FaultError(source, f"{where}.kind", f"unknown fault kind {shown(kind)}",
+                             f"use one of {', '.join(KINDS)}")
+        known = ("kind", *TARGET_FIELDS[kind], *TIMING_FIELDS)
+        unknown = sorted(set(map(str, entry)) - set(known))
+        if unknown:
+            raise FaultError(source, f"{where}.{unknown[0]}", f"not a field of {kind}",
+                             f"use only {', '.join(known)}")
+        target = _target(entry, kind, fabric, source, where)
+        at = _seconds(entry, "at_s", source, where)
+        # A port loss may last for the rest of the run; every other fault ends.
+        down_s = (None if entry.get("down_s") is None and kind == "nic-port-down"
+                  else _seconds(entry, "down_s", source, where, positive=True))
+        count = entry.get("count", 1)
+        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_COUNT:
+            raise FaultError(source, f"{where}.count", f"must be a whole number from 1 to "
+                             f"{MAX_COUNT} (got {shown(count)})", "e.g. count: 4")
+        if count > 1 and down_s is None:
+            raise FaultError(source, f"{where}.count", "a port that stays down cannot go "
+                             "down again", "give down_s too, or leave count out")
+        every = _seconds(entry, "every_s", source, where, (down_s or 0) * 2)
+        if count > 1 and every <= down_s:
+            raise FaultError(source, f"{where}.every_s", f"must be longer than down_s "
+                             f"({down_s:g})", f"e.g. every_s: {down_s * 2:g}")
+        last = at + (count - 1) * every
+        if horizon_s is not None and last >= horizon_s:
+            what = "it starts" if count == 1 else "its last repetition starts"
+            raise FaultError(source, f"{where}.{'at_s' if count == 1 else 'count'}",
+                             f"{what} at {last:g} s, not before timeout_s ({horizon_s:g} s), "
+                             "so it would never happen",
+                             "start it earlier, repeat it less, or raise timeout_s")
+        if len(actions) + count * 2 > MAX_STEPS:
+            raise FaultError(source, f"{where}.count", f"the timeline would exceed "
+                             f"{MAX_STEPS} fault steps", "use fewer or shorter fault series")
         for n in range(count):
             start = at + n * every
             actions.append(Action(start, False, kind, target))

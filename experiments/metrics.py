@@ -88,6 +88,18 @@ def summarize(run, events: list[dict]) -> dict:
     }
 
 
+def workload_ok(blocks: list[dict]) -> bool:
+    """Whether a workload run succeeded, from its per-transport blocks (`summarize`).
+
+    Every MRC transfer delivered, verified and acknowledged; no transport delivered a
+    corrupt byte; and every fault step applied: a fault that failed to happen would
+    flatter every transport, so such a run proves nothing.
+    """
+    mrc = [b for b in blocks if b["transport"].startswith("mrc")]
+    return (bool(blocks) and all(b["ok"] for b in mrc)
+            and all(b["verified"] and not b["fault_errors"] for b in blocks))
+
+
 def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
 

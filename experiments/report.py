@@ -39,6 +39,12 @@ def write_report(path: Path, summary: dict) -> None:
             target = " ".join(map(str, f["target"]))
             lines.append(f"- t={f['t']:.2f}s {f['fault']} {target} {'up' if f['up'] else 'down'}")
         lines.append("")
+    errors = [(t["transport"], e) for t in transports for e in t.get("fault_errors", [])]
+    if errors:
+        lines += ["## Faults that failed to apply", "",
+                  "The run is not ok: the network did not see the scenario's faults.", ""]
+        lines += [f"- {transport}: {error}" for transport, error in errors]
+        lines.append("")
     if transports:
         lines += ["## Results", "", "| | " + " | ".join(t["transport"] for t in transports) + " |",
                   "|---|" + "---|" * len(transports)]

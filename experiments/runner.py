@@ -1,9 +1,11 @@
 """The experiment runner: build -> program -> run the scenario -> collect -> tear down.
 
-Everything the run creates is torn down in `finally`, also on Ctrl-C and SIGTERM; a run
-killed with SIGKILL is cleaned up by the next one (or `make clean-net`). The results
-folder gets `summary.json` and `topology.json` (the resolved topology: ports, MACs,
-uSIDs), and the last line printed is `results: <folder>`.
+It takes what the pre-flight (experiments/__main__.py) prepared: the fabric, the
+scenario checked against it (`load_scenario`), and the data-plane target. Everything
+the run creates is torn down in `finally`, also on Ctrl-C and SIGTERM; a run killed
+with SIGKILL is cleaned up by the next one (or `make clean-net`). The results folder
+gets `summary.json` and `topology.json` (the resolved topology: ports, MACs, uSIDs;
+topologies/resolved.py), and the last line printed is `results: <folder>`.
 """
 
 from __future__ import annotations
@@ -19,16 +21,14 @@ from pathlib import Path
 from experiments.bringup import bring_up, tear_down
 from experiments.checks import check_paths
 from experiments.cleanup import cleanup
-from experiments.faults import parse_faults
-from experiments.metrics import read_events, summarize
+from experiments.metrics import read_events, summarize, workload_ok
 from experiments.plots import fct_cdf_plot, goodput_plot, path_state_plot
 from experiments.report import write_report
 from experiments.scenario import Scenario
-from experiments.targets import apply_fault, make_target
+from experiments.targets import apply_fault
 from experiments.workload_run import run_transport
-from experiments.workloads import phases
 from topologies.model import Fabric
-from topologies.network import write_resolved_topology
+from topologies.resolved import write_resolved_topology
 
 MAX_FAILED_LISTED = 50
 
@@ -63,17 +63,17 @@ def _raise_interrupted(signum, frame):
     raise Interrupted(signal.Signals(signum).name)
 
 
-def run_experiment(fabric: Fabric, dataplane: str, reason: str, scenario: Scenario,
+def run_experiment(fabric: Fabric, target, reason: str, scenario: Scenario,
                    results_root: Path, progress: Progress | None = None) -> tuple[int, Path]:
-    """Run one experiment; returns (exit status, results folder)."""
+    """Run one experiment on a created target; returns (exit status, results folder)."""
     progress = progress or Progress()
+    dataplane = target.name
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _raise_interrupted)
     found = cleanup()
     if found:
         progress(f"removed leftovers of an earlier run: {found.describe()}")
     folder = results_folder(results_root, fabric, scenario)
-    target = make_target(dataplane)
     spec = fabric.spec
     summary: dict = {
         "topology": fabric.name,
@@ -102,7 +102,7 @@ def run_experiment(fabric: Fabric, dataplane: str, reason: str, scenario: Scenar
         summary["bringup_s"] = network.bringup_s
         progress(f"network up in {summary['bringup_s']:.1f}s, "
                  f"{summary['table_writes']} table writes")
-        write_resolved_topology(folder / "topology.json", fabric, {"dataplane": dataplane})
+        write_resolved_topology(folder / "topology.json", fabric, dataplane)
         if scenario.workload == "pathcheck":
             status = run_pathcheck(net, fabric, scenario, summary, progress)
         else:
@@ -139,8 +139,8 @@ def run_pathcheck(net, fabric: Fabric, scenario: Scenario, summary: dict,
                   progress: Progress) -> int:
     n_pairs = len(fabric.hosts) * (len(fabric.hosts) - 1)
     progress(f"checking every path between {n_pairs} host pairs")
-    result = check_paths(net, fabric, copies=int(scenario.params.get("copies", 2)),
-                         timeout_s=float(scenario.params.get("timeout_s", 3.0)))
+    result = check_paths(net, fabric, copies=scenario.check_copies,
+                         timeout_s=scenario.check_wait_s)
     summary.update({
         "paths_checked": result.checked,
         "paths_ok": result.ok,
@@ -158,9 +158,9 @@ def run_pathcheck(net, fabric: Fabric, scenario: Scenario, summary: dict,
 
 def run_workload(net, fabric: Fabric, target, scenario: Scenario, folder: Path, summary: dict,
                  progress: Progress) -> int:
-    """Play the workload once per transport; the run is ok when MRC lost nothing."""
-    actions = parse_faults(scenario.faults, fabric, scenario.source)
-    plan = phases(scenario.workload, scenario.params, len(fabric.hosts))
+    """Play the workload once per transport; the run is ok when MRC lost nothing and
+    every fault was applied."""
+    actions, plan = list(scenario.faults), scenario.plan
     summary["scenario_description"] = scenario.description
     summary["workload"] = {"name": scenario.workload, "params": scenario.params,
                            "phases": len(plan), "transfers": sum(map(len, plan)),
@@ -177,6 +177,8 @@ def run_workload(net, fabric: Fabric, target, scenario: Scenario, folder: Path, 
         progress(f"{transport}: {block['transfers_done']}/{block['transfers']} transfers done "
                  f"in {block['workload_s']:.2f}s, {block['goodput_mbps']:.1f} Mbit/s, "
                  f"{block['path_events'].get('retire', 0)} paths retired")
+        for error in block["fault_errors"]:
+            progress(f"{transport}: a fault failed to apply: {error}")
         runs.append(run)
         blocks.append(block)
     summary["transports"] = blocks
@@ -188,13 +190,12 @@ def run_workload(net, fabric: Fabric, target, scenario: Scenario, folder: Path, 
     goodput_plot(folder / "goodput.png", runs, events)
     fct_cdf_plot(folder / "fct_cdf.png", runs)
     path_state_plot(folder / "path_states.png", runs, events)
-    mrc = [b for b in blocks if b["transport"].startswith("mrc")]
-    summary["ok"] = all(b["ok"] and b["verified"] for b in mrc) and all(
-        b["verified"] for b in blocks)
+    summary["ok"] = workload_ok(blocks)
     return 0 if summary["ok"] else 1
 
 
 def require_root() -> None:
+    """Fail, before anything is built, when Mininet cannot run."""
     if os.geteuid() != 0:
         raise PermissionError("the run needs root (Mininet creates namespaces and links); "
                               "fix: run it with sudo")

@@ -1,4 +1,4 @@
-"""Scenario files: what a run does on the network once it is up.
+"""Scenario files: what a run does on the network once it is up, checked in one step.
 
 A scenario is a YAML file in experiments/scenarios/ (or any path):
 
@@ -12,91 +12,171 @@ A scenario is a YAML file in experiments/scenarios/ (or any path):
     faults:                       # experiments/faults.py
       - {kind: link-flap, link: [p0t0r0, p0t1s0], at_s: 1.0, down_s: 0.5, count: 4}
 
-`pathcheck` sends datagrams along every path of the catalogue and takes no transports.
-Fault targets and workload parameters are checked against the topology by the runner,
-before anything is built.
+`load_scenario(path, fabric)` reads the file and checks every field against the
+topology: the workload's transfers, the fault timeline, the protocol overrides, the
+transports. The `Scenario` it returns holds all of them parsed, so nothing is parsed
+again once the network is built; every mistake is a `ScenarioError`, `WorkloadError`
+or `FaultError` (all `UserError`s) naming the file and the field.
+
+`pathcheck` sends datagrams along every path of the catalogue and takes no transports,
+faults, protocol or timeout_s.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
+from experiments.faults import MAX_TIME_S, Action, parse_faults
 from experiments.workloads import WORKLOADS as TRANSFER_WORKLOADS
+from experiments.workloads import Transfer, phases
+from hosts.config import ConfigError, ProtocolConfig
+from topologies.errors import UserError, shown
+from topologies.model import Fabric, read_yaml
 
 SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
 WORKLOADS = ("pathcheck", *TRANSFER_WORKLOADS)
 TRANSPORTS = ("mrc", "mrc-no-trim", "mrc-no-probe", "single-path")
+FIELDS = ("name", "description", "workload", "params", "transports", "timeout_s",
+          "protocol", "faults")
+PATHCHECK_PARAMS = ("copies", "timeout_s")
+MAX_COPIES = 10
+MAX_CHECK_WAIT_S = 60.0
+# The name is part of the results folder's name: no separators, nothing to escape.
+NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
-class ScenarioError(ValueError):
+class ScenarioError(UserError):
     """A scenario file is missing or invalid. The message is one line."""
-
-    def __init__(self, source: str, fieldname: str, problem: str, fix: str):
-        super().__init__(f"{source}: {fieldname}: {problem}; fix: {fix}")
 
 
 @dataclass(frozen=True)
 class Scenario:
+    """A scenario file checked against one fabric: everything a run needs, parsed."""
+
     name: str
     workload: str
+    source: str
     description: str = ""
-    params: dict = field(default_factory=dict)
-    source: str = ""
+    params: dict = field(default_factory=dict)  # as written, for the summary
+    plan: tuple[tuple[Transfer, ...], ...] = ()  # the workload's phases; () for pathcheck
     transports: tuple[str, ...] = ()
     timeout_s: float = 60.0
-    protocol: dict = field(default_factory=dict)
-    faults: list = field(default_factory=list)
+    protocol: dict = field(default_factory=dict)  # checked overrides of ProtocolConfig
+    faults: tuple[Action, ...] = ()  # the expanded fault timeline
+    check_copies: int = 2  # pathcheck: rounds of datagrams per path
+    check_wait_s: float = 3.0  # pathcheck: how long receivers wait for the last ones
 
 
 def available_scenarios() -> list[str]:
     return sorted(p.stem for p in SCENARIO_DIR.glob("*.yaml"))
 
 
-def load_scenario(name_or_path: str) -> Scenario:
+def scenario_path(name_or_path: str) -> Path:
+    """`SCENARIO=` takes a name from experiments/scenarios/ or a path to a file."""
     path = Path(name_or_path)
     if path.suffix not in (".yaml", ".yml") and "/" not in name_or_path:
         path = SCENARIO_DIR / f"{name_or_path}.yaml"
+    return path
+
+
+def load_scenario(name_or_path: str, fabric: Fabric) -> Scenario:
+    """Read a scenario and check all of it against `fabric`; raises a UserError."""
+    path = scenario_path(name_or_path)
     source = str(path)
     if not path.is_file():
         raise ScenarioError(source, "SCENARIO", "no such scenario file",
-                            f"use one of: {', '.join(available_scenarios())}")
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError:
-        raise ScenarioError(source, "file", "not valid YAML",
-                            "check the indentation and 'key: value' syntax") from None
+                            f"use one of: {', '.join(available_scenarios())}, or a path")
+    data = read_yaml(path, ScenarioError)
     if not isinstance(data, dict):
-        raise ScenarioError(source, "document", "must be a mapping",
-                            "start from experiments/scenarios/pathcheck.yaml")
+        raise ScenarioError(source, "document", "must be a mapping of fields",
+                            "start from experiments/scenarios/link-flap.yaml")
+    unknown = sorted(set(map(str, data)) - set(FIELDS))
+    if unknown:
+        raise ScenarioError(source, unknown[0], "unknown field", f"use only {', '.join(FIELDS)}")
     workload = data.get("workload")
     if workload not in WORKLOADS:
-        raise ScenarioError(source, "workload", f"unknown workload {workload!r}",
+        raise ScenarioError(source, "workload", f"unknown workload {shown(workload)}",
                             f"use one of: {', '.join(WORKLOADS)}")
-    known = {"name", "description", "workload", "params", "transports", "timeout_s",
-             "protocol", "faults"}
-    unknown = sorted(set(map(str, data)) - known)
-    if unknown:
-        raise ScenarioError(source, unknown[0], "unknown field",
-                            f"use only {', '.join(sorted(known))}")
-    params = data.get("params") or {}
-    protocol = data.get("protocol") or {}
-    for key, value in (("params", params), ("protocol", protocol)):
-        if not isinstance(value, dict):
-            raise ScenarioError(source, key, "must be a mapping", f"write {key}: {{key: value}}")
-    default = () if workload == "pathcheck" else ("mrc", "single-path")
-    transports = data.get("transports", list(default))
-    if not isinstance(transports, list) or any(t not in TRANSPORTS for t in transports) \
-            or (workload != "pathcheck" and not transports):
-        raise ScenarioError(source, "transports", f"must be a list drawn from "
-                            f"{', '.join(TRANSPORTS)} (got {transports!r})",
-                            "e.g. transports: [mrc, single-path]")
+    name = data.get("name", path.stem)
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
+        raise ScenarioError(source, "name", f"must be 1-64 letters, digits, '-' or '_' "
+                            f"(got {shown(name)})", "e.g. name: link-flap")
+    description = data.get("description", "")
+    if not isinstance(description, str):
+        raise ScenarioError(source, "description", f"must be text (got {shown(description)})",
+                            "write description: one line of text")
+    params = _mapping(data, "params", source)
+    common = {"name": name, "workload": workload, "source": source,
+              "description": description, "params": params}
+    if workload == "pathcheck":
+        return _pathcheck(data, params, common)
+
     timeout = data.get("timeout_s", 60.0)
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-        raise ScenarioError(source, "timeout_s", f"must be a positive number (got {timeout!r})",
-                            "e.g. timeout_s: 60")
-    return Scenario(str(data.get("name", path.stem)), workload,
-                    str(data.get("description", "")), params, source, tuple(transports),
-                    float(timeout), protocol, data.get("faults") or [])
+    if (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+            or not 0 < timeout <= MAX_TIME_S):
+        raise ScenarioError(source, "timeout_s", f"must be a number of seconds above 0 up to "
+                            f"{MAX_TIME_S:g} (got {shown(timeout)})", "e.g. timeout_s: 60")
+    transports = data.get("transports", ["mrc", "single-path"])
+    if (not isinstance(transports, list) or not transports
+            or not all(isinstance(t, str) and t in TRANSPORTS for t in transports)
+            or len(set(transports)) != len(transports)):
+        raise ScenarioError(source, "transports", f"must be a list of different transports "
+                            f"from {', '.join(TRANSPORTS)} (got {shown(transports)})",
+                            "e.g. transports: [mrc, single-path]")
+    plan = phases(workload, params, len(fabric.hosts), source)
+    faults = parse_faults(data.get("faults"), fabric, source, horizon_s=float(timeout))
+    return Scenario(**common, plan=tuple(map(tuple, plan)), transports=tuple(transports),
+                    timeout_s=float(timeout), protocol=_protocol(data, source),
+                    faults=tuple(faults))
+
+
+def _mapping(data: dict, key: str, source: str) -> dict:
+    value = data.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ScenarioError(source, key, f"must be a mapping (got {shown(value)})",
+                            f"write {key}: {{name: value}}")
+    return value
+
+
+def _protocol(data: dict, source: str) -> dict:
+    overrides = _mapping(data, "protocol", source)
+    for key, value in overrides.items():
+        # YAML's .nan and .inf would slip through range checks that compare.
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ScenarioError(source, f"protocol.{key}", f"must be a finite number "
+                                f"(got {value})", "see the settings in docs/protocol.md")
+    try:
+        ProtocolConfig.with_overrides(overrides)
+    except ConfigError as err:
+        where, _, problem = str(err).partition(": ")
+        raise ScenarioError(source, where, problem,
+                            "see the settings in docs/protocol.md") from None
+    return dict(overrides)
+
+
+def _pathcheck(data: dict, params: dict, common: dict) -> Scenario:
+    source = common["source"]
+    unused = [key for key in ("transports", "timeout_s", "protocol", "faults") if key in data]
+    if unused:
+        raise ScenarioError(source, unused[0], "pathcheck does not use it",
+                            "remove it, or pick a workload with host agents")
+    unknown = sorted(set(map(str, params)) - set(PATHCHECK_PARAMS))
+    if unknown:
+        raise ScenarioError(source, f"params.{unknown[0]}", "not a parameter of pathcheck",
+                            f"use only {', '.join(PATHCHECK_PARAMS)}")
+    copies = params.get("copies", 2)
+    if isinstance(copies, bool) or not isinstance(copies, int) or not 1 <= copies <= MAX_COPIES:
+        raise ScenarioError(source, "params.copies", f"must be a whole number from 1 to "
+                            f"{MAX_COPIES} (got {shown(copies)})", "e.g. copies: 2")
+    wait = params.get("timeout_s", 3.0)
+    if (isinstance(wait, bool) or not isinstance(wait, (int, float))
+            or not 0 < wait <= MAX_CHECK_WAIT_S):
+        raise ScenarioError(source, "params.timeout_s", f"must be a number of seconds above 0 "
+                            f"up to {MAX_CHECK_WAIT_S:g} (got {shown(wait)})",
+                            "e.g. timeout_s: 3.0")
+    return Scenario(**common, check_copies=copies, check_wait_s=float(wait))

@@ -11,6 +11,7 @@ from pathlib import Path
 import yaml
 
 from experiments.cleanup import cleanup, find_leftovers
+from topologies.resolved import read_resolved_topology
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -37,6 +38,8 @@ def test_run_on_a_3_plane_3_rack_3_t1_topology(tmp_path):
     assert summary["paths_checked"] == summary["paths_ok"] == 3 * 2 * 3 * 3
     assert (summary["hosts"], summary["switches"], summary["links"]) == (3, 18, 9 + 27)
     assert summary["bringup_s"] > 0 and summary["table_writes"] > 0
+    resolved = read_resolved_topology(Path(last[len("results: "):]) / "topology.json")
+    assert (resolved.name, resolved.dataplane, len(resolved.nodes)) == ("three", "kernel", 21)
     assert not find_leftovers()
 
 

@@ -35,17 +35,45 @@ def test_faults_sorted_across_entries_and_port_loss_may_stay_down(fabric):
 
 
 @pytest.mark.parametrize("entry,match", [
-    ({"kind": "meteor", "at_s": 1}, r"faults\[0\]\.kind: must be one of"),
+    ({"kind": "meteor", "at_s": 1}, r"faults\[0\]\.kind: unknown fault kind 'meteor'"),
     ({"kind": "link-flap", "link": ["h0", "h1"], "at_s": 1, "down_s": 1}, r"\.link: must name"),
     ({"kind": "switch-reboot", "switch": "p9t1s0", "at_s": 1, "down_s": 1}, r"\.switch: 'p9t1s0'"),
-    ({"kind": "nic-port-down", "host": "h0", "plane": 2, "at_s": 1}, r"\.plane: must be 0\.\.1"),
+    ({"kind": "nic-port-down", "host": "h0", "plane": 2, "at_s": 1}, r"\.plane: must be a plane "
+                                                                      r"0\.\.1"),
     ({"kind": "blackhole", "switch": "p0t1s0", "at_s": -1, "down_s": 1}, r"\.at_s: must be"),
+    ({"kind": "blackhole", "switch": "p0t1s0", "at_s": 1, "down_s": 0}, r"\.down_s: must be"),
     ({"kind": "link-flap", "link": ["h0", "p0t0r0"], "at_s": 0, "down_s": 2, "count": 2,
       "every_s": 1}, r"\.every_s: must be longer"),
+    ({"kind": "link-flap", "link": ["h0", "p0t0r0"], "at_s": 0, "down_s": 1, "count": 3.7},
+     r"\.count: must be a whole number"),
+    ({"kind": "link-flap", "link": ["h0", "p0t0r0"], "at_s": 0, "down_s": 1,
+      "count": 100_000_000}, r"\.count: must be a whole number from 1 to 1000"),
+    ({"kind": "nic-port-down", "host": "h0", "plane": 0, "at_s": 1, "count": 2},
+     r"\.count: a port that stays down"),
+    ({"kind": "blackhole", "switch": "p0t1s0", "at_s": 1, "down_s": 1, "color": "red"},
+     r"faults\[0\]\.color: not a field of blackhole"),
+    ({"kind": "blackhole", "switch": "p0t1s0", "at_s": float("inf"), "down_s": 1},
+     r"\.at_s: must be a number of seconds"),
+    ({"kind": "blackhole", "switch": "p0t1s0", "at_s": float("nan"), "down_s": 1},
+     r"\.at_s: must be a number of seconds"),
+    ({"kind": "blackhole", "switch": "p0t1s0", "at_s": 50, "down_s": 1},
+     r"\.at_s: it starts at 50 s, not before timeout_s \(30 s\)"),
+    ({"kind": "link-flap", "link": ["h0", "p0t0r0"], "at_s": 0, "down_s": 1, "count": 20},
+     r"\.count: its last repetition starts at 38 s"),
+    ("link-flap", r"faults\[0\]: must be a mapping"),
 ])
 def test_bad_fault_entries(fabric, entry, match):
-    with pytest.raises(FaultError, match=match):
-        parse_faults([entry], fabric, "s.yaml")
+    where = "" if match.startswith("faults") else r"faults\[0\]"
+    with pytest.raises(FaultError, match=r"^s\.yaml: " + where + match):
+        parse_faults([entry], fabric, "s.yaml", horizon_s=30)
+
+
+def test_the_fault_timeline_is_bounded(fabric):
+    entry = {"kind": "link-flap", "link": ["h0", "p0t0r0"], "at_s": 0, "down_s": 0.1,
+             "count": 1000, "every_s": 0.2}
+    assert len(parse_faults([entry] * 5, fabric)) == 10_000
+    with pytest.raises(FaultError, match=r"faults\[5\]\.count: the timeline would exceed"):
+        parse_faults([entry] * 6, fabric)
 
 
 def test_injector_plays_and_restores_what_stayed_down():
@@ -70,10 +98,28 @@ def test_workloads():
     incast = phases("incast", {"receiver": 0, "victim": [2, 1]}, 4)[0]
     assert [(t.src, t.dst, t.role) for t in incast] == [(1, 0, "data"), (2, 0, "data"),
                                                          (3, 0, "data"), (2, 1, "victim")]
-    with pytest.raises(WorkloadError, match="params.victim"):
-        phases("incast", {"victim": [1, 1]}, 4)
-    with pytest.raises(WorkloadError, match="unknown"):
-        phases("gossip", {}, 4)
+    assert [t.src for t in phases("incast", {"receiver": 2, "fan_in": 2}, 4)[0]] == [0, 1]
+    assert len(phases("transfer", {"count": 3}, 4)[0]) == 3
+
+
+@pytest.mark.parametrize("workload,params,match", [
+    ("incast", {"victim": [1, 1]}, r"params\.victim: must be \[source, destination\]"),
+    ("incast", {"victim": [True, 1]}, r"params\.victim: must be"),
+    ("gossip", {}, r"workload: unknown workload 'gossip'"),
+    ("incast", {"fan_in": "three"}, r"params\.fan_in: must be a number of senders from 1 to 3 "
+                                    r"\(got 'three'\)"),
+    ("incast", {"fan_in": -3}, r"params\.fan_in: must be"),
+    ("incast", {"fan_in": 4}, r"params\.fan_in: must be"),
+    ("transfer", {"count": "two"}, r"params\.count: must be a number of messages"),
+    ("transfer", {"count": 3.7}, r"params\.count: must be"),
+    ("transfer", {"count": 100_000_000}, r"params\.count: must be .* to 1000"),
+    ("transfer", {"src": 2, "dst": 2}, r"params\.dst: must differ"),
+    ("all-to-all", {"message_bytes": 0}, r"params\.message_bytes: must be a byte count"),
+    ("all-reduce", {"message_bytes": 10}, r"params\.message_bytes: not a parameter of all-reduce"),
+])
+def test_bad_workload_parameters(workload, params, match):
+    with pytest.raises(WorkloadError, match=r"^s\.yaml: " + match):
+        phases(workload, params, 4, "s.yaml")
 
 
 def test_payload_is_deterministic_and_verifiable():

@@ -10,6 +10,7 @@ from experiments.metrics import (
     percentile,
     read_events,
     summarize,
+    workload_ok,
 )
 from experiments.plots import fct_cdf_plot, goodput_plot, path_state_plot
 from experiments.report import write_report
@@ -60,6 +61,28 @@ def test_plots_and_report_are_written(tmp_path):
     text = (tmp_path / "report.md").read_text()
     assert "| completed and verified | 1/2 |" in text
     assert "t=0.30s link-flap a b down" in text and "Note: no ECN." in text
+
+
+def test_a_run_with_a_fault_that_failed_to_apply_is_not_ok(tmp_path):
+    run = synthetic(tmp_path)
+    run.transfers = run.transfers[:1]  # every transfer done and verified
+    clean = summarize(run, [])
+    baseline = dict(clean, transport="single-path")
+    assert workload_ok([clean, baseline])
+    run.fault_errors = ["link-flap a b down: no link between a and b"]
+    failed = summarize(run, [])
+    assert failed["ok"] is True and failed["fault_errors"] == run.fault_errors
+    assert not workload_ok([failed, baseline])
+    # The baseline's fault errors count too: both must have run under the same faults.
+    assert not workload_ok([clean, dict(failed, transport="single-path")])
+    assert not workload_ok([dict(clean, ok=False), baseline])
+    assert not workload_ok([])
+    summary = {"scenario": "s", "topology": "t", "dataplane": "kernel", "hosts": 2,
+               "switches": 2, "planes": 1, "transports": [failed, baseline]}
+    write_report(tmp_path / "report.md", summary)
+    text = (tmp_path / "report.md").read_text()
+    assert "## Faults that failed to apply" in text
+    assert "- mrc: link-flap a b down: no link between a and b" in text
 
 
 def test_recovery_from_a_path_failure_is_timed_from_the_first_lost_packet():

@@ -1,0 +1,169 @@
+"""Scenario files are checked in one step, before root is needed: every mistake is one line.
+
+The bad files below go through the real command line (`experiments.__main__.main`);
+each must end with exit status 2 and one line on stderr naming the file and the field,
+quickly and without a traceback. Reaching the data-plane choice would mean that a bad
+file passed validation, so the test fails there.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from experiments import __main__ as cli
+from experiments.scenario import available_scenarios, load_scenario
+from topologies.model import load_topology
+
+# A value whose last list nests aliases nine levels deep: 10^9 elements if expanded.
+ALIAS_BOMB = "[&a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1], " + ", ".join(
+    f"&{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 10)}]" for i in range(8)) + "]"
+FLAP = "{kind: link-flap, link: [p0t0r0, p0t1s0], at_s: 0.5, down_s: 0.5"
+
+BAD = {
+    # name: (file content, the field the error names)
+    "fan-in-text": ("workload: incast\nparams: {fan_in: three}\n", "params.fan_in"),
+    "fan-in-negative": ("workload: incast\nparams: {fan_in: -3}\n", "params.fan_in"),
+    "count-text": ("workload: transfer\nparams: {count: two}\n", "params.count"),
+    "count-fraction": ("workload: transfer\nparams: {count: 3.7}\n", "params.count"),
+    "count-huge": ("workload: transfer\nparams: {count: 100000000}\n", "params.count"),
+    "flap-count-huge": (f"workload: all-reduce\nfaults:\n  - {FLAP}, count: 100000000}}\n",
+                        "faults[0].count"),
+    "flap-count-fraction": (f"workload: all-reduce\nfaults:\n  - {FLAP}, count: 3.7}}\n",
+                            "faults[0].count"),
+    "flap-after-timeout": (f"workload: all-reduce\ntimeout_s: 5\nfaults:\n  - {FLAP}, "
+                           "count: 10, every_s: 1}\n", "faults[0].count"),
+    "not-utf8": (b"workload: transfer\ndescription: caf\xe9\n", "file"),
+    "binary": (bytes(range(256)) * 8, "file"),
+    "not-yaml": ("workload: [transfer\n", "line 2"),
+    "deep": ("workload: " + "[" * 2000 + "\n", "file"),
+    "empty": ("", "document"),
+    "a-list": ("- workload: transfer\n", "document"),
+    "unknown-field": ("workload: transfer\ncolour: red\n", "colour"),
+    "key-with-newline": ('workload: transfer\n"col\\nour": red\n', "col our"),
+    "no-workload": ("name: x\n", "workload"),
+    "unknown-workload": ("workload: gossip\n", "workload"),
+    "bad-name": ("name: ../../etc\nworkload: transfer\n", "name"),
+    "description-list": ("workload: transfer\ndescription: [1]\n", "description"),
+    "unknown-param": ("workload: all-reduce\nparams: {size: 3}\n", "params.size"),
+    "params-list": ("workload: all-reduce\nparams: [1]\n", "params"),
+    "bytes-infinite": ("workload: all-reduce\nparams: {data_bytes: .inf}\n", "params.data_bytes"),
+    "victim-short": ("workload: incast\nparams: {victim: [0]}\n", "params.victim"),
+    "alias-bomb": (f"workload: transfer\nparams: {{count: {ALIAS_BOMB}}}\n", "params.count"),
+    "timeout-infinite": ("workload: transfer\ntimeout_s: .inf\n", "timeout_s"),
+    "timeout-negative": ("workload: transfer\ntimeout_s: -1\n", "timeout_s"),
+    "transports-twice": ("workload: transfer\ntransports: [mrc, mrc]\n", "transports"),
+    "transports-unknown": ("workload: transfer\ntransports: [tcp]\n", "transports"),
+    "transports-empty": ("workload: transfer\ntransports: []\n", "transports"),
+    "protocol-list": ("workload: transfer\nprotocol: [1]\n", "protocol"),
+    "protocol-unknown": ("workload: transfer\nprotocol: {windw: 4}\n", "protocol.windw"),
+    "protocol-zero": ("workload: transfer\nprotocol: {window: 0}\n", "protocol.window"),
+    "protocol-text": ("workload: transfer\nprotocol: {window: '8'}\n", "protocol.window"),
+    "protocol-nan": ("workload: transfer\nprotocol: {reconvergence_s: .nan}\n",
+                     "protocol.reconvergence_s"),
+    "faults-mapping": ("workload: transfer\nfaults: {kind: blackhole}\n", "faults"),
+    "fault-not-mapping": ("workload: transfer\nfaults: [link-flap]\n", "faults[0]"),
+    "fault-unknown-kind": ("workload: transfer\nfaults: [{kind: meteor, at_s: 1}]\n",
+                           "faults[0].kind"),
+    "fault-unknown-key": ("workload: transfer\nfaults: [{kind: blackhole, switch: p0t1s0, "
+                          "at_s: 1, down_s: 1, colour: red}]\n", "faults[0].colour"),
+    "fault-bad-link": ("workload: transfer\nfaults: [{kind: link-flap, link: [h0], at_s: 1, "
+                       "down_s: 1}]\n", "faults[0].link"),
+    "fault-bool-plane": ("workload: transfer\nfaults: [{kind: nic-port-down, host: h0, "
+                         "plane: true, at_s: 1}]\n", "faults[0].plane"),
+    "fault-nan-time": ("workload: transfer\nfaults: [{kind: blackhole, switch: p0t1s0, "
+                       "at_s: .nan, down_s: 1}]\n", "faults[0].at_s"),
+    "pathcheck-faults": ("workload: pathcheck\nfaults: []\n", "faults"),
+    "pathcheck-copies": ("workload: pathcheck\nparams: {copies: 0}\n", "params.copies"),
+    "pathcheck-param": ("workload: pathcheck\nparams: {count: 3}\n", "params.count"),
+}
+
+
+def run_main(argv: list[str], timeout_s: float = 30.0) -> int:
+    """main(argv) in a thread, so that a hang fails the test instead of stalling it."""
+    result: list = []
+    thread = threading.Thread(target=lambda: result.append(cli.main(argv)), daemon=True)
+    thread.start()
+    thread.join(timeout_s)
+    assert not thread.is_alive(), f"{argv} still running after {timeout_s}s"
+    assert result, f"{argv} raised (see the thread's traceback above)"
+    return result[0]
+
+
+@pytest.fixture
+def no_run(monkeypatch):
+    """Fail where a valid scenario would go on to choose a data plane."""
+    def passed(requested):
+        raise AssertionError("the scenario passed validation")
+
+    monkeypatch.setattr(cli, "choose", passed)
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_a_bad_scenario_is_one_line_naming_the_field(case, tmp_path, capsys, no_run):
+    content, fieldname = BAD[case]
+    path = tmp_path / f"{case}.yaml"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    status = run_main(["run", "--topo", "2tier-2plane", "--scenario", str(path),
+                       "--results", str(tmp_path / "results")])
+    out, err = capsys.readouterr()
+    assert status == 2, out + err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert lines[0].startswith(f"error: {path}: {fieldname}: "), lines[0]
+    assert "; fix: " in lines[0] and len(lines[0]) < 600, lines[0]
+    assert not (tmp_path / "results").exists()
+
+
+def test_every_shipped_scenario_is_parsed_whole(no_run):
+    fabric = load_topology("2tier-8plane")
+    for name in available_scenarios():
+        scenario = load_scenario(name, fabric)
+        assert scenario.name == name
+        assert bool(scenario.plan) == (scenario.workload != "pathcheck")
+    flap = load_scenario("link-flap", fabric)
+    # Two links, four flaps each: a down and an up step per flap, in time order.
+    assert len(flap.faults) == 16 and [a.t for a in flap.faults] == sorted(
+        a.t for a in flap.faults)
+    assert flap.transports == ("mrc", "single-path") and flap.timeout_s == 90
+    # Ring all-reduce on 8 hosts: 2(N-1) phases of one chunk per host.
+    assert len(flap.plan) == 14 and {t.size for p in flap.plan for t in p} == {1_000_000}
+    check = load_scenario("pathcheck", fabric)
+    assert (check.check_copies, check.check_wait_s, check.faults) == (2, 3.0, ())
+
+
+def test_the_scenario_is_checked_against_the_topology(tmp_path, capsys, no_run):
+    # p2t1s1 exists on 2tier-8plane, not on 2tier-2plane: the same file fails there.
+    path = tmp_path / "s.yaml"
+    path.write_text("workload: all-to-all\nfaults: [{kind: blackhole, switch: p2t1s1, "
+                    "at_s: 0.5, down_s: 1}]\n")
+    assert load_scenario(str(path), load_topology("2tier-8plane")).faults
+    assert run_main(["run", "--topo", "2tier-2plane", "--scenario", str(path)]) == 2
+    assert "faults[0].switch: 'p2t1s1' is not a switch of 2tier-2plane" in capsys.readouterr().err
+
+
+def test_a_target_that_cannot_be_created_is_one_line_and_leaves_no_folder(
+        tmp_path, capsys, monkeypatch):
+    from experiments import runner, targets
+    from topologies.bmv2 import Bmv2Error
+
+    def broken(name):
+        raise Bmv2Error("p4c-bm2-ss could not compile p4src/mrc_switch.p4:\n"
+                        "['error: syntax error']")
+
+    monkeypatch.setattr(cli, "choose", lambda requested: ("bmv2", "requested"))
+    monkeypatch.setattr(runner, "require_root", lambda: None)
+    monkeypatch.setattr(targets, "make_target", broken)
+    results = tmp_path / "results"
+    status = run_main(["run", "--topo", "2tier-2plane", "--dataplane", "bmv2",
+                       "--results", str(results)])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err.strip().splitlines() == [
+        "error: DATAPLANE=bmv2: p4c-bm2-ss could not compile p4src/mrc_switch.p4: "
+        "['error: syntax error']"]
+    assert not results.exists()
