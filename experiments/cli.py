@@ -25,6 +25,7 @@ resolved topology (`topology.json`) and the agents' configurations and event log
 from __future__ import annotations
 
 import argparse
+import inspect
 import itertools
 import json
 import os
@@ -42,7 +43,7 @@ from controller.tables import switch_tables
 from experiments.agents import AgentError, AgentSet
 from experiments.faults import Action
 from experiments.targets import apply_fault
-from hosts.protocol import TRANSPORTS, ev_choice
+from hosts.protocol import MAX_MSG_LEN, TRANSPORTS, ev_choice
 from topologies.errors import UserError
 from topologies.model import Fabric
 from topologies.paths import catalogue
@@ -53,9 +54,12 @@ DEFAULT_BYTES = 1_000_000
 SIZE_UNITS = {"k": 1_000, "m": 1_000_000}
 # Sender counters worth a word after a send (hosts/sender.py, hosts/baseline.py).
 SEND_COUNTERS = (("data_tx", "packets sent"), ("retransmits", "retransmitted"),
-                 ("retired", "paths retired"), ("reinstated", "reinstated"),
+                 ("retired", "EVs retired"), ("reinstated", "EVs reinstated"),
                  ("probes", "probes"), ("timeouts", "timeouts"), ("nacks", "NACKs"),
                  ("ecn_echoes", "ECN echoes"), ("reroutes", "reroutes"))
+TESTBED_HELP = ("Testbed commands: send, link, switch, port, paths, tables, counters, "
+                "p4shell; `help <command>` explains one. exit or Ctrl-D tears the fabric "
+                "down.")
 # How long an agent may take to answer a question (stats, path states).
 ANSWER_S = 5.0
 
@@ -94,7 +98,11 @@ def parse_size(text: str, command: str = "send") -> int:
     if unit and unit not in SIZE_UNITS or not digits.isdigit() or int(digits) == 0:
         raise CommandError(command, "bytes", f"{text!r} is not a size",
                            "give a positive number of bytes, e.g. 1500, 64k or 1M")
-    return int(digits) * SIZE_UNITS.get(unit, 1)
+    size = int(digits) * SIZE_UNITS.get(unit, 1)
+    if size > MAX_MSG_LEN:
+        raise CommandError(command, "bytes", f"{size} is more than a message may hold",
+                           f"send at most {MAX_MSG_LEN} bytes")
+    return size
 
 
 def parse_send(fabric: Fabric, args: list[str], transports: tuple[str, ...]) -> SendRequest:
@@ -206,13 +214,15 @@ def path_faults(nodes: list[str], plane: int, faults: dict[tuple, Action]) -> li
 
 
 def ev_summary(evs: list[dict]) -> str:
-    """`3 GOOD, 1 ASSUMED_BAD (+2 spare)`: the EVs of one path by state; spares are
-    EVs out of the rotation, kept to replace a retired one."""
+    """`3 GOOD, 1 SKIP; out of rotation: 4 ASSUMED_BAD`: the EVs of one path by state,
+    those the sender sprays over, then those it keeps aside (retired ones, spares)."""
+    def by_state(states: list[str]) -> str:
+        return ", ".join(f"{states.count(s)} {s}" for s in dict.fromkeys(states))
+
     active = [e["state"] for e in evs if e.get("active", True)]
-    counts = {state: active.count(state) for state in dict.fromkeys(active)}
-    text = ", ".join(f"{n} {state}" for state, n in counts.items()) or "none in use"
-    spare = len(evs) - len(active)
-    return text + (f" (+{spare} spare)" if spare else "")
+    aside = [e["state"] for e in evs if not e.get("active", True)]
+    return (by_state(active) or "none in use") + (
+        f"; out of rotation: {by_state(aside)}" if aside else "")
 
 
 def send_report(req: SendRequest, fabric: Fabric, took: float | None, acked: float | None,
@@ -435,6 +445,16 @@ class FabricCLI(CLI):
         self.fabric = session.fabric
         super().__init__(session.net, **kwargs)
 
+    def do_help(self, line: str) -> None:
+        """List the commands, or explain one: help send"""
+        method = getattr(self, f"do_{line.strip()}", None)
+        if method is not None and type(self).__dict__.get(method.__name__) is not None:
+            self.say(inspect.cleandoc(method.__doc__))
+            return
+        super().do_help(line)
+        if not line:
+            self.say(TESTBED_HELP)
+
     def say(self, lines: list[str] | str) -> None:
         for line in [lines] if isinstance(lines, str) else lines:
             print(line, flush=True)
@@ -453,8 +473,8 @@ class FabricCLI(CLI):
         Usage: send SRC DST [BYTES] [TRANSPORT]    e.g. send h0 h3 1M mrc
         BYTES: 1500, 64k, 1M (default 1M = 1000000). TRANSPORT: mrc (default),
         single-path, mrc-no-trim, mrc-no-probe (a new transport restarts the agents).
-        Prints delivery, verification, time and the sender's retransmissions, retired
-        and reinstated paths."""
+        Prints delivery, verification, time and the sender's counters during the
+        transfer: retransmissions, EVs retired and reinstated, probes, timeouts..."""
         session = self.session
         self._run(lambda: session.send(parse_send(self.fabric, line.split(),
                                                   session.transports)))
@@ -630,9 +650,7 @@ def _session(fabric: Fabric, dataplane: str, reason: str, args, lock,
                 print(f"fabric up in {network.bringup_s:.1f} s, {network.table_writes} table "
                       f"writes; an {transports[0]} agent on every host; session folder "
                       f"{folder}", flush=True)
-                print("testbed commands: send, link, switch, port, paths, tables, counters, "
-                      "p4shell (help <command>); exit or Ctrl-D tears everything down",
-                      flush=True)
+                print(TESTBED_HELP, flush=True)
                 FabricCLI(session)
             finally:
                 # From here to the end of the teardown, Ctrl-C must not cut it short.

@@ -96,7 +96,15 @@ def _client_class():
     """p4runtime-shell's client without the arbitration (imported on use: the shell
     pulls in IPython, which the rest of the testbed does not need)."""
     import grpc
+    from p4.v1 import p4runtime_pb2_grpc
     from p4runtime_sh.p4runtime import P4RuntimeClient
+
+    class NoStream:
+        """Where the shell would queue stream messages (packet-out): there is no stream."""
+
+        def put(self, message):
+            raise ReadOnlyError("this p4runtime-shell session has no stream channel: "
+                                "no packet-out")
 
     class ReadOnlyClient(P4RuntimeClient):
         """A P4RuntimeClient that opens no stream and refuses every write."""
@@ -104,12 +112,9 @@ def _client_class():
         def __init__(self, device_id, grpc_addr, election_id=None, role_name=None,
                      ssl_options=None):
             # Not the parent's __init__: it opens the StreamChannel and arbitrates.
-            self.device_id, self.role_name = device_id, None
-            self.election_id = (0, 0)
-            self.stream_out_q = self.stream_in_q = self.stream_recv_thread = None
+            self.device_id, self.role_name, self.election_id = device_id, None, (0, 0)
+            self.stream_out_q = NoStream()
             self.channel = grpc.insecure_channel(grpc_addr)
-            from p4.v1 import p4runtime_pb2_grpc
-
             self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
 
         def _refuse(self, *args, **kwargs):
@@ -119,8 +124,12 @@ def _client_class():
         write = write_update = set_fwd_pipe_config = _refuse
 
         def get_stream_packet(self, type_, timeout=1):
-            raise ReadOnlyError("this p4runtime-shell session has no stream channel: no "
-                                "packet-in, digests or idle timeouts")
+            # No stream, so never a packet-in, digest or idle timeout: the shell's
+            # receiver threads end at once, as they do when a session closes.
+            return None
+
+        def tear_down(self):
+            self.channel.close()
 
     return ReadOnlyClient
 

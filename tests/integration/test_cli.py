@@ -64,7 +64,7 @@ def test_send_fail_a_link_send_again_paths_exit(tmp_path):
         out = command(child, "send h0 h3 1M")
         assert re.search(r"1000000 bytes delivered in .*, verified, all acknowledged", out), out
         # Packets sprayed onto the dead path were lost, resent, and the path retired.
-        retired = re.search(r"retransmitted (\d+), paths retired (\d+)", out)
+        retired = re.search(r"retransmitted (\d+), EVs retired (\d+)", out)
         assert retired and int(retired.group(1)) > 0 and int(retired.group(2)) > 0, out
 
         out = command(child, "paths h0 h3")
@@ -72,6 +72,8 @@ def test_send_fail_a_link_send_again_paths_exit(tmp_path):
         assert "h0 -> h3: 4 paths; EV states of the mrc sender" in out, out
         dead = lines.index(next(x for x in lines if "h0 > p0t0r0 > p0t1s0 > p0t0r1 > h3" in x))
         assert "network: link p0t0r0-p0t1s0 down" in lines[dead + 1], out
+        # Its EVs were retired and replaced by EVs of the same plane on the live spine.
+        assert "EVs: none in use; out of rotation:" in lines[dead + 1], out
         assert "ASSUMED_BAD" in lines[dead + 1] and "GOOD" not in lines[dead + 1], out
         alive = lines.index(next(x for x in lines if "h0 > p0t0r0 > p0t1s1 > p0t0r1 > h3" in x))
         assert "no fault set" in lines[alive + 1] and "GOOD" in lines[alive + 1], out

@@ -22,6 +22,8 @@ from experiments.p4shell import ReadOnlyError, connect, disconnect, find_switch
 
 REPO = Path(__file__).resolve().parents[2]
 SWITCH = "p0t0r0"
+# IPython colours the prompt: "P4Runtime sh", an escape sequence, " >>>".
+PROMPT = r"P4Runtime sh\S* >>>"
 
 
 @pytest.fixture(scope="module")
@@ -86,10 +88,10 @@ def test_the_interactive_shell_from_a_pty(bmv2_fabric):
                           cwd=str(REPO), encoding="utf-8", timeout=60)
     try:
         child.expect("read-only")
-        child.expect_exact("P4Runtime sh >>> ")
+        child.expect(PROMPT)
         child.sendline(f'table_entry["{MY_USID}"].read(lambda e: print(e))')
         child.expect("usid_shift")
-        child.expect_exact("P4Runtime sh >>> ")
+        child.expect(PROMPT)
         child.sendline("exit")
         child.expect(pexpect.EOF)
     finally:

@@ -58,6 +58,7 @@ def test_send_defaults_sizes_and_transports(fabric):
     (["h0", "h3", "tcp"], "send: transport: 'tcp' is not a transport"),
     (["h0", "h3", "0"], "send: bytes"),
     (["h0", "h3", "12q"], "send: bytes"),
+    (["h0", "h3", "300M"], "send: bytes: 300000000 is more than a message may hold"),
 ])
 def test_send_mistakes_are_one_line(fabric, args, names):
     assert one_line_error(parse_send, fabric, args, TRANSPORTS).startswith(names)
@@ -101,10 +102,11 @@ def test_a_fault_cuts_exactly_the_paths_through_it(fabric):
     assert cuts[(1, 0)] == cuts[(1, 1)] == ["port h3 plane 1 down"]
 
 
-def test_ev_summary_counts_states_and_spares():
-    evs = [{"state": "GOOD", "active": True}, {"state": "ASSUMED_BAD", "active": True},
-           {"state": "GOOD", "active": True}, {"state": "GOOD", "active": False}]
-    assert ev_summary(evs) == "2 GOOD, 1 ASSUMED_BAD (+1 spare)"
+def test_ev_summary_counts_states_in_and_out_of_rotation():
+    evs = [{"state": "GOOD", "active": True}, {"state": "SKIP", "active": True},
+           {"state": "GOOD", "active": True}, {"state": "ASSUMED_BAD", "active": False}]
+    assert ev_summary(evs) == "2 GOOD, 1 SKIP; out of rotation: 1 ASSUMED_BAD"
+    assert ev_summary(evs[3:]) == "none in use; out of rotation: 1 ASSUMED_BAD"
     assert ev_summary([]) == "none in use"
 
 
@@ -115,6 +117,6 @@ def test_send_report_says_what_happened(fabric):
     lines = send_report(req, fabric, 0.5, 0.51, True, before, after)
     assert lines[0] == ("h0 -> h3 over mrc: 1000000 bytes delivered in 0.500 s (16.0 Mbit/s), "
                         "verified, all acknowledged after 0.510 s")
-    assert lines[1] == "  sender h0: packets sent 840, retransmitted 3, paths retired 1"
+    assert lines[1] == "  sender h0: packets sent 840, retransmitted 3, EVs retired 1"
     lost = send_report(req, fabric, None, None, None, before, after)
     assert lost[0].endswith("NOT delivered")

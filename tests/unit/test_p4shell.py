@@ -111,6 +111,8 @@ def test_writes_are_refused_before_they_reach_the_switch(fake_switch):
     for write in (entry.insert, entry.modify, entry.delete):
         with pytest.raises(ReadOnlyError):
             write()
+    with pytest.raises(ReadOnlyError):
+        shell.client.stream_out_q.put("a packet-out")
     assert "Write" not in servicer.calls and "StreamChannel" not in servicer.calls
 
 
