@@ -624,7 +624,7 @@ def _session(fabric: Fabric, dataplane: str, reason: str, args, lock,
 
     from experiments.bringup import running
     from experiments.targets import make_target
-    from topologies.network import write_resolved_topology
+    from topologies.resolved import write_resolved_topology
 
     setLogLevel("output")
     for sig in (signal.SIGTERM, signal.SIGHUP):
@@ -638,8 +638,7 @@ def _session(fabric: Fabric, dataplane: str, reason: str, args, lock,
         with running(fabric, make_target(dataplane)) as network:
             session = FabricSession(network, folder, transports)
             try:
-                write_resolved_topology(folder / "topology.json", fabric,
-                                        {"dataplane": dataplane})
+                write_resolved_topology(folder / "topology.json", fabric, dataplane)
                 if args.capture is not None:
                     from experiments.capture import start_capture
 
