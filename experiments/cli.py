@@ -382,9 +382,9 @@ class FabricSession:
         return peer, f"EV states of the {transport} sender"
 
     def tables(self, switch: str) -> list[str]:
-        tables = switch_tables(self.fabric, self.fabric.node(switch))
         if self.target.name == "bmv2":
             return self._p4_tables(switch)
+        tables = switch_tables(self.fabric, self.fabric.node(switch))
         lines = [f"{switch}: static tables (controller/tables.py): my uSID "
                  f"{tables.my_usid:#06x}, {len(tables.routes)} routes, "
                  f"{len(tables.ports)} ports; installed in the kernel:"]
