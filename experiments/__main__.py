@@ -10,6 +10,7 @@ line on stderr and exit status 2; a run ends with status 0 only if it succeeded.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -37,6 +38,20 @@ def prepare(dataplane: str):
         return make_target(dataplane)
     except (Bmv2Error, OSError) as err:
         raise TargetError(" ".join(f"DATAPLANE={dataplane}: {err}".split())) from None
+
+
+def results_root(name: str) -> Path:
+    """The folder that gets one results folder per run, made and writable."""
+    root = Path(name)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise UserError(f"--results {name}", "", f"cannot be made ({err.strerror or err})",
+                        "give a folder you can write to") from None
+    if not os.access(root, os.W_OK | os.X_OK):
+        raise UserError(f"--results {name}", "", "is not writable",
+                        "give a folder you can write to")
+    return root
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,12 +82,13 @@ def main(argv: list[str] | None = None) -> int:
         scenario = load_scenario(args.scenario, fabric)
         dataplane, reason = choose(args.dataplane)
         target = prepare(dataplane)
+        results = results_root(args.results)
     except (UserError, PermissionError, TargetError) as err:
         print(f"error: {err}", file=sys.stderr)
         return USAGE_ERROR
     from experiments.runner import run_experiment
 
-    status, folder = run_experiment(fabric, target, reason, scenario, Path(args.results))
+    status, folder = run_experiment(fabric, target, reason, scenario, results)
     print(f"results: {folder}")
     return status
 

@@ -189,7 +189,8 @@ class FaultInjector:
                 self.errors.append(f"{action.describe()}: {err}")
 
     def stop(self, restore=None) -> None:
-        """Stop playing; `restore(action)` is called for every fault left down."""
+        """Stop playing; `restore(action)` is called for every fault left down. A step
+        that fails, played or restoring, goes to `errors`, which fail the run."""
         self._stop.set()
         if self._thread:
             self._thread.join()
@@ -202,4 +203,7 @@ class FaultInjector:
                 else:
                     down[key] = Action(0, True, entry["fault"], tuple(entry["target"]))
             for action in down.values():
-                restore(action)
+                try:
+                    restore(action)
+                except Exception as err:  # noqa: BLE001 - reported like any failed step
+                    self.errors.append(f"restoring {action.describe()}: {err}")

@@ -25,7 +25,7 @@ from experiments.metrics import read_events, summarize, workload_ok
 from experiments.plots import fct_cdf_plot, goodput_plot, path_state_plot
 from experiments.report import write_report
 from experiments.scenario import Scenario
-from experiments.targets import apply_fault
+from experiments.targets import Target, apply_fault
 from experiments.workload_run import run_transport
 from topologies.model import Fabric
 from topologies.resolved import write_resolved_topology
@@ -63,7 +63,7 @@ def _raise_interrupted(signum, frame):
     raise Interrupted(signal.Signals(signum).name)
 
 
-def run_experiment(fabric: Fabric, target, reason: str, scenario: Scenario,
+def run_experiment(fabric: Fabric, target: Target, reason: str, scenario: Scenario,
                    results_root: Path, progress: Progress | None = None) -> tuple[int, Path]:
     """Run one experiment on a created target; returns (exit status, results folder)."""
     progress = progress or Progress()
@@ -97,8 +97,7 @@ def run_experiment(fabric: Fabric, target, reason: str, scenario: Scenario,
         net = network.net
         summary["link_emulation"] = network.link_emulation()
         summary["table_writes"] = network.table_writes
-        if hasattr(target, "write_batches"):
-            summary["p4runtime_write_batches"] = target.write_batches
+        summary.update(target.summary_fields())
         summary["bringup_s"] = network.bringup_s
         progress(f"network up in {summary['bringup_s']:.1f}s, "
                  f"{summary['table_writes']} table writes")
@@ -128,6 +127,8 @@ def run_experiment(fabric: Fabric, target, reason: str, scenario: Scenario,
             cleanup()
         finally:
             signal.signal(signal.SIGINT, previous)
+        if net is not None:
+            summary.update(target.summary_fields())  # again: a reboot writes tables too
         summary["duration_s"] = round(time.monotonic() - progress.start, 3)
         (folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         if scenario.workload != "pathcheck":
@@ -156,8 +157,8 @@ def run_pathcheck(net, fabric: Fabric, scenario: Scenario, summary: dict,
     return 0 if result.all_ok else 1
 
 
-def run_workload(net, fabric: Fabric, target, scenario: Scenario, folder: Path, summary: dict,
-                 progress: Progress) -> int:
+def run_workload(net, fabric: Fabric, target: Target, scenario: Scenario, folder: Path,
+                 summary: dict, progress: Progress) -> int:
     """Play the workload once per transport; the run is ok when MRC lost nothing and
     every fault was applied."""
     actions, plan = list(scenario.faults), scenario.plan

@@ -33,12 +33,12 @@ from experiments.faults import MAX_TIME_S, Action, parse_faults
 from experiments.workloads import WORKLOADS as TRANSFER_WORKLOADS
 from experiments.workloads import Transfer, phases
 from hosts.config import ConfigError, ProtocolConfig
+from hosts.protocol import TRANSPORTS
 from topologies.errors import UserError, shown
 from topologies.model import Fabric, read_yaml
 
 SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
 WORKLOADS = ("pathcheck", *TRANSFER_WORKLOADS)
-TRANSPORTS = ("mrc", "mrc-no-trim", "mrc-no-probe", "single-path")
 FIELDS = ("name", "description", "workload", "params", "transports", "timeout_s",
           "protocol", "faults")
 PATHCHECK_PARAMS = ("copies", "timeout_s")

@@ -143,3 +143,20 @@ def test_payload_is_made_and_checked_a_chunk_at_a_time():
     late = bytearray(data)
     late[-1] ^= 0x80  # a wrong byte in the last chunk only
     assert not verify(4, 5, 6, late) and not verify(4, 5, 6, data[:-1] + b"?")
+
+
+def test_injector_records_steps_that_fail_also_when_restoring():
+    def apply(action):
+        raise OSError("no such device")
+
+    injector = FaultInjector([Action(0.0, False, "nic-port-down", ("h1", 0))], apply,
+                             clock=lambda: 0.0)
+    injector.start(0.0)
+    injector.stop(restore=apply)
+    assert injector.errors == ["nic-port-down h1 0 down: no such device"]
+
+    restored = FaultInjector([Action(0.0, False, "blackhole", ("s",))], lambda action: None,
+                             clock=lambda: 0.0)
+    restored.start(0.0)
+    restored.stop(restore=apply)
+    assert restored.errors == ["restoring blackhole s up: no such device"]

@@ -167,3 +167,19 @@ def test_a_target_that_cannot_be_created_is_one_line_and_leaves_no_folder(
         "error: DATAPLANE=bmv2: p4c-bm2-ss could not compile p4src/mrc_switch.p4: "
         "['error: syntax error']"]
     assert not results.exists()
+
+
+def test_a_results_folder_that_cannot_be_made_is_one_line(tmp_path, capsys, monkeypatch):
+    from experiments import runner, targets
+
+    monkeypatch.setattr(cli, "choose", lambda requested: ("kernel", "requested"))
+    monkeypatch.setattr(runner, "require_root", lambda: None)
+    monkeypatch.setattr(targets, "make_target", lambda name: object())
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    status = run_main(["run", "--topo", "2tier-2plane", "--results", str(blocker / "results")])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err.strip().splitlines() == [
+        f"error: --results {blocker}/results: cannot be made (Not a directory); "
+        "fix: give a folder you can write to"]
