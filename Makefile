@@ -2,12 +2,13 @@
 TOPO ?= 2tier-8plane
 DATAPLANE ?= auto
 SCENARIO ?= pathcheck
+CAPTURE ?=
 PY := .venv/bin/python
 BUILD := build
 P4_MAIN := p4src/mrc_switch.p4
 
 .DEFAULT_GOAL := help
-.PHONY: help deps deps-p4 run-experiment test test-unit test-integration test-p4 lint p4 size clean clean-net bench
+.PHONY: help deps deps-p4 run-experiment cli p4shell test test-unit test-integration test-p4 lint p4 ebpf size clean clean-net bench
 
 help: ## list the targets
 	@echo "mrc-testbed targets (variables: TOPO=$(TOPO) DATAPLANE=$(DATAPLANE) SCENARIO=$(SCENARIO))"
@@ -23,6 +24,14 @@ deps-p4: ## also install BMv2 and p4c from the p4lang packages (Ubuntu 22.04)
 run-experiment: deps ## build TOPO, run SCENARIO on DATAPLANE, write results/ (root)
 	@echo "== run-experiment: TOPO=$(TOPO) DATAPLANE=$(DATAPLANE) SCENARIO=$(SCENARIO)"
 	@$(PY) -m experiments run --topo $(TOPO) --dataplane $(DATAPLANE) --scenario $(SCENARIO)
+
+cli: deps ## interactive fabric with agents and testbed commands (root; docs/cli.md)
+	@echo "== cli: TOPO=$(TOPO) DATAPLANE=$(DATAPLANE)"
+	@$(PY) -m experiments.cli --topo $(TOPO) --dataplane $(DATAPLANE) $(if $(CAPTURE),--capture $(CAPTURE))
+
+p4shell: deps ## read-only p4runtime-shell on SWITCH of the running BMv2 fabric
+	@test -n "$(SWITCH)" || { echo "p4shell: SWITCH=<name> needed, e.g. make p4shell SWITCH=p0t0r0" >&2; exit 2; }
+	@$(PY) -m experiments.p4shell --switch $(SWITCH)
 
 test: deps ## run every test (Mininet tests need root; P4 tests need BMv2 and p4c)
 	@echo "== test: unit, integration and P4 tests"
@@ -47,6 +56,10 @@ p4: ## compile p4src/ into build/ with p4c-bm2-ss
 	@mkdir -p $(BUILD)
 	p4c-bm2-ss --arch v1model --std p4-16 -o $(BUILD)/mrc_switch.json \
 		--p4runtime-files $(BUILD)/mrc_switch.p4info.txtpb $(P4_MAIN)
+
+ebpf: ## compile ebpf/ (the kernel data plane's switch program) into build/ebpf/ with clang
+	@echo "== ebpf: compiling ebpf/ into $(BUILD)/ebpf/"
+	@$(MAKE) -s -C ebpf
 
 size: deps ## full-scale sizing: make size RADIX=512 PLANES=8
 	@$(PY) -m topologies.size --radix $(or $(RADIX),512) --planes $(or $(PLANES),8)

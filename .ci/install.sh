@@ -26,6 +26,15 @@ packages=(mininet iproute2 python3 python3-venv python3-pip procps kmod tcpdump 
 # simple_switch_CLI (wherever BMv2 came from) runs under the venv's Python, which takes
 # Thrift from the distribution.
 if command -v simple_switch_CLI >/dev/null; then packages+=(python3-thrift); fi
+# The kernel data plane's eBPF switch (ebpf/): clang and libbpf's headers build it,
+# bpftool finds and fills its maps. Debian ships bpftool on its own; Ubuntu in
+# linux-tools. Without them a run goes on and says what it cannot emulate.
+. /etc/os-release
+if [ "${ID:-}" = ubuntu ]; then
+  packages+=(clang llvm libbpf-dev linux-tools-common "linux-tools-$(uname -r)")
+else
+  packages+=(clang llvm libbpf-dev bpftool)
+fi
 missing=()
 for pkg in "${packages[@]}"; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
@@ -36,7 +45,12 @@ if [ "${#missing[@]}" -gt 0 ]; then
   # tshark's package asks whether non-root users may capture; answer "no" up front.
   echo "wireshark-common wireshark-common/install-setuid boolean false" \
     | as_root debconf-set-selections
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" \
+    || { echo "install: some apt packages did not install (${missing[*]}); installing the rest one by one" >&2
+         for pkg in "${missing[@]}"; do
+           as_root env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "$pkg" \
+             || echo "install: $pkg is not available here" >&2
+         done; }
 fi
 
 # BMv2 and p4c come from the p4lang projects on the openSUSE Build Service, built for
