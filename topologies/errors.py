@@ -34,6 +34,7 @@ class UserError(ValueError):
     def __init__(self, source: str, fieldname: str, problem: str, fix: str):
         self.source, self.field, self.problem, self.fix = source, fieldname, problem, fix
         where = f"{source}: {fieldname}" if fieldname else source
-        # One line whatever the parts hold (a YAML key may contain a newline).
         line = f"{where}: {problem}; fix: {fix}"
-        super().__init__(" ".join(line.split()) if "\n" in line or "\r" in line else line)
+        # One printable line whatever the parts hold: a YAML key may contain a newline
+        # or a terminal escape, which are shown escaped.
+        super().__init__("".join(c if c.isprintable() else repr(c)[1:-1] for c in line))
