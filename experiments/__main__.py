@@ -13,11 +13,15 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from experiments.dataplane import choose
 from experiments.scenario import load_scenario
 from topologies.errors import UserError
 from topologies.model import load_topology
+
+if TYPE_CHECKING:
+    from experiments.targets import Target
 
 USAGE_ERROR = 2
 
@@ -26,9 +30,9 @@ class TargetError(Exception):
     """The data-plane target could not be created (e.g. the P4 program did not compile)."""
 
 
-def prepare(dataplane: str):
+def prepare(dataplane: str) -> Target:
     """Root check, then the target (which compiles the P4 program for BMv2)."""
-    # Imported here: both pull in Mininet, which validation alone does not need.
+    # Imported here: they pull in Mininet, which validation alone does not need.
     from experiments.runner import require_root
     from experiments.targets import make_target
     from topologies.bmv2 import Bmv2Error
