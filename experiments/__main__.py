@@ -2,8 +2,10 @@
 
 Everything that can fail for a reason the user can fix happens in the pre-flight,
 before the results folder exists: reading and checking the topology and the scenario
-(once, against each other), choosing the data plane, the root check, and creating the
-data-plane target (for BMv2, compiling the P4 program). A failure there ends with one
+(once, against each other) and the capture list, choosing the data plane, the root
+check, the machine's one-fabric lock (experiments/fabric_lock.py: a second run while
+one is active stops here, naming it), and creating the data-plane target (for BMv2,
+compiling the P4 program). A failure there ends with one
 line on stderr and exit status 2; a run ends with status 0 only if it succeeded.
 """
 
@@ -21,6 +23,7 @@ from topologies.errors import UserError
 from topologies.model import load_topology
 
 if TYPE_CHECKING:
+    from experiments.fabric_lock import FabricLock
     from experiments.targets import Target
 
 USAGE_ERROR = 2
@@ -30,17 +33,22 @@ class TargetError(Exception):
     """The data-plane target could not be created (e.g. the P4 program did not compile)."""
 
 
-def prepare(dataplane: str) -> Target:
-    """Root check, then the target (which compiles the P4 program for BMv2)."""
+def prepare(dataplane: str) -> tuple[Target, FabricLock]:
+    """Root check, the one-fabric lock (taken before anything of another run could be
+    touched), then the target (which compiles the P4 program for BMv2). The lock is
+    returned held; it is released here if the target cannot be made."""
     # Imported here: they pull in Mininet, which validation alone does not need.
+    from experiments.fabric_lock import FabricLock
     from experiments.runner import require_root
     from experiments.targets import make_target
     from topologies.bmv2 import Bmv2Error
 
     require_root()
+    lock = FabricLock().acquire()
     try:
-        return make_target(dataplane)
+        return make_target(dataplane), lock
     except (Bmv2Error, OSError) as err:
+        lock.release()
         raise TargetError(" ".join(f"DATAPLANE={dataplane}: {err}".split())) from None
 
 
@@ -67,6 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--dataplane", default="auto", help="auto, kernel or bmv2")
     run.add_argument("--scenario", default="pathcheck", help="scenario name or YAML path")
     run.add_argument("--results", default="results", help="folder for results")
+    run.add_argument("--capture", default=None, metavar="PORTS",
+                     help="capture ports into <results>/pcap: 1 (h0 and its plane-0 T0) "
+                          "or node[:port],... (docs/wireshark.md)")
     sub.add_parser("clean", help="remove leftovers of interrupted runs")
     check = sub.add_parser("validate", help="validate a topology file and print its size")
     check.add_argument("--topo", required=True)
@@ -74,8 +85,14 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.command == "clean":
         from experiments.cleanup import cleanup
+        from experiments.fabric_lock import FabricBusy, FabricLock
 
-        print(f"removed {cleanup().describe()}")
+        try:
+            with FabricLock("clean"):  # never pull an active run's fabric from under it
+                print(f"removed {cleanup().describe()}")
+        except FabricBusy as err:
+            print(f"error: {err}", file=sys.stderr)
+            return USAGE_ERROR
         return 0
     try:
         fabric = load_topology(args.topo)
@@ -84,15 +101,27 @@ def main(argv: list[str] | None = None) -> int:
                   f"{len(fabric.switches)} switches, {len(fabric.links)} links")
             return 0
         scenario = load_scenario(args.scenario, fabric)
+        if args.capture is not None:
+            from experiments.capture import parse_spec
+
+            parse_spec(args.capture, fabric)
         dataplane, reason = choose(args.dataplane)
-        target = prepare(dataplane)
-        results = results_root(args.results)
+        target, lock = prepare(dataplane)
+        try:
+            results = results_root(args.results)
+        except UserError:
+            lock.release()
+            raise
     except (UserError, PermissionError, TargetError) as err:
         print(f"error: {err}", file=sys.stderr)
         return USAGE_ERROR
     from experiments.runner import run_experiment
 
-    status, folder = run_experiment(fabric, target, reason, scenario, results)
+    try:
+        status, folder = run_experiment(fabric, target, reason, scenario, results,
+                                        capture=args.capture, lock=lock)
+    finally:
+        lock.release()
     print(f"results: {folder}")
     return status
 

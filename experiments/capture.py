@@ -3,9 +3,10 @@
 `CAPTURE=1` captures the default ports; `CAPTURE=h0,p0t1s1:eth2` names others, and
 `CAPTURE=default,h3` adds to the default. Each port gets one tcpdump started in its
 node (`node.popen`, as the agents are: inside the host's or kernel router's namespace,
-in the root namespace for a BMv2 switch), writing `<folder>/pcap/<node>-eth<N>.pcap`. The files are bounded twice: the snap length keeps
-the headers (Ethernet, IPv6, UDP, the MRC header and control body: 118 bytes) but not
-the payload, and a packet count per port shares a total size budget among the ports.
+in the root namespace for a BMv2 switch), writing `<folder>/pcap/<node>-eth<N>.pcap`.
+The files are bounded twice: the snap length keeps the headers (Ethernet, IPv6, UDP,
+the MRC header and control body: 118 bytes) but not the payload, and a packet count
+per port shares a total size budget among the ports.
 tcpdump stops by itself at that count, so a capture holds the *first* packets of a run.
 
 `stop()` sends SIGINT (tcpdump flushes and prints its counters), waits, and kills what

@@ -16,12 +16,15 @@ import signal
 import subprocess
 from dataclasses import dataclass
 
+from experiments.capture import PROCESS_PATTERN as CAPTURE_PATTERN
+
 NODE = r"(?:h\d+|p\d+t0r\d+|p\d+t1s\d+)"
 SHELL_RE = re.compile(rf"mininet:{NODE}$")
 INTF_RE = re.compile(rf"^{NODE}-eth\d+$")
 # Processes the testbed starts inside nodes or beside them.
 PROCESS_RE = re.compile(
-    r"-m (?:experiments\.pathcheck|hosts\.agent)\b|simple_switch_grpc .*mrc_switch"
+    r"-m (?:experiments\.pathcheck|hosts\.agent)\b|simple_switch_grpc .*mrc_switch|"
+    + CAPTURE_PATTERN
 )
 
 

@@ -19,8 +19,10 @@ from datetime import datetime
 from pathlib import Path
 
 from experiments.bringup import bring_up, tear_down
+from experiments.capture import start_capture
 from experiments.checks import check_paths
 from experiments.cleanup import cleanup
+from experiments.fabric_lock import FabricLock
 from experiments.metrics import read_events, summarize, workload_ok
 from experiments.plots import fct_cdf_plot, goodput_plot, path_state_plot
 from experiments.report import write_report
@@ -64,9 +66,17 @@ def _raise_interrupted(signum, frame):
 
 
 def run_experiment(fabric: Fabric, target: Target, reason: str, scenario: Scenario,
-                   results_root: Path, progress: Progress | None = None) -> tuple[int, Path]:
-    """Run one experiment on a created target; returns (exit status, results folder)."""
+                   results_root: Path, progress: Progress | None = None,
+                   capture: str | None = None, lock: FabricLock | None = None
+                   ) -> tuple[int, Path]:
+    """Run one experiment on a created target; returns (exit status, results folder).
+
+    `capture` (a spec of experiments/capture.py) records pcaps of those ports into the
+    results folder; `lock`, the machine's fabric lock the caller holds, is told the
+    folder so that a second run can name it."""
     progress = progress or Progress()
+    if lock is not None and lock.stale is not None:
+        progress(f"took over the lock of a run that died: {lock.stale.describe()}")
     dataplane = target.name
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _raise_interrupted)
@@ -74,6 +84,8 @@ def run_experiment(fabric: Fabric, target: Target, reason: str, scenario: Scenar
     if found:
         progress(f"removed leftovers of an earlier run: {found.describe()}")
     folder = results_folder(results_root, fabric, scenario)
+    if lock is not None:
+        lock.set_folder(folder)
     spec = fabric.spec
     summary: dict = {
         "topology": fabric.name,
@@ -89,7 +101,7 @@ def run_experiment(fabric: Fabric, target: Target, reason: str, scenario: Scenar
         "ok": False,
     }
     progress(f"data plane: {dataplane} ({reason})")
-    status, net = 1, None
+    status, net, pcaps = 1, None, None
     try:
         progress(f"building {fabric.name}: {len(fabric.hosts)} hosts, "
                  f"{len(fabric.switches)} switches, {len(fabric.links)} links")
@@ -102,6 +114,9 @@ def run_experiment(fabric: Fabric, target: Target, reason: str, scenario: Scenar
         progress(f"network up in {summary['bringup_s']:.1f}s, "
                  f"{summary['table_writes']} table writes")
         write_resolved_topology(folder / "topology.json", fabric, dataplane)
+        if capture is not None:
+            pcaps = start_capture(net, fabric, capture, folder)
+            progress(f"capturing {len(pcaps.targets)} ports into {folder / 'pcap'}")
         if scenario.workload == "pathcheck":
             status = run_pathcheck(net, fabric, scenario, summary, progress)
         else:
@@ -118,6 +133,11 @@ def run_experiment(fabric: Fabric, target: Target, reason: str, scenario: Scenar
         # A second Ctrl-C must not cut the teardown short.
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
         try:
+            if pcaps is not None:  # before the teardown, so every tcpdump can flush
+                try:
+                    summary["captures"] = [r.as_dict() for r in pcaps.stop()]
+                except Exception as err:  # noqa: BLE001 - reported; cleanup() ends tcpdump
+                    progress(f"capture: {err.__class__.__name__} {err}")
             if net is not None:
                 progress("tearing down")
                 try:

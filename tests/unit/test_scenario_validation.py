@@ -158,6 +158,7 @@ def test_a_target_that_cannot_be_created_is_one_line_and_leaves_no_folder(
 
     monkeypatch.setattr(cli, "choose", lambda requested: ("bmv2", "requested"))
     monkeypatch.setattr(runner, "require_root", lambda: None)
+    monkeypatch.setenv("MRC_FABRIC_LOCK", str(tmp_path / "fabric.lock"))
     monkeypatch.setattr(targets, "make_target", broken)
     results = tmp_path / "results"
     status = run_main(["run", "--topo", "2tier-2plane", "--dataplane", "bmv2",
@@ -175,6 +176,7 @@ def test_a_results_folder_that_cannot_be_made_is_one_line(tmp_path, capsys, monk
 
     monkeypatch.setattr(cli, "choose", lambda requested: ("kernel", "requested"))
     monkeypatch.setattr(runner, "require_root", lambda: None)
+    monkeypatch.setenv("MRC_FABRIC_LOCK", str(tmp_path / "fabric.lock"))
     monkeypatch.setattr(targets, "make_target", lambda name: object())
     blocker = tmp_path / "file"
     blocker.write_text("")
