@@ -21,9 +21,9 @@ deps: ## install apt packages and the Python venv (idempotent)
 deps-p4: ## also install BMv2 and p4c from the p4lang packages (Ubuntu 22.04)
 	@bash .ci/install.sh --with-p4
 
-run-experiment: deps ## build TOPO, run SCENARIO on DATAPLANE, write results/ (root)
+run-experiment: deps ## build TOPO, run SCENARIO on DATAPLANE, write results/ (root; CAPTURE=1 for pcaps)
 	@echo "== run-experiment: TOPO=$(TOPO) DATAPLANE=$(DATAPLANE) SCENARIO=$(SCENARIO)"
-	@$(PY) -m experiments run --topo $(TOPO) --dataplane $(DATAPLANE) --scenario $(SCENARIO)
+	@$(PY) -m experiments run --topo $(TOPO) --dataplane $(DATAPLANE) --scenario $(SCENARIO) $(if $(CAPTURE),--capture $(CAPTURE))
 
 cli: deps ## interactive fabric with agents and testbed commands (root; docs/cli.md)
 	@echo "== cli: TOPO=$(TOPO) DATAPLANE=$(DATAPLANE)"
