@@ -11,14 +11,10 @@ owns stopping it (experiments/bringup.py does so, also when a step fails).
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 from mininet.link import Link
 from mininet.net import Mininet
 from mininet.topo import Topo
 
-from topologies.addressing import host_address
 from topologies.linkstate import LinkState
 from topologies.model import Fabric
 from topologies.nodes import FabricHost, KernelRouter, StaticConfigNode, run_commands
@@ -125,28 +121,3 @@ def stop_network(net: Mininet) -> None:
             node.waitOutput()
     net.stop()
 
-
-def resolved_topology(fabric: Fabric, extra: dict | None = None) -> dict:
-    """What agents and tools need without importing Mininet: nodes, ports, uSIDs, MACs."""
-    nodes = {}
-    for n in (*fabric.hosts, *fabric.switches):
-        nodes[n.name] = {
-            "role": n.role,
-            "usid": f"{n.usid:#06x}",
-            "ports": [
-                {"port": p.number, "intf": p.intf, "mac": p.mac, "peer": p.peer,
-                 "peer_port": p.peer_port, "tier": p.tier}
-                for p in fabric.ports(n.name)
-            ],
-        }
-        if n.role == "host":
-            nodes[n.name]["address"] = host_address(n.index)
-        else:
-            nodes[n.name]["plane"] = n.plane
-    doc = {"topology": fabric.name, "source": fabric.spec.source, "nodes": nodes}
-    doc.update(extra or {})
-    return doc
-
-
-def write_resolved_topology(path: Path, fabric: Fabric, extra: dict | None = None) -> None:
-    path.write_text(json.dumps(resolved_topology(fabric, extra), indent=1))
