@@ -16,6 +16,7 @@ from experiments.targets import KernelTarget, apply_fault
 from experiments.workload_run import run_transport
 from experiments.workloads import phases
 from hosts import wire
+from hosts.protocol import HEADER_LEN
 from topologies.paths import catalogue
 
 REPO = Path(__file__).resolve().parents[2]
@@ -62,7 +63,7 @@ def malformed(rng: random.Random) -> bytes:
     good = wire.encode_data(0, 0, 1, 0, 0, 0, 0, 100, bytes(50))
     kind = rng.randrange(6)
     if kind == 0:
-        return rng.randbytes(rng.randrange(0, wire.HEADER_LEN))  # truncated header
+        return rng.randbytes(rng.randrange(0, HEADER_LEN))  # truncated header
     if kind == 1:
         return bytes([rng.choice([0x01, 0x21, 0xF1, 0x02])]) + good[1:]  # wrong version
     if kind == 2:
@@ -98,17 +99,18 @@ def test_fuzz_10000_malformed_packets_are_counted_not_fatal(kernel_network, tmp_
         agents.stop()
 
 
+# Run with the repository as the working directory, so `tests` and `hosts` import.
 FUZZER = """
 import json, random, socket, sys, time
-sys.path.insert(0, '.')
+from hosts.protocol import MRC_UDP_PORT, UDP_NO_CHECK6_TX
 from tests.integration.test_agents import malformed
 address, count = sys.argv[1], int(sys.argv[2])
 rng = random.Random(7)
 s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
-s.setsockopt(socket.IPPROTO_UDP, 101, 1)
+s.setsockopt(socket.IPPROTO_UDP, UDP_NO_CHECK6_TX, 1)
 s.bind(('fcbb:bb00:8000::', 0))
 for i in range(count):
-    s.sendto(malformed(rng), (address, 4793))
+    s.sendto(malformed(rng), (address, MRC_UDP_PORT))
     if i % 20 == 19:
         time.sleep(0.002)  # stay below the emulated link's queue
 print(json.dumps({"sent": count}))
