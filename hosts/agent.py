@@ -90,7 +90,7 @@ class Agent:
         self.interfaces = [p.intf for p in self.fabric.ports(host.name)]
         self.planes = len(self.interfaces)
         self.log = EventLog(config.events, self.me)
-        self.sockets = PlaneSockets(host_address(self.me), self.interfaces)
+        self.sockets = PlaneSockets(host_address(self.me), self.interfaces, config.transport)
         self.watcher = CarrierWatcher(self.interfaces)
         self.targets: dict[tuple[int, int], tuple[str, int]] = {}  # (dst, EV) -> sockaddr
         self.hosts_by_address: dict[str, int] = {}
@@ -196,12 +196,18 @@ class Agent:
 
     def flush(self, now: float) -> None:
         """Send what the transport has to send now. The hot path of the agent: one
-        sendto per packet, on the plane's socket, with a cached socket address."""
+        sendto per packet, on the plane's socket, with a cached socket address; a
+        control packet whose traffic class differs from DATA's carries its own."""
         sent = errors = 0
         socks, targets = self.sockets.socks, self.targets
-        for plane, dst, ev, data, _ in self.endpoint.poll(now):
+        control_cmsg = self.sockets.control_cmsg
+        for plane, dst, ev, data, is_data in self.endpoint.poll(now):
             try:
-                socks[plane].sendto(data, targets.get((dst, ev)) or self.target_for(dst, ev))
+                target = targets.get((dst, ev)) or self.target_for(dst, ev)
+                if is_data or control_cmsg is None:
+                    socks[plane].sendto(data, target)
+                else:
+                    socks[plane].sendmsg([data], control_cmsg, 0, target)
                 sent += 1
             except OSError:  # port down, buffer full: the transport will notice the loss
                 errors += 1

@@ -85,7 +85,7 @@ class SinglePathSender:
     def poll(self, now: float, plane_ready=lambda p: True, budget: int = 64,
              charge=lambda plane, size: None,
              resend_ready=None) -> list[tuple[int, int, bytes, bool]]:
-        """Packets to send now: (plane, ev, bytes, ECN-capable), like Sender.poll; the
+        """Packets to send now: (plane, ev, bytes, is DATA), like Sender.poll; the
         packet that restarts a go-back-N round asks `resend_ready`, if given."""
         out = []
         if self.failing_since is not None and now - self.failing_since >= \

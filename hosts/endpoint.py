@@ -3,7 +3,7 @@
 The agent process (hosts/agent.py) and the simulated network (hosts/simnet.py) drive it
 the same way: `send_message()`, `on_datagram()` for every datagram received (with the
 plane it came in on and whether it was CE-marked), `poll()` for what to send now
-(plane, destination host, EV, bytes, ECN-capable), `next_wakeup()` for the event loop's
+(plane, destination host, EV, bytes, is DATA), `next_wakeup()` for the event loop's
 timeout, and `set_local_plane()` when a NIC port loses or regains carrier. It paces each
 plane at its link rate, so the host's own queues never overflow.
 
@@ -129,8 +129,8 @@ class Endpoint:
         ready, charge, resend = pacer.ready, pacer.charge, pacer.ready_resend
         for i in range(len(senders)):
             sender = senders[(self._rr + i) % len(senders)]
-            for plane, ev, data, ect in sender.poll(now, ready, 32, charge, resend):
-                out.append((plane, sender.peer, ev, data, ect))
+            for plane, ev, data, is_data in sender.poll(now, ready, 32, charge, resend):
+                out.append((plane, sender.peer, ev, data, is_data))
         return out
 
     def next_wakeup(self, now: float) -> float | None:

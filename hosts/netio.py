@@ -3,8 +3,11 @@
 `PlaneSockets` opens one IPv6 UDP socket per plane interface, bound to the host's own
 address and the MRC port and pinned to the interface (SO_BINDTODEVICE), so a datagram
 leaves through the plane its path starts in and the agent knows which plane a received
-datagram came in on. Checksums are zero both ways (docs/protocol.md); DATA is sent
-ECT(0) and the traffic class of every received datagram is read to see CE marks.
+datagram came in on. Checksums are zero both ways (docs/protocol.md). The traffic class
+says what a switch may do with a packet (hosts/protocol.py): each socket sends with its
+transport's DATA class, trimmable or not, and control packets go out with theirs in
+the ancillary data of sendmsg (`control_cmsg`) when it differs; every packet is ECT(0).
+The traffic class of every received datagram is read to see CE marks.
 
 `CarrierWatcher` listens to rtnetlink link events, so the agent learns within
 milliseconds that a plane's port lost or regained carrier.
@@ -17,17 +20,45 @@ import socket
 import struct
 
 from hosts.protocol import (
+    CONTROL_TRAFFIC_CLASS,
     ECN_CE,
-    ECN_ECT0,
     ECN_MASK,
     MRC_UDP_PORT,
     UDP_NO_CHECK6_RX,
     UDP_NO_CHECK6_TX,
+    data_traffic_class,
 )
 
 IPV6_RECVTCLASS = getattr(socket, "IPV6_RECVTCLASS", 66)
 IPV6_TCLASS = getattr(socket, "IPV6_TCLASS", 67)
 _CMSG_SPACE = socket.CMSG_SPACE(4)
+_INT = struct.Struct("i")
+
+Cmsg = list[tuple[int, int, bytes]]  # ancillary data for socket.sendmsg
+
+
+def traffic_class_cmsg(tclass: int) -> Cmsg:
+    """Ancillary data that sends one datagram with this IPv6 traffic class."""
+    return [(socket.IPPROTO_IPV6, IPV6_TCLASS, _INT.pack(tclass))]
+
+
+def received_traffic_class(ancdata: list[tuple[int, int, bytes]]) -> int | None:
+    """The traffic class in the ancillary data of a datagram received on a socket with
+    IPV6_RECVTCLASS set (None if it is not there)."""
+    for level, kind, value in ancdata:
+        if level == socket.IPPROTO_IPV6 and kind == IPV6_TCLASS and len(value) >= _INT.size:
+            return _INT.unpack_from(value)[0]
+    return None
+
+
+def set_traffic_classes(sock: socket.socket, transport: str) -> Cmsg | None:
+    """Make `sock` send with the DATA traffic class of `transport` and report the
+    traffic class of what it receives. Returns the ancillary data a control packet
+    needs, or None when the socket's own class is the control class already."""
+    data = data_traffic_class(transport)
+    sock.setsockopt(socket.IPPROTO_IPV6, IPV6_TCLASS, data)
+    sock.setsockopt(socket.IPPROTO_IPV6, IPV6_RECVTCLASS, 1)
+    return None if data == CONTROL_TRAFFIC_CLASS else traffic_class_cmsg(CONTROL_TRAFFIC_CLASS)
 
 
 def _set_buffers(sock: socket.socket, size: int) -> None:
@@ -43,22 +74,23 @@ def _set_buffers(sock: socket.socket, size: int) -> None:
 
 
 class PlaneSockets:
-    """One UDP socket per plane interface. `socks[plane]` is None while it cannot open."""
+    """One UDP socket per plane interface, sending with `transport`'s traffic classes.
+    DATA is sent with `sendto`, a control packet with `sendmsg` and `control_cmsg` when
+    that is not None."""
 
-    def __init__(self, address: str, interfaces: list[str], rcvbuf: int = 1 << 23):
+    def __init__(self, address: str, interfaces: list[str], transport: str,
+                 rcvbuf: int = 1 << 23):
         self.address = address
         self.interfaces = interfaces
         self.socks: list[socket.socket] = []
+        self.control_cmsg: Cmsg | None = None
         for intf in interfaces:
             sock = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, intf.encode())
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.setsockopt(socket.IPPROTO_UDP, UDP_NO_CHECK6_TX, 1)
             sock.setsockopt(socket.IPPROTO_UDP, UDP_NO_CHECK6_RX, 1)
-            sock.setsockopt(socket.IPPROTO_IPV6, IPV6_RECVTCLASS, 1)
-            # Everything leaves ECT(0): switches mark rather than drop; a CE mark on a
-            # control packet is simply not looked at.
-            sock.setsockopt(socket.IPPROTO_IPV6, IPV6_TCLASS, ECN_ECT0)
+            self.control_cmsg = set_traffic_classes(sock, transport)
             _set_buffers(sock, rcvbuf)
             sock.bind((address, MRC_UDP_PORT))
             sock.setblocking(False)
@@ -74,11 +106,8 @@ class PlaneSockets:
                 return
             except OSError:
                 return
-            ce = False
-            for level, kind, value in ancdata:
-                if level == socket.IPPROTO_IPV6 and kind == IPV6_TCLASS and len(value) >= 4:
-                    ce = (struct.unpack("i", value[:4])[0] & ECN_MASK) == ECN_CE
-            yield data, addr[0], ce
+            tclass = received_traffic_class(ancdata)
+            yield data, addr[0], tclass is not None and tclass & ECN_MASK == ECN_CE
 
     def close(self) -> None:
         for sock in self.socks:

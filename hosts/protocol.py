@@ -108,6 +108,20 @@ DATA_DSCP = {"mrc": DSCP_TRIMMABLE, "mrc-no-trim": DSCP_NO_TRIM,
              "mrc-no-probe": DSCP_TRIMMABLE, "single-path": DSCP_NO_TRIM}
 # Control packets (SACK, NACK, PROBE...) are never trimmed, whatever the transport.
 CONTROL_DSCP = DSCP_NO_TRIM
+# Every packet leaves ECT(0), control packets too: a switch marks rather than drops
+# (a RED queue drops Not-ECT packets where it would mark), and a CE mark on a control
+# packet is simply not looked at.
+CONTROL_TRAFFIC_CLASS = traffic_class(CONTROL_DSCP, ECN_ECT0)
+
+
+def data_traffic_class(transport: str) -> int:
+    """The IPv6 traffic class of a transport's DATA packets."""
+    return traffic_class(DATA_DSCP[transport], ECN_ECT0)
+
+
+def trimmable(transport: str) -> bool:
+    """Whether switches may trim the transport's DATA packets."""
+    return DATA_DSCP[transport] == DSCP_TRIMMABLE
 
 # --------------------------------------------------------------------- entropy values
 # A 32-bit EV: the plane in the top 8 bits, the choice among the plane's paths below

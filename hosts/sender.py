@@ -18,7 +18,7 @@ echoing its EV, so the sender learns per EV what arrived:
 
 The caller drives it: `send_message()`, `on_packet()` (or on_sack/on_nack/
 on_probe_reply) with decoded packets, and `poll(now)`, which returns the packets to send
-now as (plane, ev, bytes, ECN-capable) tuples. Events go to `on_event(dict)`.
+now as (plane, ev, bytes, is DATA) tuples. Events go to `on_event(dict)`.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ EventCallback = Callable[[dict], None]
 CompletedCallback = Callable[[int, int, float], None]  # (msg_id, bytes, seconds taken)
 PlaneReady = Callable[[int], bool]
 Charge = Callable[[int, int], None]  # (plane, datagram bytes) as each packet is made
-Outgoing = tuple[int, int, bytes, bool]  # (plane, ev, datagram, ECN-capable)
+Outgoing = tuple[int, int, bytes, bool]  # (plane, ev, datagram, is DATA)
 
 
 def _always(plane: int) -> bool:

@@ -3,9 +3,12 @@
 Each host has a real `Endpoint`; datagrams travel through a model of the fabric instead
 of sockets: a fixed delay plus random jitter (reordering), and per packet, with given
 probabilities, loss, duplication, trimming (DATA cut to its header, on a fabric hop or
-on the last hop) and ECN marking. The chaos may differ per path (`path_chaos`, keyed by
-plane and spine). Paths can be black-holed (every path through a T1, or one plane port
-of a host, seen by its agent as carrier loss or not) from a virtual time on, and back.
+on the last hop) and ECN marking. Like the switches, it trims only the DATA of a
+transport that marks it trimmable (hosts/protocol.py DATA_DSCP): where it would trim
+the data of `mrc-no-trim` or `single-path`, it drops it. The chaos may differ per path
+(`path_chaos`, keyed by plane and spine). Paths can be black-holed (every path through
+a T1, or one plane port of a host, seen by its agent as carrier loss or not) from a
+virtual time on, and back.
 One seeded RNG and a virtual clock make every run repeatable. Used by the tests and the
 labs; runs tens of thousands of packets a second with no root and no Mininet.
 """
@@ -75,6 +78,7 @@ class SimNet:
         self.completed: set[tuple[int, int, int]] = set()
         self.dropped = 0
         self.trimmed = 0
+        self.trimmable = protocol.trimmable(self.transport)
         self._paths: dict = {}
         self.hosts = []
         for h in self.fabric.hosts:
@@ -92,7 +96,7 @@ class SimNet:
         self.hosts[src].send_message(dst, msg_id, message_bytes(src, dst, msg_id, size),
                                      self.now)
 
-    def _transmit(self, src: int, plane: int, dst: int, ev: int, data: bytes, ect: bool):
+    def _transmit(self, src: int, plane: int, dst: int, ev: int, data: bytes, is_data: bool):
         key = (src, dst, ev)
         path = self._paths.get(key)
         if path is None:
@@ -105,11 +109,14 @@ class SimNet:
             self.dropped += 1
             return
         ce = False
-        if data[0] & 0x0F == protocol.DATA and not data[1] & protocol.F_TRIMMED:
+        if is_data and not data[1] & protocol.F_TRIMMED:
             if rng.random() < chaos.trim:
+                if not self.trimmable:
+                    self.dropped += 1  # a full queue, and the packet asked not to be cut
+                    return
                 data = wire.trim(data, rng.random() < chaos.last_hop)
                 self.trimmed += 1
-            elif ect and rng.random() < chaos.ecn:
+            elif rng.random() < chaos.ecn:
                 ce = True
         copies = 2 if rng.random() < chaos.duplicate else 1
         for _ in range(copies):
@@ -131,8 +138,8 @@ class SimNet:
         while self.now < until:
             self._carrier()
             for index, endpoint in enumerate(self.hosts):
-                for plane, dst, ev, data, ect in endpoint.poll(self.now):
-                    self._transmit(index, plane, dst, ev, data, ect)
+                for plane, dst, ev, data, is_data in endpoint.poll(self.now):
+                    self._transmit(index, plane, dst, ev, data, is_data)
             if done is not None and done():
                 break
             wakes = [w for w in (e.next_wakeup(self.now) for e in self.hosts) if w is not None]

@@ -1,6 +1,7 @@
 /*
  * mrc-testbed switch: SRv6 micro-SID shift-and-forward with static tables, ECN
- * marking off the last hop, and packet trimming into a strict-priority queue.
+ * marking off the last hop, and trimming of the data packets that ask for it
+ * (DSCP_TRIMMABLE) into a strict-priority queue.
  *
  * Target: v1model on BMv2 simple_switch_grpc, started with `--priority-queues 8`.
  * Tables are written once at start-up by controller/ over P4Runtime and never change:

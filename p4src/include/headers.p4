@@ -51,6 +51,12 @@ const bit<2> ECN_NOT_ECT = 0;
 const bit<2> ECN_ECT0 = 2;
 const bit<2> ECN_CE = 3;
 
+// DSCP classes (top six bits of the IPv6 traffic class): the switch trims only DATA
+// packets that ask for it; untrimmable data over the trim threshold joins the data
+// queue whole, and is dropped if the queue is full.
+const bit<6> DSCP_NO_TRIM = 0;
+const bit<6> DSCP_TRIMMABLE = 10;
+
 // Number of ports counted and tracked per switch.
 const bit<32> MAX_PORTS = 256;
 

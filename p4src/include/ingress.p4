@@ -117,10 +117,12 @@ control MrcIngress(inout headers_t hdr, inout local_metadata_t meta,
         hdr.ethernet.src_addr = meta.port_mac;
 
         /*
-         * Trimming decision. A data packet that would join a queue already over the
-         * trim threshold is cut to its headers at egress instead of being dropped;
-         * its header, like every control packet, takes the strict-priority queue so
-         * the receiver learns of it at once and asks for a retransmission.
+         * Trimming decision. A trimmable data packet (DSCP_TRIMMABLE) that would join
+         * a queue already over the trim threshold is cut to its headers at egress
+         * instead of being dropped; its header, like every control packet, takes the
+         * strict-priority queue so the receiver learns of it at once and asks for a
+         * retransmission. Any other data packet joins the data queue whole, and the
+         * queue drops it if it is full.
          */
         standard_metadata.priority = PRIORITY_DATA;
         if (hdr.mrc.isValid()) {
@@ -130,7 +132,8 @@ control MrcIngress(inout headers_t hdr, inout local_metadata_t meta,
             } else {
                 bit<32> backlog;
                 data_backlog.read(backlog, (bit<32>) standard_metadata.egress_spec);
-                if (backlog >= (bit<32>) meta.trim_threshold) {
+                if (backlog >= (bit<32>) meta.trim_threshold
+                        && hdr.ipv6.dscp == DSCP_TRIMMABLE) {
                     meta.trim = 1;
                     standard_metadata.priority = PRIORITY_CONTROL;
                 } else {

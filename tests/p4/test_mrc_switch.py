@@ -32,10 +32,11 @@ ECT0, CE = protocol.ECN_ECT0, protocol.ECN_CE
 
 
 def frame(dst: str, in_port: int = 0, hop_limit: int = 64, ecn: int = 0,
-          payload: bytes = b"x" * 100, psn: int = 0):
-    """A DATA packet as a host or a T1 would send it into `in_port`."""
+          payload: bytes = b"x" * 100, psn: int = 0, dscp: int = protocol.DSCP_TRIMMABLE):
+    """A DATA packet as a host or a T1 would send it into `in_port` (of mrc, whose
+    data is trimmable, unless `dscp` says otherwise)."""
     return (Ether(src=PEER_MAC[in_port], dst=SWITCH_MAC[in_port])
-            / IPv6(src=H0, dst=dst, hlim=hop_limit, tc=ecn)
+            / IPv6(src=H0, dst=dst, hlim=hop_limit, tc=protocol.traffic_class(dscp, ecn))
             / UDP(sport=protocol.MRC_UDP_PORT, dport=protocol.MRC_UDP_PORT, chksum=0)
             / MRC(type=protocol.DATA, conn_id=3, ev=0x00010001, psn=psn, msg_len=100_000)
             / payload)
@@ -174,6 +175,23 @@ def test_trimming_with_a_saturated_queue(test, switch):
     assert any(p[MRC].psn < cut[0][MRC].psn for p in out[first_cut + 1:])
     counters = read_counters(switch["grpc"], 1, switch["p4info"])
     assert counters["MrcEgress.trimmed_packets"].get(3, 0) >= len(cut)
+
+
+def test_untrimmable_data_is_never_trimmed_and_a_full_queue_drops_it(test, switch):
+    def trimmed_so_far() -> int:
+        counters = read_counters(switch["grpc"], 1, switch["p4info"])
+        return counters["MrcEgress.trimmed_packets"].get(3, 0)
+
+    before = trimmed_so_far()
+    test.slow(3, 20)
+    for i in range(120):  # the burst of the trimming test above, of mrc-no-trim
+        testutils.send_packet(test, 0, frame(UP_TO_S1, payload=bytes([i]) * 1000, psn=i,
+                                             dscp=protocol.DSCP_NO_TRIM))
+    out = collect(test, 3, 5.0)
+    assert out and not any(p[MRC].flags.TRIMMED for p in out)
+    assert all(bytes(p[MRC].payload) == bytes([p[MRC].psn]) * 1000 for p in out)
+    assert len(out) < 120  # the queue overflowed: what did not fit was dropped
+    assert trimmed_so_far() == before
 
 
 def test_trimmed_on_the_last_hop_is_flagged_so(test):

@@ -11,6 +11,7 @@ Examples are derandomized and the database is off, so CI runs the same cases eve
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -183,3 +184,17 @@ def test_mrc_no_probe_never_probes_so_a_retired_path_stays_retired():
     assert sender.stats["probes"] == 0
     assert (0, 0) in sender.evs.bad  # healed a second ago, still out of use
     assert {ev.state for ev in sender.evs.by_ev.values() if ev.key == (0, 0)} == {ASSUMED_BAD}
+
+
+@pytest.mark.parametrize("trim,seed", [(0.05, 1), (0.1, 2), (0.2, 3)])
+def test_mrc_no_trim_data_is_dropped_where_mrc_data_is_trimmed(trim, seed):
+    # The same congested network: mrc's data is cut to its header and NACKed, never
+    # lost; mrc-no-trim's asked not to be cut, so it is dropped and found lost.
+    trimmed = run("mrc", Chaos(trim=trim), [], seed, 30_000)
+    dropped = run("mrc-no-trim", Chaos(trim=trim), [], seed, 30_000)
+    assert_all_delivered(trimmed)
+    assert_all_delivered(dropped)
+    assert trimmed.trimmed > 0 and trimmed.stats()["nacks"] > 0
+    assert trimmed.dropped == 0 and trimmed.stats()["losses"] == 0
+    assert dropped.trimmed == 0 and dropped.stats()["nacks"] == 0
+    assert dropped.dropped > 0 and dropped.stats()["losses"] + dropped.stats()["timeouts"] > 0
