@@ -1,6 +1,6 @@
 """Benchmark: agent goodput against the raw-socket limit, and recovery after a link failure.
 
-    sudo .venv/bin/python bench/agent_throughput.py        (or: make bench)
+    sudo .venv/bin/python -m bench.agent_throughput        (or: make bench)
 
 1. Throughput, on a two-host, 8-plane fabric whose links are fast enough (1 Gbit/s)
    that the CPU is the limit: a bare UDP blaster (bench/rawsock.py) between the two
@@ -35,24 +35,22 @@ from pathlib import Path
 
 import yaml
 
+from experiments.bringup import running
+from experiments.faults import parse_faults
+from experiments.metrics import path_failure_recovery, read_events
+from experiments.targets import KernelTarget, apply_fault
+from experiments.workload_run import run_transport
+from experiments.workloads import phases
+from hosts.baseline import SinglePathSender
+from hosts.config import ProtocolConfig
+from hosts.pacing import Pacer
+from hosts.protocol import DEFAULT_MTU_PAYLOAD, MRC_HEADER_BYTES
+from hosts.simnet import Chaos, Outage, SimNet
+from topologies.addressing import host_address
+from topologies.model import load_topology
+from topologies.paths import catalogue, choices_per_plane, path_for_ev
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from experiments.bringup import running  # noqa: E402
-from experiments.faults import parse_faults  # noqa: E402
-from experiments.metrics import path_failure_recovery, read_events  # noqa: E402
-from experiments.targets import KernelTarget, apply_fault  # noqa: E402
-from experiments.workload_run import run_transport  # noqa: E402
-from experiments.workloads import phases  # noqa: E402
-from hosts.baseline import SinglePathSender  # noqa: E402
-from hosts.config import ProtocolConfig  # noqa: E402
-from hosts.pacing import Pacer  # noqa: E402
-from hosts.protocol import DEFAULT_MTU_PAYLOAD, MRC_HEADER_BYTES  # noqa: E402
-from hosts.simnet import Chaos, Outage, SimNet  # noqa: E402
-from topologies.addressing import host_address  # noqa: E402
-from topologies.model import load_topology  # noqa: E402
-from topologies.paths import catalogue, choices_per_plane, path_for_ev  # noqa: E402
-
 SECONDS = 3.0
 PAYLOAD = DEFAULT_MTU_PAYLOAD
 
