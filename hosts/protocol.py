@@ -123,6 +123,7 @@ def trimmable(transport: str) -> bool:
     """Whether switches may trim the transport's DATA packets."""
     return DATA_DSCP[transport] == DSCP_TRIMMABLE
 
+
 # --------------------------------------------------------------------- entropy values
 # A 32-bit EV: the plane in the top 8 bits, the choice among the plane's paths below
 # (topologies/paths.py maps a choice to a path, modulo the plane's path count).
