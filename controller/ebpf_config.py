@@ -247,8 +247,14 @@ def qdisc_commands(intf: str, link: LinkParams) -> list[str]:
     quantum = protocol.DATA_FRAME_BYTES
     headers = link.queue_pkts * protocol.DATA_FRAME_BYTES // protocol.TRIMMED_FRAME_BYTES
     link_class, control, data = (tc_class(m) for m in (CLASS_LINK, CLASS_CONTROL, CLASS_DATA))
+    # The kernel takes a packet's length for the qdisc before the clsact egress hook
+    # runs, so without a size table htb would charge a trimmed header as the whole
+    # packet it was cut from, and the real queue would drain far slower than the
+    # virtual one. A size table (`stab`, overhead 0) makes the root qdisc measure the
+    # packet again as it is enqueued.
     return [
-        f"tc qdisc replace dev {intf} root handle {HTB_HANDLE:x}: htb default {CLASS_DATA:x}",
+        f"tc qdisc replace dev {intf} root handle {HTB_HANDLE:x}: "
+        f"stab overhead 0 linklayer ethernet htb default {CLASS_DATA:x}",
         f"tc class replace dev {intf} parent {HTB_HANDLE:x}: classid {link_class} htb "
         f"rate {rate} ceil {rate} quantum {quantum}",
         f"tc class replace dev {intf} parent {link_class} classid {control} "

@@ -5,6 +5,12 @@ same network. If anything fails (or Ctrl-C arrives) half way, what was built is 
 before the error goes on. The hosts are the same on every target: their configuration
 (`host_params()`) is built here and handed to the Mininet nodes, the switches' comes
 from the target.
+
+Where the switches have no queues of their own (the kernel target), every switch port
+gets the eBPF switch program (experiments/ebpf_switch.py: trimming, ECN on a virtual
+queue, a priority class, counters) under htb priority classes instead of the plain
+shaping; where the program cannot be built or loaded, the ports are shaped as before
+and `link_emulation()` says why trimming and ECN are missing.
 """
 
 from __future__ import annotations
@@ -15,7 +21,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from controller.kernel import by_interface, host_commands
+from experiments import ebpf_switch
 from experiments.cleanup import cleanup
+from experiments.ebpf_switch import EbpfStatus
 from experiments.targets import Target
 from topologies.addressing import host_address
 from topologies.model import Fabric
@@ -32,14 +40,28 @@ class Network:
     tc_commands: int
     table_writes: int
     bringup_s: float
+    ebpf: EbpfStatus
+    ebpf_switch_ports: bool  # the program trims and marks on every switch port
 
     def link_emulation(self) -> dict:
-        # Where switches queue by themselves (BMv2), they also mark ECN and trim.
-        switch_queues = not self.target.shape_switch_ports
+        """What the links and switches emulate here, and how (a falsy value: not at
+        all), with a note for every gap."""
+        switch_queues = not self.target.shape_switch_ports  # BMv2 marks and trims itself
+        if switch_queues:
+            ecn, trimming = "P4 switch queue", "P4 switch"
+        elif self.ebpf_switch_ports:
+            ecn, trimming = "eBPF virtual queue", "eBPF"
+        else:
+            ecn, trimming = ("RED qdisc" if self.features.red else False), False
+        notes = self.features.missing(red_needed=not (switch_queues or self.ebpf_switch_ports))
+        if not self.ebpf.available:
+            lost = "loss faults" if switch_queues else "trimming and loss faults"
+            notes.append(f"{self.ebpf.reason}: no {lost}")
         return {"rate": True, "queue_limit": True, "delay": self.features.netem,
-                "ecn": switch_queues or self.features.red, "trimming": switch_queues,
-                "tc_commands": self.tc_commands,
-                "notes": self.features.missing(red_needed=not switch_queues)}
+                "ecn": ecn, "trimming": trimming,
+                "faults": "eBPF maps" if self.ebpf.available else False,
+                "ebpf": {"available": self.ebpf.available, "reason": self.ebpf.reason},
+                "tc_commands": self.tc_commands, "notes": notes}
 
 
 def host_params(fabric: Fabric) -> NodeParams:
@@ -62,17 +84,25 @@ def bring_up(fabric: Fabric, target: Target,
     net = start_network(fabric, target.switch_cls, target.switch_params(fabric),
                         host_params(fabric))
     try:
-        features = probe_features(net.get(fabric.hosts[0].name).cmd)
-        tc = shape_links(net, fabric, features, hosts_only=not target.shape_switch_ports)
-        for note in features.missing(red_needed=target.shape_switch_ports):
+        scratch = net.get(fabric.hosts[0].name).cmd
+        features = probe_features(scratch)
+        ebpf = ebpf_switch.prepare(scratch)
+        on_switches = target.shape_switch_ports and ebpf.available
+        tc = shape_links(net, fabric, features,
+                         hosts_only=on_switches or not target.shape_switch_ports)
+        if on_switches:
+            say("loading the eBPF switch program on every switch port")
+            tc += ebpf_switch.load_switch_ports(net, fabric)
+        network = Network(net, fabric, target, features, tc, 0, 0.0, ebpf, on_switches)
+        for note in network.link_emulation()["notes"]:
             say(f"note: {note}")
         say(f"programming {len(fabric.switches)} switches (static tables, written once)")
-        writes = target.program(net, fabric)
+        network.table_writes = target.program(net, fabric)
     except BaseException:
         tear_down(net)
         raise
-    return Network(net, fabric, target, features, tc, writes,
-                   round(time.monotonic() - started, 3))
+    network.bringup_s = round(time.monotonic() - started, 3)
+    return network
 
 
 def tear_down(net: FabricNet) -> None:

@@ -6,7 +6,17 @@ Kinds (all times in seconds from the start of the workload):
 - `switch-reboot`: every port of a switch goes down for `down_s`; the switch then comes
   back empty and gets the same static tables again;
 - `nic-port-down`: one host port (a plane) goes down; back after `down_s` if given;
-- `blackhole`: a switch silently drops everything it should forward, links stay up.
+- `blackhole`: a switch silently drops everything it should forward, links stay up;
+- `loss`: random loss of `probability` of the packets on a link (both ways, or only
+  those sent by the node named in `from`), or on every host link (`link: hosts`);
+- `gray-loss`: `probability` of the packets of one path are lost while everything else
+  gets through: the path from host `path[0]` to host `path[1]` through `plane` and
+  `spine`, or every path through a T1 (`switch`).
+
+`loss` and `gray-loss` last for the rest of the run unless `down_s` is given. They are
+written into the maps of the eBPF program on the ports that send the packets
+(experiments/ebpf_switch.py), so they need no netem; `loss_ports()` and
+`gray_loss_ports()` say which ports and which destination addresses.
 
 The schedule is a pure function of the scenario (tested without root); `FaultInjector`
 plays it on a started network in a background thread and records what it did.
@@ -19,8 +29,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from topologies.addressing import intf_name, usid_address
 from topologies.errors import UserError, shown
 from topologies.model import Fabric
+from topologies.paths import catalogue
 
 # The field naming each kind's target; `at_s`, `down_s`, `count` and `every_s` are common.
 TARGET_FIELDS = {
@@ -28,7 +40,14 @@ TARGET_FIELDS = {
     "switch-reboot": ("switch",),
     "nic-port-down": ("host", "plane"),
     "blackhole": ("switch",),
+    "loss": ("link", "from", "probability"),
+    "gray-loss": ("path", "plane", "spine", "switch", "probability"),
 }
+# Faults that are a loss probability rather than a state: they take `probability`.
+LOSS_KINDS = ("loss", "gray-loss")
+# Faults that may last for the rest of the run (no `down_s`).
+OPEN_ENDED = ("nic-port-down", *LOSS_KINDS)
+ALL_HOST_LINKS = "hosts"  # `link: hosts` in a loss fault: every host link
 KINDS = tuple(TARGET_FIELDS)
 TIMING_FIELDS = ("at_s", "down_s", "count", "every_s")
 MAX_TIME_S = 3600.0  # no scenario runs longer than an hour
@@ -49,9 +68,15 @@ class Action:
     up: bool
     kind: str = field(compare=False)
     target: tuple = field(compare=False)
+    # Loss faults: the probability set while the fault is on (None for the others and
+    # for the step that clears it).
+    probability: float | None = field(default=None, compare=False)
 
     def describe(self) -> str:
-        return f"{self.kind} {' '.join(map(str, self.target))} {'up' if self.up else 'down'}"
+        what = f"{self.kind} {' '.join(map(str, self.target))}"
+        if self.kind in LOSS_KINDS:
+            return f"{what} {'off' if self.up else f'on ({self.probability:g})'}"
+        return f"{what} {'up' if self.up else 'down'}"
 
 
 def _seconds(entry: dict, key: str, source: str, where: str, default: float | None = None,
@@ -67,6 +92,10 @@ def _seconds(entry: dict, key: str, source: str, where: str, default: float | No
 
 
 def _target(entry: dict, kind: str, fabric: Fabric, source: str, where: str) -> tuple:
+    if kind == "loss":
+        return _loss_target(entry, fabric, source, where)
+    if kind == "gray-loss":
+        return _gray_target(entry, fabric, source, where)
     if kind == "link-flap":
         link = entry.get("link")
         if (not isinstance(link, list) or len(link) != 2
@@ -90,6 +119,99 @@ def _target(entry: dict, kind: str, fabric: Fabric, source: str, where: str) -> 
         raise FaultError(source, f"{where}.plane", f"must be a plane 0..{planes - 1} "
                          f"(got {shown(plane)})", "name one of the host's ports by its plane")
     return (host, plane)
+
+
+def _loss_target(entry: dict, fabric: Fabric, source: str, where: str) -> tuple:
+    """Directed links "a>b" (a sends, b receives) of a loss fault."""
+    link, sender = entry.get("link"), entry.get("from")
+    if link == ALL_HOST_LINKS:
+        if sender is not None:
+            raise FaultError(source, f"{where}.from", "takes one link, not link: hosts",
+                             "name a link, e.g. link: [h0, p0t0r0], from: h0")
+        return tuple(f"{a}>{b}" for lk in fabric.links if lk.tier == "host_t0"
+                     for a, b in ((lk.a, lk.b), (lk.b, lk.a)))
+    if (not isinstance(link, list) or len(link) != 2
+            or not all(isinstance(n, str) for n in link) or not _linked(fabric, *link)):
+        last = fabric.links[-1]
+        raise FaultError(source, f"{where}.link", f"must name two linked nodes of "
+                         f"{fabric.name}, or be {ALL_HOST_LINKS} (got {shown(link)})",
+                         f"e.g. [{last.a}, {last.b}]")
+    a, b = link
+    if sender is None:
+        return (f"{a}>{b}", f"{b}>{a}")
+    if sender not in link:
+        raise FaultError(source, f"{where}.from", f"must be one end of the link, {a} or {b} "
+                         f"(got {shown(sender)})", "or leave it out for both directions")
+    return (f"{a}>{b}",) if sender == a else (f"{b}>{a}",)
+
+
+def _gray_target(entry: dict, fabric: Fabric, source: str, where: str) -> tuple:
+    """(src host, dst host, plane, spine) of one path, or (T1,) for all paths through it."""
+    path, switch = entry.get("path"), entry.get("switch")
+    if (path is None) == (switch is None):
+        raise FaultError(source, where, "needs either path (with plane and spine) or switch",
+                         "e.g. {kind: gray-loss, path: [h0, h3], plane: 0, spine: 1, ...}")
+    if switch is not None:
+        extra = [k for k in ("plane", "spine") if k in entry]
+        if extra:
+            raise FaultError(source, f"{where}.{extra[0]}", "belongs to a path, not to switch",
+                             "remove it: a T1 names its plane and spine")
+        t1s = [s.name for s in fabric.switches if s.role == "t1"]
+        if switch not in t1s:
+            raise FaultError(source, f"{where}.switch", f"{shown(switch)} is not a T1 of "
+                             f"{fabric.name}", f"e.g. {t1s[-1]}")
+        return (switch,)
+    hosts = {h.name for h in fabric.hosts}
+    if (not isinstance(path, list) or len(path) != 2
+            or not all(isinstance(h, str) and h in hosts for h in path) or path[0] == path[1]):
+        raise FaultError(source, f"{where}.path", f"must be [source, destination], two "
+                         f"different hosts of {fabric.name} (got {shown(path)})",
+                         f"e.g. [h0, {fabric.hosts[-1].name}]")
+    plane, spine = entry.get("plane"), entry.get("spine")
+    planes, spines = fabric.spec.planes, fabric.spec.t1_per_plane
+    if isinstance(plane, bool) or not isinstance(plane, int) or not 0 <= plane < planes:
+        raise FaultError(source, f"{where}.plane", f"must be a plane 0..{planes - 1} "
+                         f"(got {shown(plane)})", "the plane of the path")
+    if isinstance(spine, bool) or not isinstance(spine, int) or not 0 <= spine < spines:
+        raise FaultError(source, f"{where}.spine", f"must be a T1 index 0..{spines - 1} "
+                         f"(got {shown(spine)})", "the spine the path goes through")
+    return (path[0], path[1], plane, spine)
+
+
+def _probability(entry: dict, source: str, where: str) -> float:
+    value = entry.get("probability")
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or not math.isfinite(value) or not 0 < value <= 1):
+        raise FaultError(source, f"{where}.probability", f"must be a number above 0 up to 1 "
+                         f"(got {shown(value)})", "e.g. probability: 0.01 for 1%")
+    return float(value)
+
+
+def loss_ports(fabric: Fabric, target: tuple) -> list[tuple[str, str]]:
+    """(node, interface) of each port a loss fault acts on: the sending end of each
+    directed link of its target."""
+    ports = []
+    for directed in target:
+        a, b = directed.split(">")
+        ports += [(a, p.intf) for p in fabric.ports(a) if p.peer == b]
+    return ports
+
+
+def gray_loss_ports(fabric: Fabric, target: tuple) -> list[tuple[str, str, str, int]]:
+    """(node, interface, destination address, prefix length) of each entry a gray-loss
+    fault writes. The packets are taken as they leave their source host, where the
+    destination address still holds the whole uSID path: the full address names one
+    path exactly (one source, one destination, one plane and spine); the first two
+    uSIDs (the host's T0 and the T1) name every path of that host through the T1."""
+    if len(target) == 1:
+        t1 = fabric.node(target[0])
+        return [(h.name, intf_name(h.name, t1.plane),
+                 usid_address([fabric.t0(t1.plane, h.rack).usid, t1.usid]), 64)
+                for h in fabric.hosts]
+    src, dst, plane, spine = target
+    s, d = int(src[1:]), int(dst[1:])
+    (path,) = [p for p in catalogue(fabric, s, d) if p.plane == plane and p.spine == spine]
+    return [(src, intf_name(src, plane), path.address, 128)]
 
 
 def parse_faults(entries: object, fabric: Fabric, source: str = "scenario",
@@ -120,17 +242,18 @@ def parse_faults(entries: object, fabric: Fabric, source: str = "scenario",
             raise FaultError(source, f"{where}.{unknown[0]}", f"not a field of {kind}",
                              f"use only {', '.join(known)}")
         target = _target(entry, kind, fabric, source, where)
+        probability = _probability(entry, source, where) if kind in LOSS_KINDS else None
         at = _seconds(entry, "at_s", source, where)
-        # A port loss may last for the rest of the run; every other fault ends.
-        down_s = (None if entry.get("down_s") is None and kind == "nic-port-down"
+        # A port loss or a loss fault may last for the rest of the run; the others end.
+        down_s = (None if entry.get("down_s") is None and kind in OPEN_ENDED
                   else _seconds(entry, "down_s", source, where, positive=True))
         count = entry.get("count", 1)
         if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_COUNT:
             raise FaultError(source, f"{where}.count", f"must be a whole number from 1 to "
                              f"{MAX_COUNT} (got {shown(count)})", "e.g. count: 4")
         if count > 1 and down_s is None:
-            raise FaultError(source, f"{where}.count", "a port that stays down cannot go "
-                             "down again", "give down_s too, or leave count out")
+            raise FaultError(source, f"{where}.count", "a fault that lasts for the rest of "
+                             "the run cannot start again", "give down_s too, or leave count out")
         every = _seconds(entry, "every_s", source, where, (down_s or 0) * 2)
         if count > 1 and every <= down_s:
             raise FaultError(source, f"{where}.every_s", f"must be longer than down_s "
@@ -147,7 +270,7 @@ def parse_faults(entries: object, fabric: Fabric, source: str = "scenario",
                              f"{MAX_STEPS} fault steps", "use fewer or shorter fault series")
         for n in range(count):
             start = at + n * every
-            actions.append(Action(start, False, kind, target))
+            actions.append(Action(start, False, kind, target, probability))
             if down_s is not None:
                 actions.append(Action(start + down_s, True, kind, target))
     return sorted(actions)
@@ -182,9 +305,11 @@ class FaultInjector:
                 return
             try:
                 self.apply(action)
-                self.log.append({"t": round(self.clock() - self.start_time, 4),
-                                 "event": "fault", "fault": action.kind,
-                                 "target": list(action.target), "up": action.up})
+                entry = {"t": round(self.clock() - self.start_time, 4), "event": "fault",
+                         "fault": action.kind, "target": list(action.target), "up": action.up}
+                if action.probability is not None:
+                    entry["probability"] = action.probability
+                self.log.append(entry)
             except Exception as err:  # noqa: BLE001 - reported in the summary, run goes on
                 self.errors.append(f"{action.describe()}: {err}")
 

@@ -18,6 +18,12 @@ ROWS = [
     ("NACKs (trimmed packets)", lambda s: s["path_events"].get("nack", 0)),
     ("retransmit timeouts", lambda s: s["path_events"].get("timeout", 0)),
 ]
+# Rows from the eBPF switch ports' counters (present where the program ran):
+# host-facing ports / fabric ports.
+SWITCH_ROWS = [(f"switch ports: {name.replace('_', ' ')} (host / fabric)",
+                lambda s, name=name: f"{s['switch_counters']['host_ports'][name]} / "
+                                     f"{s['switch_counters']['fabric_ports'][name]}")
+               for name in ("trimmed", "ecn_marked", "dropped", "fault_dropped")]
 
 
 def write_report(path: Path, summary: dict) -> None:
@@ -48,7 +54,8 @@ def write_report(path: Path, summary: dict) -> None:
     if transports:
         lines += ["## Results", "", "| | " + " | ".join(t["transport"] for t in transports) + " |",
                   "|---|" + "---|" * len(transports)]
-        for label, get in ROWS:
+        rows = ROWS + (SWITCH_ROWS if all("switch_counters" in t for t in transports) else [])
+        for label, get in rows:
             lines.append(f"| {label} | " + " | ".join(str(get(t)) for t in transports) + " |")
         lines += ["", "![goodput](goodput.png)", "", "![completion times](fct_cdf.png)", "",
                   "![paths out of service](path_states.png)", ""]

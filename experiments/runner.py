@@ -6,6 +6,11 @@ the run creates is torn down in `finally`, also on Ctrl-C and SIGTERM; a run kil
 with SIGKILL is cleaned up by the next one (or `make clean-net`). The results folder
 gets `summary.json` and `topology.json` (the resolved topology: ports, MACs, uSIDs;
 topologies/resolved.py), and the last line printed is `results: <folder>`.
+
+Where the eBPF switch program runs (experiments/ebpf_switch.py), each transport's block
+gets what the switch ports counted while it ran (`switch_counters`: trimmed, ECN-marked,
+dropped... summed over host-facing and over fabric ports), and the summary every
+port's counters at the end (`ebpf_counters`), as the P4 switch has its counters.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+from experiments import ebpf_switch
 from experiments.bringup import bring_up, tear_down
 from experiments.capture import start_capture
 from experiments.checks import check_paths
@@ -113,6 +119,8 @@ def run_experiment(fabric: Fabric, target: Target, reason: str, scenario: Scenar
         summary["bringup_s"] = network.bringup_s
         progress(f"network up in {summary['bringup_s']:.1f}s, "
                  f"{summary['table_writes']} table writes")
+        if network.ebpf.available:
+            ebpf_switch.prepare_faults(net, fabric, scenario.faults)
         write_resolved_topology(folder / "topology.json", fabric, dataplane)
         if capture is not None:
             pcaps = start_capture(net, fabric, capture, folder)
@@ -138,6 +146,11 @@ def run_experiment(fabric: Fabric, target: Target, reason: str, scenario: Scenar
                     summary["captures"] = [r.as_dict() for r in pcaps.stop()]
                 except Exception as err:  # noqa: BLE001 - reported; cleanup() ends tcpdump
                     progress(f"capture: {err.__class__.__name__} {err}")
+            if net is not None and net.ebpf_ports:
+                try:
+                    summary["ebpf_counters"] = ebpf_switch.read_counters(net)
+                except Exception as err:  # noqa: BLE001 - reported; the teardown goes on
+                    progress(f"eBPF counters: {err.__class__.__name__} {err}")
             if net is not None:
                 progress("tearing down")
                 try:
@@ -190,11 +203,17 @@ def run_workload(net, fabric: Fabric, target: Target, scenario: Scenario, folder
     for transport in scenario.transports:
         progress(f"{transport}: {scenario.workload}, {summary['workload']['transfers']} transfers "
                  f"in {len(plan)} phases, {len(actions)} fault steps")
+        before = ebpf_switch.read_counters(net) if net.ebpf_ports else None
         run = run_transport(net, fabric, transport, plan, actions,
                             lambda action: apply_fault(net, fabric, action, target),
                             folder, scenario.timeout_s, scenario.protocol, progress)
         events[transport] = read_events(run.event_files)
         block = summarize(run, events[transport])
+        if before is not None:
+            block["switch_counters"] = ebpf_switch.counter_totals(
+                fabric, before, ebpf_switch.read_counters(net))
+            progress(f"{transport}: switch ports "
+                     + ", ".join(f"{k} {v}" for k, v in _total(block["switch_counters"]).items()))
         progress(f"{transport}: {block['transfers_done']}/{block['transfers']} transfers done "
                  f"in {block['workload_s']:.2f}s, {block['goodput_mbps']:.1f} Mbit/s, "
                  f"{block['path_events'].get('retire', 0)} paths retired")
@@ -213,6 +232,12 @@ def run_workload(net, fabric: Fabric, target: Target, scenario: Scenario, folder
     path_state_plot(folder / "path_states.png", runs, events)
     summary["ok"] = workload_ok(blocks)
     return 0 if summary["ok"] else 1
+
+
+def _total(counters: dict[str, dict]) -> dict[str, int]:
+    """Host-facing and fabric port counters added up."""
+    return {name: sum(group[name] for group in counters.values())
+            for name in next(iter(counters.values()))}
 
 
 def require_root() -> None:

@@ -10,14 +10,19 @@ written again while traffic runs), and implements the switch and link faults:
   per switch, programmed over P4Runtime.
 
 Hosts are Linux namespaces on every target (experiments/bringup.py configures them),
-so a host port fault is the same everywhere and is applied here.
+so a host port fault is the same everywhere and is applied here. So are the `loss` and
+`gray-loss` faults: the eBPF switch program's maps on the ports that send the packets
+(experiments/ebpf_switch.py), the program the kernel target runs on every switch port,
+loaded in faults-only mode on a host port or, on bmv2, on the switch end of a link
+(those interfaces are in the root namespace, beside BMv2, which is left untouched).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from experiments.faults import Action
+from experiments import ebpf_switch
+from experiments.faults import Action, gray_loss_ports, loss_ports
 from experiments.kernel_target import KernelTarget
 from topologies.addressing import intf_name
 from topologies.model import Fabric
@@ -66,6 +71,12 @@ def apply_fault(net: FabricNet, fabric: Fabric, action: Action, target: Target) 
         net.get(host).set_port(intf_name(host, plane), action.up)
     elif action.kind == "switch-reboot":
         target.reboot(net, fabric, action.target[0], action.up)
+    elif action.kind == "loss":
+        ebpf_switch.set_loss(net, fabric, loss_ports(fabric, action.target),
+                             0.0 if action.up else action.probability)
+    elif action.kind == "gray-loss":
+        ebpf_switch.set_gray_loss(net, fabric, gray_loss_ports(fabric, action.target),
+                                  None if action.up else action.probability)
     else:
         target.blackhole(net, fabric, action.target[0], not action.up)
 

@@ -15,6 +15,7 @@ from mininet.link import Link
 from mininet.net import Mininet
 from mininet.topo import Topo
 
+from topologies.ebpf_port import EbpfPort
 from topologies.linkstate import LinkState
 from topologies.model import Fabric
 from topologies.nodes import FabricHost, KernelRouter, StaticConfigNode, run_commands
@@ -46,10 +47,13 @@ class FabricTopo(Topo):
 
 class FabricNet(Mininet):
     """A Mininet network with a netlink socket in every node's namespace, made at start
-    so that the first link fault is as quick as the others."""
+    so that the first link fault is as quick as the others, and the eBPF switch program
+    of every port it has been loaded on ((node, interface) -> EbpfPort), so that every
+    fault and every counter reading finds the program the bring-up loaded."""
 
     def __init__(self, *args, **kwargs):
         self.link_state = LinkState()  # before Mininet's own set-up, which may build
+        self.ebpf_ports: dict[tuple[str, str], EbpfPort] = {}
         super().__init__(*args, **kwargs)
 
     def start(self) -> None:

@@ -137,4 +137,4 @@ def test_qdisc_classes_are_the_ones_the_program_picks():
     # The priority leaf holds as many trimmed headers as the data leaf holds bytes.
     assert int(limits[cfg.tc_class(cfg.CLASS_CONTROL)]) == (
         64 * protocol.DATA_FRAME_BYTES // protocol.TRIMMED_FRAME_BYTES)
-    assert "root handle 1: htb default 20" in commands[0]
+    assert "root handle 1: stab overhead 0 linklayer ethernet htb default 20" in commands[0]

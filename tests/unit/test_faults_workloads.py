@@ -49,7 +49,7 @@ def test_faults_sorted_across_entries_and_port_loss_may_stay_down(fabric):
     ({"kind": "link-flap", "link": ["h0", "p0t0r0"], "at_s": 0, "down_s": 1,
       "count": 100_000_000}, r"\.count: must be a whole number from 1 to 1000"),
     ({"kind": "nic-port-down", "host": "h0", "plane": 0, "at_s": 1, "count": 2},
-     r"\.count: a port that stays down"),
+     r"\.count: a fault that lasts for the rest of the run"),
     ({"kind": "blackhole", "switch": "p0t1s0", "at_s": 1, "down_s": 1, "color": "red"},
      r"faults\[0\]\.color: not a field of blackhole"),
     ({"kind": "blackhole", "switch": "p0t1s0", "at_s": float("inf"), "down_s": 1},
