@@ -65,8 +65,8 @@ size: deps ## full-scale sizing: make size RADIX=512 PLANES=8
 	@$(PY) -m topologies.size --radix $(or $(RADIX),512) --planes $(or $(PLANES),8)
 
 bench: deps ## agent goodput vs raw sockets, recovery after a link failure (root)
-	@echo "== bench: bench/agent_throughput.py"
-	@$(PY) bench/agent_throughput.py
+	@echo "== bench: python -m bench.agent_throughput"
+	@$(PY) -m bench.agent_throughput
 
 clean-net: ## remove namespaces, interfaces and processes left by an interrupted run
 	@echo "== clean-net"

@@ -11,6 +11,8 @@ Control channel: JSON lines on stdin (commands) and stdout (answers and notifica
     <- {"event": "completed", "dst": 3, "msg_id": 0, "bytes": ..., "t": ...}   (all acked)
     <- {"event": "delivered", "src": 1, "msg_id": 0, "bytes": ..., "verified": true, "t": ...}
     -> {"cmd": "stats"}   <- {"event": "stats", ...counters}
+    -> {"cmd": "paths", "dst": 3}   <- {"event": "paths", "peers": {"3": [{"ev": ...,
+       "plane": 0, "path": 1, "state": "GOOD", "active": true}, ...]}}   (dst optional)
     -> {"cmd": "quit"}
 
 A message to send is made from its seed (hosts/payload.py), and a delivered one checked
@@ -166,6 +168,11 @@ class Agent:
             elif kind == "stats":
                 stats = dict(self.counters, **self.endpoint.stats())
                 self.emit({"event": "stats", **stats})
+            elif kind == "paths":
+                dst = cmd.get("dst")
+                states = self.endpoint.path_states(None if dst is None else int(dst))
+                self.emit({"event": "paths",
+                           "peers": {str(peer): evs for peer, evs in states.items()}})
             elif kind == "quit":
                 self.running = False
             else:

@@ -180,6 +180,26 @@ class Endpoint:
                 total[key] = total.get(key, 0) + value
         return total
 
+    def path_states(self, dst: int | None = None) -> dict[int, list[dict]]:
+        """The EVs this host sends on, per peer (or towards `dst` only): each EV's
+        plane, path (its choice within the plane) and state. `active` EVs are in the
+        rotation; the others are spares that replace a retired one. The single-path
+        baseline has one EV in use, its current path."""
+        states = {}
+        for peer, sender in self.senders.items():
+            if dst is not None and peer != dst:
+                continue
+            paths = self.paths_to.get(peer) or choices_per_plane(self.fabric, self.me, peer)
+            if isinstance(sender, Sender):
+                states[peer] = [{"ev": ev.ev, "plane": ev.plane, "path": ev.key[1],
+                                 "state": ev.state, "active": ev.active}
+                                for ev in sender.evs.by_ev.values()]
+            else:
+                states[peer] = [{"ev": sender.ev, "plane": ev_plane(sender.ev),
+                                 "path": ev_choice(sender.ev) % paths, "state": "IN_USE",
+                                 "active": True}]
+        return states
+
     def progress(self) -> dict:
         rx = sum(r.stats["rx_bytes"] for r in self.receivers.values())
         retired = sum(len(s.evs.bad) for s in self.senders.values() if isinstance(s, Sender))

@@ -30,9 +30,14 @@ from mininet.node import Switch
 # the data queue counts full DATA frames (whose rate matches the link's bit rate and
 # the agents' pacing) and the priority queue trimmed-header frames (a control packet
 # is 24 bytes longer).
-from hosts.protocol import DATA_FRAME_BYTES as FRAME_BYTES
-from hosts.protocol import PRIORITY_CONTROL, PRIORITY_DATA, PRIORITY_QUEUES
-from hosts.protocol import TRIMMED_FRAME_BYTES as HEADER_FRAME_BYTES
+from hosts.protocol import (
+    DATA_FRAME_BYTES,
+    PRIORITY_CONTROL,
+    PRIORITY_DATA,
+    PRIORITY_QUEUES,
+    TRIMMED_FRAME_BYTES,
+    link_pps,
+)
 
 # BMv2 logs every step of every packet at its default level (trace), which slows a
 # switch down by an order of magnitude; experiments log what happens at start-up and
@@ -46,11 +51,12 @@ def queue_commands(port: int, rate_mbit: float, depth: int) -> list[str]:
     data queue gets the packet rate of full frames, the priority queue that of headers,
     so trimmed headers and acks are not held to the pace of full frames. Both queues
     get the same buffer in bytes, as in a switch whose buffer is counted in bytes: a
-    queue of `depth` frames holds `depth` x FRAME/HEADER_FRAME headers (a burst of
-    trimmed headers is many times longer in packets than the data it was cut from)."""
-    data_pps = max(1, round(rate_mbit * 1e6 / 8 / FRAME_BYTES))
-    header_pps = max(1, round(rate_mbit * 1e6 / 8 / HEADER_FRAME_BYTES))
-    header_depth = depth * FRAME_BYTES // HEADER_FRAME_BYTES
+    queue of `depth` data frames holds `depth` x DATA/TRIMMED frame bytes headers (a
+    burst of trimmed headers is many times longer in packets than the data it was cut
+    from)."""
+    data_pps = max(1, round(link_pps(rate_mbit, DATA_FRAME_BYTES)))
+    header_pps = max(1, round(link_pps(rate_mbit, TRIMMED_FRAME_BYTES)))
+    header_depth = depth * DATA_FRAME_BYTES // TRIMMED_FRAME_BYTES
     return [f"set_queue_rate {data_pps} {port} {PRIORITY_DATA}",
             f"set_queue_depth {depth} {port} {PRIORITY_DATA}",
             f"set_queue_rate {header_pps} {port} {PRIORITY_CONTROL}",

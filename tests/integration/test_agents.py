@@ -16,7 +16,7 @@ from experiments.targets import KernelTarget, apply_fault
 from experiments.workload_run import run_transport
 from experiments.workloads import phases
 from hosts import wire
-from hosts.protocol import HEADER_LEN
+from hosts.protocol import MRC_HEADER_BYTES
 from topologies.paths import catalogue
 
 REPO = Path(__file__).resolve().parents[2]
@@ -63,7 +63,7 @@ def malformed(rng: random.Random) -> bytes:
     good = wire.encode_data(0, 0, 1, 0, 0, 0, 0, 100, bytes(50))
     kind = rng.randrange(6)
     if kind == 0:
-        return rng.randbytes(rng.randrange(0, HEADER_LEN))  # truncated header
+        return rng.randbytes(rng.randrange(0, MRC_HEADER_BYTES))  # truncated header
     if kind == 1:
         return bytes([rng.choice([0x01, 0x21, 0xF1, 0x02])]) + good[1:]  # wrong version
     if kind == 2:

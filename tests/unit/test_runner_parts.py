@@ -42,7 +42,7 @@ def test_dataplane_errors_are_one_line(monkeypatch):
 def test_tc_commands_full_and_minimal_kernels():
     params = LinkParams(rate_mbit=10, delay_ms=0.5, queue_pkts=64)
     full = tc_commands("x-eth0", params, 16, ShapingFeatures(netem=True, red=True))
-    assert "red limit 864000 min 24000 max 25500" in full[2] and full[2].endswith("ecn")
+    assert "red limit 745344 min 20704 max 21998" in full[2] and full[2].endswith("ecn")
     assert full[3].endswith("netem delay 0.5ms limit 64")
     minimal = tc_commands("x-eth0", params, 16, ShapingFeatures(netem=False, red=False))
     assert minimal[-1] == "tc qdisc replace dev x-eth0 parent 1:1 handle 10: pfifo limit 64"

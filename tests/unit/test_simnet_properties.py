@@ -198,3 +198,17 @@ def test_mrc_no_trim_data_is_dropped_where_mrc_data_is_trimmed(trim, seed):
     assert trimmed.dropped == 0 and trimmed.stats()["losses"] == 0
     assert dropped.trimmed == 0 and dropped.stats()["nacks"] == 0
     assert dropped.dropped > 0 and dropped.stats()["losses"] + dropped.stats()["timeouts"] > 0
+
+
+def test_path_states_show_the_outage_path_retired_and_the_rest_good():
+    # What the agent's `paths` command (and `make cli`'s `paths h0 h3`) reports: the
+    # EVs on the dead spine of plane 0 are ASSUMED_BAD, every other EV GOOD.
+    net, _ = outage_that_heals("mrc-no-probe")
+    states = net.hosts[0].path_states(3)
+    assert set(states) == {3}
+    evs = states[3]
+    assert evs and all({"ev", "plane", "path", "state", "active"} <= set(e) for e in evs)
+    bad = {(e["plane"], e["path"]) for e in evs if e["state"] == ASSUMED_BAD}
+    assert bad == {(0, 0)}
+    assert all(e["state"] == GOOD for e in evs if (e["plane"], e["path"]) != (0, 0))
+    assert net.hosts[0].path_states(2) == {}  # no connection to h2
