@@ -135,18 +135,22 @@ def read_counters(net: FabricNet) -> Counters:
 
 
 def counter_totals(fabric: Fabric, before: Counters, after: Counters) -> dict[str, dict]:
-    """What the switch ports counted between two readings, summed over the ports that
-    face a host (the last hops) and over the fabric ports (T0-T1), so that a run can
-    show, say, that ECN marks appear on fabric ports and never on host ports."""
+    """What the ports counted between two readings, summed over the switch ports that
+    face a host (the last hops: `host_ports`), over the switch ports of the fabric
+    (T0-T1: `fabric_ports`), so that a run can show, say, that ECN marks appear on
+    fabric ports and never on host ports, and, when a fault loaded the program on a
+    host's own ports, over those (`host_nics`)."""
     switches = {s.name for s in fabric.switches}
     tiers = {(n, p.intf): p.tier for n in switches for p in fabric.ports(n)}
     totals = {"host_ports": dict.fromkeys(cfg.COUNTERS, 0),
               "fabric_ports": dict.fromkeys(cfg.COUNTERS, 0)}
     for node, ports in after.items():
-        if node not in switches:
-            continue
         for intf, counters in ports.items():
-            group = "host_ports" if tiers[(node, intf)] == "host_t0" else "fabric_ports"
+            if node not in switches:
+                group = "host_nics"
+                totals.setdefault(group, dict.fromkeys(cfg.COUNTERS, 0))
+            else:
+                group = "host_ports" if tiers[(node, intf)] == "host_t0" else "fabric_ports"
             old = before.get(node, {}).get(intf, {})
             for name, value in counters.items():
                 totals[group][name] += value - old.get(name, 0)

@@ -212,7 +212,7 @@ def run_workload(net, fabric: Fabric, target: Target, scenario: Scenario, folder
         if before is not None:
             block["switch_counters"] = ebpf_switch.counter_totals(
                 fabric, before, ebpf_switch.read_counters(net))
-            progress(f"{transport}: switch ports "
+            progress(f"{transport}: eBPF ports "
                      + ", ".join(f"{k} {v}" for k, v in _total(block["switch_counters"]).items()))
         progress(f"{transport}: {block['transfers_done']}/{block['transfers']} transfers done "
                  f"in {block['workload_s']:.2f}s, {block['goodput_mbps']:.1f} Mbit/s, "
@@ -235,7 +235,7 @@ def run_workload(net, fabric: Fabric, target: Target, scenario: Scenario, folder
 
 
 def _total(counters: dict[str, dict]) -> dict[str, int]:
-    """Host-facing and fabric port counters added up."""
+    """The counters of every group of ports (experiments/ebpf_switch.py) added up."""
     return {name: sum(group[name] for group in counters.values())
             for name in next(iter(counters.values()))}
 

@@ -1,0 +1,185 @@
+"""The loss faults (`loss`, `gray-loss`): parsing, the ports and addresses they act on,
+and the summary figures of the eBPF switch ports. Pure: no network, no root."""
+
+from __future__ import annotations
+
+import pytest
+
+from controller import ebpf_config as cfg
+from experiments.bringup import Network
+from experiments.ebpf_switch import EbpfStatus, counter_totals
+from experiments.faults import (
+    Action,
+    FaultError,
+    FaultInjector,
+    gray_loss_ports,
+    loss_ports,
+    parse_faults,
+)
+from experiments.kernel_target import KernelTarget
+from experiments.report import write_report
+from topologies.addressing import parse_usids
+from topologies.model import load_topology
+from topologies.shaping import ShapingFeatures
+
+
+@pytest.fixture(scope="module")
+def fabric():
+    return load_topology("2tier-2plane")
+
+
+def test_loss_on_a_link_acts_on_both_sending_ends_until_cleared(fabric):
+    down, up = parse_faults([{"kind": "loss", "link": ["p0t0r0", "p0t1s1"],
+                              "probability": 0.01, "at_s": 1, "down_s": 2}], fabric)
+    assert (down.t, down.up, down.probability) == (1, False, 0.01)
+    assert (up.t, up.up, up.probability) == (3, True, None)
+    assert down.target == ("p0t0r0>p0t1s1", "p0t1s1>p0t0r0")
+    # T0 ports: 2 hosts, then one uplink per T1; T1 port r faces rack r.
+    assert loss_ports(fabric, down.target) == [("p0t0r0", "p0t0r0-eth3"),
+                                               ("p0t1s1", "p0t1s1-eth0")]
+    assert down.describe() == "loss p0t0r0>p0t1s1 p0t1s1>p0t0r0 on (0.01)"
+    assert up.describe() == "loss p0t0r0>p0t1s1 p0t1s1>p0t0r0 off"
+
+
+def test_loss_in_one_direction_and_on_every_host_link_for_the_rest_of_the_run(fabric):
+    (one,) = parse_faults([{"kind": "loss", "link": ["h1", "p1t0r0"], "from": "p1t0r0",
+                            "probability": 0.5, "at_s": 0}], fabric)
+    assert loss_ports(fabric, one.target) == [("p1t0r0", "p1t0r0-eth1")]
+    (every,) = parse_faults([{"kind": "loss", "link": "hosts", "probability": 1,
+                              "at_s": 0}], fabric)
+    ports = loss_ports(fabric, every.target)
+    host_links = [lk for lk in fabric.links if lk.tier == "host_t0"]
+    assert len(ports) == 2 * len(host_links) == 16
+    assert ("h3", "h3-eth1") in ports and ("p1t0r1", "p1t0r1-eth1") in ports
+
+
+def test_gray_loss_of_one_path_is_its_full_address_on_the_source_port(fabric):
+    (action,) = parse_faults([{"kind": "gray-loss", "path": ["h0", "h3"], "plane": 1,
+                               "spine": 0, "probability": 0.2, "at_s": 0.5}], fabric)
+    assert action.target == ("h0", "h3", 1, 0)
+    ((node, intf, address, prefix_len),) = gray_loss_ports(fabric, action.target)
+    assert (node, intf, prefix_len) == ("h0", "h0-eth1", 128)
+    # T0 plane 1 rack 0, T1 plane 1 spine 0, T0 plane 1 rack 1, host 3.
+    assert parse_usids(address) == [0x1100, 0x2100, 0x1101, 0x8003]
+
+
+def test_gray_loss_of_a_t1_names_every_hosts_paths_through_it(fabric):
+    (action,) = parse_faults([{"kind": "gray-loss", "switch": "p0t1s1", "probability": 0.2,
+                               "at_s": 0}], fabric)
+    entries = gray_loss_ports(fabric, action.target)
+    assert [(n, i, p) for n, i, _, p in entries] == [(f"h{i}", f"h{i}-eth0", 64)
+                                                     for i in range(4)]
+    # The host's own T0, then the T1: the first 64 bits of each of its paths through it.
+    assert [parse_usids(a) for _, _, a, _ in entries] == [[0x1000, 0x2001]] * 2 + [
+        [0x1001, 0x2001]] * 2
+
+
+@pytest.mark.parametrize("entry,match", [
+    ({"kind": "loss", "link": ["p0t0r0", "p0t1s0"], "at_s": 0},
+     r"\.probability: must be a number above 0 up to 1 \(got None\)"),
+    ({"kind": "loss", "link": ["p0t0r0", "p0t1s0"], "probability": 1.5, "at_s": 0},
+     r"\.probability: must be a number above 0 up to 1"),
+    ({"kind": "loss", "link": ["p0t0r0", "p0t1s0"], "probability": float("nan"), "at_s": 0},
+     r"\.probability: must be"),
+    ({"kind": "loss", "link": ["p0t0r0", "p0t1s0"], "probability": True, "at_s": 0},
+     r"\.probability: must be"),
+    ({"kind": "loss", "link": ["h0", "h1"], "probability": 0.1, "at_s": 0},
+     r"\.link: must name two linked nodes of 2tier-2plane, or be hosts"),
+    ({"kind": "loss", "link": ["h0", "p0t0r0"], "from": "h1", "probability": 0.1, "at_s": 0},
+     r"\.from: must be one end of the link, h0 or p0t0r0 \(got 'h1'\)"),
+    ({"kind": "loss", "link": "hosts", "from": "h1", "probability": 0.1, "at_s": 0},
+     r"\.from: takes one link"),
+    ({"kind": "loss", "link": ["h0", "p0t0r0"], "probability": 0.1, "at_s": 0, "count": 2},
+     r"\.count: a fault that lasts for the rest of the run"),
+    ({"kind": "gray-loss", "probability": 0.2, "at_s": 0},
+     r"faults\[0\]: needs either path \(with plane and spine\) or switch"),
+    ({"kind": "gray-loss", "path": ["h0", "h3"], "switch": "p0t1s0", "probability": 0.2,
+      "at_s": 0}, r"faults\[0\]: needs either path"),
+    ({"kind": "gray-loss", "path": ["h0", "h0"], "plane": 0, "spine": 0, "probability": 0.2,
+      "at_s": 0}, r"\.path: must be \[source, destination\], two different hosts"),
+    ({"kind": "gray-loss", "path": ["h0", "h9"], "plane": 0, "spine": 0, "probability": 0.2,
+      "at_s": 0}, r"\.path: must be"),
+    ({"kind": "gray-loss", "path": ["h0", "h3"], "plane": 2, "spine": 0, "probability": 0.2,
+      "at_s": 0}, r"\.plane: must be a plane 0\.\.1 \(got 2\)"),
+    ({"kind": "gray-loss", "path": ["h0", "h3"], "plane": 0, "spine": "s1",
+      "probability": 0.2, "at_s": 0}, r"\.spine: must be a T1 index 0\.\.1"),
+    ({"kind": "gray-loss", "switch": "p0t0r0", "probability": 0.2, "at_s": 0},
+     r"\.switch: 'p0t0r0' is not a T1 of 2tier-2plane"),
+    ({"kind": "gray-loss", "switch": "p0t1s0", "plane": 0, "probability": 0.2, "at_s": 0},
+     r"\.plane: belongs to a path, not to switch"),
+    ({"kind": "gray-loss", "switch": "p0t1s0", "probability": 0.2, "at_s": 0, "link": 1},
+     r"\.link: not a field of gray-loss"),
+])
+def test_bad_loss_faults_are_one_line_naming_the_field(fabric, entry, match):
+    where = "" if match.startswith("faults") else r"faults\[0\]"
+    with pytest.raises(FaultError, match=r"^s\.yaml: " + where + match) as caught:
+        parse_faults([entry], fabric, "s.yaml", horizon_s=30)
+    assert "\n" not in str(caught.value)
+
+
+def test_the_injector_logs_the_probability_and_clears_what_is_still_on():
+    applied, restored = [], []
+    action = Action(0.0, False, "gray-loss", ("h0", "h3", 0, 1), 0.2)
+    injector = FaultInjector([action], applied.append, clock=lambda: 0.0)
+    injector.start(0.0)
+    injector.stop(restore=restored.append)
+    assert applied == [action]
+    assert injector.log[0]["probability"] == 0.2
+    assert restored == [Action(0, True, "gray-loss", ("h0", "h3", 0, 1))]
+    assert restored[0].probability is None
+
+
+def _counters(fabric, value):
+    return {s.name: {p.intf: dict.fromkeys(cfg.COUNTERS, value)
+                     for p in fabric.ports(s.name)} for s in fabric.switches}
+
+
+def test_counter_totals_split_host_facing_from_fabric_ports_and_host_nics(fabric):
+    before, after = _counters(fabric, 1), _counters(fabric, 4)
+    after["h0"] = {"h0-eth0": dict.fromkeys(cfg.COUNTERS, 100)}  # a faults-only host port
+    after["p0t0r0"]["p0t0r0-eth0"]["ecn_marked"] = 1  # unchanged on a host-facing port
+    totals = counter_totals(fabric, before, after)
+    # 8 switches: 4 T0 with 2 host ports and 2 uplinks, 4 T1 with 2 downlinks.
+    assert totals["host_ports"]["trimmed"] == 8 * 3
+    assert totals["fabric_ports"]["trimmed"] == 16 * 3
+    assert totals["host_ports"]["ecn_marked"] == 7 * 3
+    assert totals["host_nics"]["fault_dropped"] == 100
+    assert "host_nics" not in counter_totals(fabric, before, _counters(fabric, 2))
+
+
+def _network(target, ebpf_ok, on_switches, red=False):
+    status = EbpfStatus(ebpf_ok, "eBPF switch program on every switch port" if ebpf_ok
+                        else "no eBPF switch program: bpftool is not installed")
+    return Network(None, None, target, ShapingFeatures(netem=False, red=red), 10, 56, 1.0,
+                   status, on_switches)
+
+
+def test_link_emulation_says_what_emulates_ecn_trimming_and_faults():
+    kernel = KernelTarget()
+    on = _network(kernel, True, True).link_emulation()
+    assert (on["ecn"], on["trimming"], on["faults"]) == ("eBPF virtual queue", "eBPF",
+                                                         "eBPF maps")
+    assert not any("ECN" in note for note in on["notes"])
+    off = _network(kernel, False, False).link_emulation()
+    assert (off["ecn"], off["trimming"], off["faults"]) == (False, False, False)
+    assert off["ebpf"] == {"available": False,
+                           "reason": "no eBPF switch program: bpftool is not installed"}
+    assert ("no eBPF switch program: bpftool is not installed: no trimming and loss faults"
+            in off["notes"])
+    assert _network(kernel, False, False, red=True).link_emulation()["ecn"] == "RED qdisc"
+
+
+def test_the_report_shows_the_switch_counters_of_each_transport(tmp_path):
+    counters = {"host_ports": dict.fromkeys(cfg.COUNTERS, 0),
+                "fabric_ports": dict.fromkeys(cfg.COUNTERS, 0)}
+    counters["host_ports"]["trimmed"], counters["fabric_ports"]["ecn_marked"] = 120, 45
+    block = {"transport": "mrc", "transfers_done": 3, "transfers": 3, "workload_s": 1.0,
+             "goodput_mbps": 24.0, "peak_goodput_mbps": 30.0, "fct_p50_s": 0.5,
+             "fct_p99_s": 0.9, "victim_fct_s": None, "timed_out": False,
+             "path_events": {"nack": 120}, "fault_errors": [], "switch_counters": counters}
+    summary = {"scenario": "incast-trim", "topology": "2tier-2plane", "dataplane": "kernel",
+               "hosts": 4, "switches": 8, "planes": 2, "transports": [block]}
+    write_report(tmp_path / "report.md", summary)
+    text = (tmp_path / "report.md").read_text()
+    assert "| switch ports: trimmed (host / fabric) | 120 / 0 |" in text
+    assert "| switch ports: ecn marked (host / fabric) | 0 / 45 |" in text
