@@ -5,6 +5,11 @@ switch its device id and ports, programs each one over P4Runtime (one write batc
 read back) and sets its queues inside BMv2 from the topology's link parameters. Host
 interfaces are still shaped with tc (hosts have no BMv2 queue); switch ports are not,
 so the backlog the P4 program reacts to builds inside the switch.
+
+The `loss` and `gray-loss` faults are not the P4 program's: they are the eBPF switch
+program's maps, loaded in faults-only mode on the ports that send the packets
+(experiments/targets.py `apply_fault`); a switch end of a link is an interface of the
+root namespace, beside BMv2, which sends through it and is left untouched.
 """
 
 from __future__ import annotations

@@ -24,6 +24,9 @@ SWITCH_ROWS = [(f"switch ports: {name.replace('_', ' ')} (host / fabric)",
                 lambda s, name=name: f"{s['switch_counters']['host_ports'][name]} / "
                                      f"{s['switch_counters']['fabric_ports'][name]}")
                for name in ("trimmed", "ecn_marked", "dropped", "fault_dropped")]
+# Host ports that got the program for a fault (a gray loss acts there).
+HOST_NIC_ROW = ("host ports: fault dropped",
+                lambda s: s["switch_counters"]["host_nics"]["fault_dropped"])
 
 
 def write_report(path: Path, summary: dict) -> None:
@@ -55,6 +58,8 @@ def write_report(path: Path, summary: dict) -> None:
         lines += ["## Results", "", "| | " + " | ".join(t["transport"] for t in transports) + " |",
                   "|---|" + "---|" * len(transports)]
         rows = ROWS + (SWITCH_ROWS if all("switch_counters" in t for t in transports) else [])
+        if all("host_nics" in t.get("switch_counters", {}) for t in transports):
+            rows = rows + [HOST_NIC_ROW]
         for label, get in rows:
             lines.append(f"| {label} | " + " | ".join(str(get(t)) for t in transports) + " |")
         lines += ["", "![goodput](goodput.png)", "", "![completion times](fct_cdf.png)", "",

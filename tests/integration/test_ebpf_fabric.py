@@ -77,9 +77,10 @@ def test_incast_trims_for_mrc_and_drops_for_mrc_no_trim(incast):
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "the sender's gap detection (hosts/sender.py) still retires some EVs in an incast "
-    "although the switches drop no packet (every congested packet is trimmed and "
-    "NACKed): mrc retires a few dozen EVs here, against hundreds for mrc-no-trim"))
+    "hosts/sender.py retires EVs with no packet lost: a NACKed packet resent on the "
+    "same EV keeps its first place in the EV's outstanding list, so acks of packets "
+    "sent between its two transmissions count it passed and lost (a few dozen EVs "
+    "here, against hundreds for mrc-no-trim)"))
 def test_mrc_retires_no_path_for_congestion(incast):
     _, events, ports = incast["mrc"]
     assert ports["host_ports"]["dropped"] == ports["fabric_ports"]["dropped"] == 0

@@ -183,3 +183,7 @@ def test_the_report_shows_the_switch_counters_of_each_transport(tmp_path):
     text = (tmp_path / "report.md").read_text()
     assert "| switch ports: trimmed (host / fabric) | 120 / 0 |" in text
     assert "| switch ports: ecn marked (host / fabric) | 0 / 45 |" in text
+    assert "host ports: fault dropped" not in text
+    counters["host_nics"] = dict(counters["host_ports"], fault_dropped=7)
+    write_report(tmp_path / "report.md", summary)
+    assert "| host ports: fault dropped | 7 |" in (tmp_path / "report.md").read_text()
