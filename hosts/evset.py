@@ -9,7 +9,9 @@ EVs map to physical paths by the documented rule (hosts/protocol.py, topologies/
 plane in the top byte, choice modulo the plane's path count below. EVs that share a path share its
 fate, so a loss retires all EVs of that path at once, a retired EV is replaced by one
 of the same plane on the least used path not known bad, and one probe per bad path
-suffices. The set knows only plane and path numbers, never the fabric.
+suffices. When a probe reinstates a path, its EVs take back their share of the plane
+from the paths that covered for it, so path diversity recovers after every fault. The
+set knows only plane and path numbers, never the fabric.
 """
 
 from __future__ import annotations
@@ -81,6 +83,9 @@ class EvSet:
         self.live: list[Ev] = []  # the rotation without EVs of planes that are down
         self.sendable: list[int] = []  # planes with an EV in `live`, in order
         self.plane_evs: list[list[Ev]] = []  # the rotation's EVs, by plane
+        # EVs taken out of the rotation while usable (rebalancing after a reinstatement)
+        # whose packets may still be in flight: the sender keeps judging those packets.
+        self.draining: list[Ev] = []
         self.cursor = 0
         for i in range(evs_per_plane):
             for plane in range(planes):
@@ -213,8 +218,15 @@ class EvSet:
         return sum(1 for e in self.rotation if e.plane == plane)
 
     def reinstate(self, key: PathKey) -> list[Ev]:
-        """A probe came back: the path's EVs are GOOD again, back in use while the plane
-        has fewer than evs_per_plane active EVs, else as backups."""
+        """A probe came back: the path's EVs are GOOD again and the plane is rebalanced,
+        so the path carries its share of the plane's traffic once more.
+
+        While the path was bad, _replace() refilled the plane from the surviving paths;
+        leaving the healed path's EVs as mere backups would shrink path diversity with
+        every fault. So a reinstated EV fills a free slot of the plane, else takes the
+        slot of an active EV on the most used path while that path holds at least two
+        more than the healed one. An EV swapped out becomes a backup and is `draining`
+        until what it has in flight is answered or found lost."""
         bad = self.bad.pop(key, None)
         if bad is None:
             return []
@@ -224,10 +236,37 @@ class EvSet:
             if self._active_in(plane) < self.evs_per_plane:
                 ev.active = True
                 self.rotation.append(ev)
-            else:
+                continue
+            busiest = self._busiest_other(plane, key)
+            if busiest is None:
                 self.backups[plane].append(ev)
+                continue
+            index = self.rotation.index(busiest)
+            busiest.active = False
+            self.backups[plane].append(busiest)
+            if busiest.outstanding:
+                self.draining.append(busiest)
+            ev.active = True
+            self.rotation[index] = ev
         self._relive()
         return bad.evs
+
+    def _busiest_other(self, plane: int, key: PathKey) -> Ev | None:
+        """An active usable EV on the plane's most used path other than `key`, if that
+        path holds at least two more active EVs than `key` does (else swapping one
+        would not even the plane out)."""
+        use: dict[PathKey, list[Ev]] = {}
+        for e in self.rotation:
+            if e.plane == plane and e.state in (GOOD, SKIP):
+                use.setdefault(e.key, []).append(e)
+        mine = len(use.pop(key, []))
+        if not use:
+            return None
+        most = max(use.values(), key=len)
+        if len(most) < mine + 2:
+            return None
+        # The least loaded of them, so as few packets as possible are left draining.
+        return min(most, key=lambda e: e.inflight)
 
     def deny(self, value: int) -> Ev:
         """An operator takes an EV out of use for good (until allow())."""

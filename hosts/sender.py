@@ -551,9 +551,13 @@ class Sender:
         window = max(self.config.reorder_min_s, 2 * self.srtt + 4 * self.rttvar)
         cutoff = self.rack_sent_at - window if self.srtt else float("-inf")
         rto, first = self.rto, self.rto(0)
-        # Only transmissions in flight can be lost, and they sit on active EVs: an EV
-        # leaving the rotation (retired, denied, plane down) hands its packets back.
-        suspects = [p for ev in self.evs.rotation for p in ev.outstanding
+        # Only transmissions in flight can be lost, and they sit on active EVs or on EVs
+        # swapped out by a rebalance (draining): an EV leaving the rotation otherwise
+        # (retired, denied, plane down) hands its packets back.
+        draining = self.evs.draining
+        if draining:
+            draining[:] = [ev for ev in draining if ev.inflight > 0 and not ev.active]
+        suspects = [p for ev in (*self.evs.rotation, *draining) for p in ev.outstanding
                     if p.ev is ev and not p.acked
                     and (p.sent_at < cutoff
                          or now - p.sent_at > (rto(p.retries) if p.retries else first))]
@@ -642,7 +646,7 @@ class Sender:
                            "remote_up": self.remote_up[plane], "peer": self.peer})
             if not up:
                 # Whatever is in flight on that plane will not arrive: send it elsewhere.
-                for ev in self.evs.rotation:
+                for ev in (*self.evs.rotation, *self.evs.draining):
                     if ev.plane == plane:
                         self._resend_outstanding(ev)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import heapq
 import random
+from collections import Counter
 from dataclasses import dataclass, field
 
 from hosts import protocol, wire
@@ -78,6 +79,9 @@ class SimNet:
         self.completed: set[tuple[int, int, int]] = set()
         self.dropped = 0
         self.trimmed = 0
+        # DATA packets put on each path, by (plane, spine): what tests count to see
+        # which paths a transport really uses.
+        self.data_on_path: Counter[tuple[int, int | None]] = Counter()
         self.trimmable = protocol.trimmable(self.transport)
         self._paths: dict = {}
         self.hosts = []
@@ -101,6 +105,8 @@ class SimNet:
         path = self._paths.get(key)
         if path is None:
             path = self._paths[key] = path_for_ev(self.fabric, src, dst, ev)
+        if is_data:
+            self.data_on_path[(path.plane, path.spine)] += 1
         if path.plane != plane or any(o.hits(path, self.now) for o in self.outages):
             self.dropped += 1
             return

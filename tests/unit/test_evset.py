@@ -104,15 +104,37 @@ def test_a_plane_with_every_path_bad_shrinks_until_a_probe_answers():
     assert sum(e.plane == 0 for e in evs.rotation) == 2
 
 
-def test_reinstated_evs_beyond_the_plane_share_become_backups():
+def test_a_reinstated_path_takes_back_its_share_of_the_plane():
     evs = make(planes=1, paths=2, per_plane=2)
     first = evs.rotation[0]
     evs.retire(first, 0.0, 0.05)  # replaced by an EV on the other path
+    assert [e.key[1] for e in evs.rotation] == [1, 1]
+    busy, stand_in = evs.rotation
+    busy.inflight = 2
+    stand_in.inflight = 1
+    stand_in.outstanding.append(object())  # a packet still in flight on it
     assert evs.reinstate(first.key) == [first]
-    assert first in evs.backups[0] and first.state == GOOD and not first.active
+    # The plane spreads over both paths again: the less loaded EV of the crowded path
+    # made way, and drains what it has in flight.
+    assert first.active and first.state == GOOD and first in evs.rotation
+    assert sorted(e.key[1] for e in evs.rotation) == [0, 1] and busy.active
+    assert stand_in in evs.backups[0] and not stand_in.active and stand_in in evs.draining
     # The next retirement takes the backup rather than making a new EV.
-    evs.retire(evs.rotation[0], 0.1, 0.05)
-    assert first.active and first in evs.rotation
+    evs.retire(first, 0.1, 0.05)
+    assert stand_in.active and stand_in in evs.rotation
+
+
+def test_reinstated_evs_beyond_the_plane_share_become_backups():
+    evs = make(planes=1, paths=2, per_plane=4)
+    on_0 = [e for e in evs.rotation if e.key == (0, 0)]
+    evs.retire(on_0[0], 0.0, 0.05)  # both EVs of path 0 retired, path 1 holds all 4
+    extra = evs._new_ev(0, 0)  # a third EV of path 0, retired with it
+    extra.state = ASSUMED_BAD
+    evs.bad[(0, 0)].evs.append(extra)
+    back = evs.reinstate((0, 0))
+    assert len(back) == 3 and all(e.state == GOOD for e in back)
+    assert Counter(e.key[1] for e in evs.rotation) == {0: 2, 1: 2}  # even again
+    assert sum(e in evs.backups[0] for e in back) == 1  # the third is a spare
 
 
 def test_a_backup_on_a_path_that_fails_is_retired_with_it_and_never_used():

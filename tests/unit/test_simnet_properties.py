@@ -212,3 +212,18 @@ def test_path_states_show_the_outage_path_retired_and_the_rest_good():
     assert bad == {(0, 0)}
     assert all(e["state"] == GOOD for e in evs if (e["plane"], e["path"]) != (0, 0))
     assert net.hosts[0].path_states(2) == {}  # no connection to h2
+
+
+def test_a_reinstated_path_carries_data_again():
+    # After the outage heals and probes reinstate spine 0 of plane 0, the plane's EVs
+    # spread over both spines again: a new message uses the healed spine about as much
+    # as the other one, instead of never (the refill during the outage would otherwise
+    # keep every active EV of the plane on spine 1).
+    net, sender = outage_that_heals("mrc")
+    assert (0, 0) not in sender.evs.bad
+    net.data_on_path.clear()
+    net.send(0, 3, 1, 300_000)
+    net.run(net.now + 10.0, lambda: net.all_done([(0, 3, 1)]))
+    assert_all_delivered(net, [(0, 3, 1)])
+    healed, other = net.data_on_path[(0, 0)], net.data_on_path[(0, 1)]
+    assert healed > 0.6 * other, net.data_on_path
