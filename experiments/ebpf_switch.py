@@ -51,7 +51,9 @@ def prepare(run: Callable[[str], str]) -> EbpfStatus:
     try:
         build(cfg.compile_command(), cfg.OBJECT, cfg.BUILD_INPUTS)
     except EbpfError as err:
-        return EbpfStatus(False, f"no eBPF switch program: {str(err).splitlines()[0]}")
+        # One line for the summary: what failed and the compiler's first complaint.
+        return EbpfStatus(False, "no eBPF switch program: "
+                          + " ".join(str(err).splitlines()[:2]).strip())
     return EbpfStatus(*ebpf_available(run, cfg.OBJECT, cfg.SECTION))
 
 

@@ -187,3 +187,25 @@ def test_the_report_shows_the_switch_counters_of_each_transport(tmp_path):
     counters["host_nics"] = dict(counters["host_ports"], fault_dropped=7)
     write_report(tmp_path / "report.md", summary)
     assert "| host ports: fault dropped | 7 |" in (tmp_path / "report.md").read_text()
+
+
+def test_a_program_that_cannot_be_built_is_a_reason_not_an_error(tmp_path, monkeypatch):
+    from experiments import ebpf_switch
+
+    source = tmp_path / "mrc_switch.bpf.c"
+    source.write_text("")
+    monkeypatch.setattr(ebpf_switch.cfg, "OBJECT", tmp_path / "out.o")
+    monkeypatch.setattr(ebpf_switch.cfg, "BUILD_INPUTS", (source,))
+    never_run = []
+    monkeypatch.setattr(ebpf_switch.cfg, "compile_command",
+                        lambda: ["no-such-clang", "-c", str(source)])
+    status = ebpf_switch.prepare(never_run.append)
+    assert status == EbpfStatus(False, "no eBPF switch program: no-such-clang not found: "
+                                       "the eBPF switch needs clang and libbpf-dev (make deps)")
+    monkeypatch.setattr(ebpf_switch.cfg, "compile_command",
+                        lambda: ["sh", "-c", "echo 'x.c:1:1: error: nope' >&2; echo more >&2; "
+                                             "exit 1"])
+    status = ebpf_switch.prepare(never_run.append)
+    assert status == EbpfStatus(False, "no eBPF switch program: compiling out.o failed: "
+                                       "x.c:1:1: error: nope")
+    assert never_run == []  # nothing was tried on a namespace without an object
