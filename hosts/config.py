@@ -10,10 +10,15 @@ from dataclasses import dataclass, fields, replace
 
 from hosts.protocol import DEFAULT_MTU_PAYLOAD, MAX_PAYLOAD
 
-# With evs_per_plane = 0, a plane gets one EV per path of its catalogue, repeated until
-# it has at least this many: every path carries the same share, and a connection has
-# enough EVs that retiring one path never runs into the ev_min_active floor.
+# The paper's senders draw 128-256 EVs per connection, over planes of up to 256 paths.
+# The emulated planes have 1-4 paths, where 128 EVs would only repeat each path dozens of
+# times and slow down the per-EV loss detection (a loss shows when later packets on the
+# same EV are acknowledged). So with evs_per_plane = 0 a plane gets AUTO_EVS_PER_PATH EVs
+# per path, at least AUTO_MIN_EVS_PER_PLANE (enough that retiring one path never runs
+# into the ev_min_active floor), and a connection never more than MAX_EVS_PER_CONNECTION.
+AUTO_EVS_PER_PATH = 4
 AUTO_MIN_EVS_PER_PLANE = 8
+MAX_EVS_PER_CONNECTION = 256
 
 
 class ConfigError(ValueError):
@@ -25,6 +30,7 @@ class ProtocolConfig:
     mtu_payload: int = DEFAULT_MTU_PAYLOAD  # payload bytes per DATA packet
     window: int = 64  # packets in flight per connection (the congestion window's cap)
     evs_per_plane: int = 0  # active EVs per plane and connection; 0: from the catalogue
+    ev_seed: int = 0  # EV sets are drawn from this seed and the connection's identity
     ev_min_active: int = 2  # never retire below this many usable active EVs
     reorder_tolerance: int = 3  # later packets acked on the same EV before one counts lost
     reorder_min_s: float = 0.002  # floor of the cross-path reordering window (one srtt)
@@ -66,10 +72,13 @@ class ProtocolConfig:
         if not 1 <= self.mtu_payload <= MAX_PAYLOAD:
             raise ConfigError(f"protocol.mtu_payload: must be 1..{MAX_PAYLOAD} "
                               f"(got {self.mtu_payload!r})")
-        for name in ("evs_per_plane", "ev_min_active"):
+        for name in ("evs_per_plane", "ev_min_active", "ev_seed"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"protocol.{name}: must not be negative "
                                   f"(got {getattr(self, name)!r})")
+        if self.evs_per_plane > MAX_EVS_PER_CONNECTION:
+            raise ConfigError(f"protocol.evs_per_plane: at most {MAX_EVS_PER_CONNECTION} "
+                              f"EVs per connection (got {self.evs_per_plane!r})")
         timers = ("reorder_min_s", "plane_reorder_min_s", "rto_min_s", "rto_initial_s", "rto_max_s",
                   "probe_initial_s", "probe_max_s", "tick_s", "target_delay_s")
         for name in timers:
@@ -84,12 +93,13 @@ class ProtocolConfig:
         if self.probe_max_s < self.probe_initial_s:
             raise ConfigError("protocol.probe_max_s: must not be below probe_initial_s")
 
-    def evs_for(self, paths_per_plane: int) -> int:
-        """Active EVs per plane for a connection whose planes offer this many paths."""
-        if self.evs_per_plane:
-            return self.evs_per_plane
-        paths = max(1, paths_per_plane)
-        return paths * -(-AUTO_MIN_EVS_PER_PLANE // paths)
+    def evs_for(self, paths_per_plane: int, planes: int = 1) -> int:
+        """Active EVs per plane for a connection whose planes offer this many paths
+        (the setting, or the automatic size); never more than MAX_EVS_PER_CONNECTION
+        over all planes, never fewer than one."""
+        per_plane = self.evs_per_plane or max(AUTO_MIN_EVS_PER_PLANE,
+                                              AUTO_EVS_PER_PATH * max(1, paths_per_plane))
+        return max(1, min(per_plane, MAX_EVS_PER_CONNECTION // max(1, planes)))
 
     @classmethod
     def with_overrides(cls, overrides: dict | None) -> ProtocolConfig:

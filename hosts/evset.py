@@ -1,9 +1,11 @@
 """The EV set of one connection: which entropy values (paths) it sprays over, and their state.
 
-Each plane holds `evs_per_plane` active EVs, in a rotation that interleaves the planes
-so consecutive packets go to different planes. An EV is GOOD, SKIP (passed over for one
-rotation after an ECN echo or a trimmed NACK), ASSUMED_BAD (retired after a real loss,
-probed until it answers) or DENIED (set by an operator, never used).
+Each plane holds `evs_per_plane` active EVs, drawn at random per connection (a random
+subset or spread of the plane's paths, random choice bits), in a rotation that
+interleaves the planes so consecutive packets go to different planes. An EV is GOOD,
+SKIP (passed over for one rotation after an ECN echo or a trimmed NACK), ASSUMED_BAD
+(retired after a real loss, probed until it answers) or DENIED (set by an operator,
+never used).
 
 EVs map to physical paths by the documented rule (hosts/protocol.py, topologies/paths.py):
 plane in the top byte, choice modulo the plane's path count below. EVs that share a path share its
@@ -19,7 +21,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from hosts.protocol import ev_choice, ev_plane, make_ev
+from hosts.protocol import EV_CHOICE_MASK, ev_choice, ev_plane, make_ev
 
 GOOD, SKIP, ASSUMED_BAD, DENIED = "GOOD", "SKIP", "ASSUMED_BAD", "DENIED"
 STATES = (GOOD, SKIP, ASSUMED_BAD, DENIED)
@@ -87,9 +89,20 @@ class EvSet:
         # whose packets may still be in flight: the sender keeps judging those packets.
         self.draining: list[Ev] = []
         self.cursor = 0
+        # Each plane gets the same number of EVs (planes stay equally loaded). Within a
+        # plane the paths come in a random order, each at most once more than another:
+        # a random subset of the paths when the set is smaller than the plane, an even
+        # spread with the extra EVs on random paths when it is larger. Different
+        # connections draw different orders, so they do not all start on the same spine.
+        by_plane = []
+        for plane in range(planes):
+            order = list(range(paths_per_plane))
+            rng.shuffle(order)
+            by_plane.append([self._new_ev(plane, order[i % paths_per_plane])
+                             for i in range(evs_per_plane)])
         for i in range(evs_per_plane):
             for plane in range(planes):
-                ev = self._new_ev(plane, i % paths_per_plane)
+                ev = by_plane[plane][i]
                 ev.active = True
                 self.rotation.append(ev)
         self._relive()
@@ -206,8 +219,11 @@ class EvSet:
         self.rotation[index] = new
 
     def _new_ev(self, plane: int, path: int) -> Ev:
+        """A fresh EV of `plane` whose random choice bits name `path` by the rule of
+        topologies/paths.py (choice modulo the plane's path count)."""
+        slots = (EV_CHOICE_MASK + 1) // self.paths_per_plane
         while True:
-            choice = self.rng.randrange(1 << 16) * self.paths_per_plane + path
+            choice = self.rng.randrange(slots) * self.paths_per_plane + path
             value = make_ev(plane, choice)
             if value not in self.by_ev:
                 ev = Ev(value, plane, (plane, path))

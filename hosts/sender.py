@@ -106,8 +106,11 @@ class Sender:
         self.config = config
         self.on_event = on_event
         self.on_completed = on_completed
-        self.evs = EvSet(planes, paths_per_plane, config.evs_for(paths_per_plane),
-                         random.Random(seed or conn_id))
+        # The EV set is drawn from the configured seed and the connection's identity:
+        # runs repeat exactly, and different connections (senders do not coordinate)
+        # draw different sets. An explicit `seed` (tests) replaces both.
+        rng = random.Random(seed or f"ev-set/{config.ev_seed}/{me}/{peer}/{conn_id}")
+        self.evs = EvSet(planes, paths_per_plane, config.evs_for(paths_per_plane, planes), rng)
         self.local_up = [True] * planes
         self.remote_up = [True] * planes
         self.remote_state = (1 << planes) - 1  # the peer's port-state bitmap, as last seen

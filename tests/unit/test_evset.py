@@ -7,9 +7,10 @@ from collections import Counter
 
 import pytest
 
-from hosts.config import ProtocolConfig
+from hosts.config import ConfigError, ProtocolConfig
 from hosts.evset import ASSUMED_BAD, DENIED, GOOD, SKIP, EvSet, EvSetError
-from hosts.protocol import ev_plane, make_ev
+from hosts.protocol import ev_choice, ev_plane, make_ev
+from hosts.sender import Sender
 from topologies.model import load_topology
 from topologies.paths import choices_per_plane, path_for_ev
 
@@ -44,10 +45,45 @@ def test_evs_name_the_paths_of_the_catalogue():
 
 def test_default_size_comes_from_the_catalogue():
     config = ProtocolConfig()
-    assert config.evs_for(2) == 8 and config.evs_for(3) == 9 and config.evs_for(16) == 16
+    # Four EVs per path, at least eight per plane, at most 256 per connection.
+    assert config.evs_for(1) == 8 and config.evs_for(2) == 8 and config.evs_for(3) == 12
+    assert config.evs_for(16) == 64 and config.evs_for(16, planes=8) == 32
     assert ProtocolConfig(evs_per_plane=5).evs_for(3) == 5
+    assert ProtocolConfig(evs_per_plane=256).evs_for(2, planes=2) == 128
     evs = make(planes=1, paths=3, per_plane=config.evs_for(3))
-    assert set(Counter(e.key for e in evs.rotation).values()) == {3}
+    assert set(Counter(e.key for e in evs.rotation).values()) == {4}
+    with pytest.raises(ConfigError, match="protocol.evs_per_plane"):
+        ProtocolConfig(evs_per_plane=257)
+
+
+def ev_set(me, peer, conn_id, seed=0, planes=2, paths=2):
+    config = ProtocolConfig(ev_seed=seed)
+    sender = Sender(me, peer, conn_id, planes, paths, config, lambda e: None,
+                    lambda *a: None)
+    return sender.evs
+
+
+def test_ev_sets_are_random_per_connection_and_repeat_with_the_seed():
+    a, b = ev_set(0, 3, 3), ev_set(1, 3, 1 << 16 | 3)
+    values = [e.ev for e in a.rotation]
+    assert values != [e.ev for e in b.rotation]  # two connections, two sets
+    assert not set(values) & {e.ev for e in b.rotation}
+    assert values == [e.ev for e in ev_set(0, 3, 3).rotation]  # same seed: same set
+    assert values != [e.ev for e in ev_set(0, 3, 3, seed=1).rotation]
+    # The choice bits are drawn from the whole field, not a few small numbers.
+    assert max(ev_choice(v) for v in values) > 1 << 20
+
+
+def test_every_plane_gets_an_equal_share_and_paths_differ_by_at_most_one():
+    evs = make(planes=4, paths=3, per_plane=8, seed=5)
+    assert Counter(e.plane for e in evs.rotation) == {p: 8 for p in range(4)}
+    for plane in range(4):
+        use = Counter(e.key[1] for e in evs.rotation if e.plane == plane)
+        assert set(use) == {0, 1, 2} and max(use.values()) - min(use.values()) <= 1
+    # Fewer EVs than paths: a random subset of distinct paths, different per seed.
+    subsets = {frozenset(e.key for e in make(planes=1, paths=16, per_plane=4, seed=s).rotation)
+               for s in range(1, 6)}
+    assert all(len(keys) == 4 for keys in subsets) and len(subsets) > 1
 
 
 def test_pick_walks_the_rotation_and_skips_a_skip_ev_once():
@@ -108,7 +144,8 @@ def test_a_reinstated_path_takes_back_its_share_of_the_plane():
     evs = make(planes=1, paths=2, per_plane=2)
     first = evs.rotation[0]
     evs.retire(first, 0.0, 0.05)  # replaced by an EV on the other path
-    assert [e.key[1] for e in evs.rotation] == [1, 1]
+    other = 1 - first.key[1]
+    assert [e.key[1] for e in evs.rotation] == [other, other]
     busy, stand_in = evs.rotation
     busy.inflight = 2
     stand_in.inflight = 1

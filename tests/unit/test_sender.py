@@ -422,7 +422,7 @@ def test_a_forged_sack_cannot_stall_the_sender_or_ack_unsent_packets():
 
 def test_sender_with_default_config_uses_the_catalogue_size():
     sender = Sender(0, 1, 1, 2, 3, ProtocolConfig(), lambda e: None, lambda *a: None)
-    assert len(sender.evs.rotation) == 2 * 9
+    assert len(sender.evs.rotation) == 2 * ProtocolConfig().evs_for(3, planes=2) == 2 * 12
     assert sender.ev_table()[0]["state"] == GOOD
 
 
