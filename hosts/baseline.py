@@ -1,174 +1,366 @@
-"""The single-path baseline transport (pure logic): one path per flow, go-back-N.
+"""The RoCE-like baseline transport (pure logic): queue pairs, go-back-N, DCQCN, ECMP.
 
-Like RoCE on an ECMP fabric: a connection is hashed onto one path (EV) and keeps it.
-Packets go out in order within a window; the receiver takes only the next expected PSN
-(hosts/receiver.py, in_order=True). When the oldest packet times out, everything from it
-on is sent again (go-back-N), with exponential backoff. The path changes only when an
-emulated routing reconvergence moves the flow: `reconvergence_s` (default 1 s, as BGP
-would take) after the first timeout of a failure that has not healed since, the flow
-takes the next path of the catalogue and goes back N on it at once. Whether that path
-works is the network's business; if it does not, the next reconvergence moves it again.
+It stands for RoCEv2 on an ECMP fabric, the network MRC is compared with:
+
+- **Queue pairs.** A connection has `qps` queue pairs (hosts/protocol.py BASELINE_QPS:
+  `roce` and `single-path` 1, `roce-8` 8, `roce-16` 16). Each message is cut into one
+  contiguous slice per QP, the first slice on the QP after the one that took the
+  previous message's first slice, as collective libraries spread one transfer evenly
+  over their QPs (HCCL_RDMA_QPS_PER_CONNECTION, NCCL_IB_QPS_PER_CONNECTION): even a
+  single large message then uses every QP. A QP's PSNs carry its number in the top
+  byte (protocol.QP_PSN_SHIFT), so each QP is its own in-order sequence.
+- **ECMP.** Each QP is hashed onto one path (EV), as a switch hashes a QP's UDP source
+  port, and keeps it. Hashes collide: 8 QPs over 16 paths rarely take 8 different
+  paths, which is the baseline's handicap the MRC paper measures. When routing knows
+  the QP's path dead, the QP is hashed again over the paths routing still offers
+  (resilient hashing: only the QPs on the dead path move), and back to its own path
+  when routing offers it again.
+- **Go-back-N with NAK.** The receiver takes only the next expected PSN of each QP
+  (hosts/receiver.py, in_order) and answers the first out-of-sequence packet with a
+  NACK (reason GAP) carrying the expected PSN; the QP goes back to it at once. The
+  retransmission timeout (doubling per retry) is only the backstop for a lost NACK or
+  a lost tail.
+- **DCQCN.** Each QP sends at its own rate, line rate at first. An ECN echo (the CNP of
+  DCQCN, here carried on the SACK or NACK that answers a CE-marked packet) cuts it:
+  `target = rate; rate *= 1 - alpha / 2; alpha = (1 - g) alpha + g`, at most once per
+  `DCQCN_PERIOD_S`. Each period without a cut decays alpha (`alpha *= 1 - g`) and
+  recovers the rate toward the target (`rate = (rate + target) / 2`), after
+  `DCQCN_FAST_STEPS` such steps also raising the target by `DCQCN_AI` of the line rate
+  (additive increase). Simplified from Zhu et al. (SIGCOMM 2015): one timer drives
+  both alpha and the increase (no byte counter, no hyper increase), and its period is
+  of the order of the emulated fabric's round trip (milliseconds), not DCQCN's 55 us.
+- **Routing.** The QPs move only on what the fabric's routing would tell the host
+  (`Routes`): a failure next to the switch that forwards the flow (the host's own port,
+  its T0's uplink) after `local_failover_s` (hardware ECMP fails over in
+  milliseconds); a failure elsewhere (a T1's downlink, the destination's port) after
+  `reconvergence_s` (BGP withdraws the route); a silent switch (blackhole) never: its
+  control plane stays up, so routing keeps sending traffic into it until it comes
+  back. experiments/reroute.py says which paths each host learns about, and when.
 """
 
 from __future__ import annotations
 
 import hashlib
+import heapq
+from collections.abc import Callable, Iterable
 
 from hosts import protocol, wire
-from hosts.cc import DelayWindow
 from hosts.config import ProtocolConfig
-from hosts.protocol import ev_plane, make_ev
+from hosts.protocol import QP_PSN_SHIFT, ev_choice, ev_plane, make_ev
 from hosts.sender import SenderError, smooth_rtt
 
+# How long a failure next to the forwarding switch takes to move traffic (ECMP failover
+# in hardware); a remote failure takes ProtocolConfig.reconvergence_s.
+LOCAL_FAILOVER_S = 0.005
+ROUTE_KINDS = ("local-down", "local-up", "remote-down", "remote-up")
 
-class SinglePathSender:
-    def __init__(self, me: int, peer: int, conn_id: int, planes: int, paths_per_plane: int,
-                 config: ProtocolConfig, on_event, on_completed):
-        self.me, self.peer, self.conn_id = me, peer, conn_id
-        self.config, self.on_event, self.on_completed = config, on_event, on_completed
-        self.paths = [make_ev(p, c) for p in range(planes) for c in range(paths_per_plane)]
-        digest = hashlib.blake2b(f"{me}->{peer}".encode(), digest_size=4).digest()
-        self.path_index = int.from_bytes(digest, "big") % len(self.paths)
-        self.local_up = [True] * planes
-        self.packets: list[tuple[int, int, int, int, bool]] = []  # psn -> msg, off, len, last
-        self.messages: dict[int, list] = {}  # msg_id -> [data, remaining, started]
-        self.msg_ids: set[int] = set()
-        self.base = 0  # oldest unacknowledged PSN
-        self.next = 0  # next PSN to send
-        self.sent_at = 0.0
-        self.retries = 0
-        self.failing_since: float | None = None
-        self.srtt = 0.0
-        self.rttvar = 0.0
-        self.cwnd = DelayWindow(config.cwnd_initial, config.window, config.target_delay_s,
-                                config.cc)
-        self.stats = {"data_tx": 0, "retransmits": 0, "acked": 0, "timeouts": 0, "reroutes": 0,
-                      "messages_completed": 0}
+# DCQCN, scaled to the emulated fabric (module docstring).
+DCQCN_G = 1 / 16  # alpha's gain (DCQCN: 1/256 at a 55 us period)
+DCQCN_PERIOD_S = 0.004  # alpha and rate-increase timer; at most one cut per period
+DCQCN_FAST_STEPS = 5  # recovery steps toward the target before additive increase
+DCQCN_AI = 0.05  # additive increase of the target, as a fraction of the line rate
+DCQCN_MIN_RATE = 0.01  # the rate never falls below this fraction of the line rate
 
-    @property
-    def ev(self) -> int:
-        return self.paths[self.path_index]
+PathKey = tuple[int, int, int | None]  # (destination host, plane, spine or None)
 
-    def send_message(self, msg_id: int, data: bytes, now: float) -> None:
-        if msg_id in self.msg_ids:
-            raise SenderError(f"message id {msg_id} already used on connection "
-                              f"{self.conn_id:#x}")
-        self.msg_ids.add(msg_id)
-        mtu = self.config.mtu_payload
-        count = max(1, -(-len(data) // mtu))
-        self.messages[msg_id] = [memoryview(data), count, now]
-        for i in range(count):
-            offset = i * mtu
-            self.packets.append((msg_id, offset, min(mtu, len(data) - offset), len(data),
-                                 i == count - 1))
+
+def route_delay(kind: str, local_failover_s: float, reconvergence_s: float) -> float:
+    """How long after a routing event of this kind the host's traffic follows it."""
+    if kind not in ROUTE_KINDS:
+        raise ValueError(f"unknown route event kind {kind!r}; use one of "
+                         f"{', '.join(ROUTE_KINDS)}")
+    return local_failover_s if kind.startswith("local") else reconvergence_s
+
+
+class Routes:
+    """One host's routing knowledge: the paths (destination, plane, spine) it knows
+    dead. An event takes effect its kind's delay after it happened, as the fabric's
+    routing would act on it; whatever routing was never told (a blackhole, random
+    loss) stays usable."""
+
+    def __init__(self, local_failover_s: float = LOCAL_FAILOVER_S,
+                 reconvergence_s: float = 1.0):
+        self.local_failover_s, self.reconvergence_s = local_failover_s, reconvergence_s
+        self.dead: set[PathKey] = set()
+        self.planes_down: set[int] = set()  # this host's own ports, from carrier
+        self.version = 0  # bumped whenever what is dead changes
+        self._pending: list[tuple[float, int, bool, tuple]] = []  # (due, seq, up, what)
+        self._seq = 0
+
+    def event(self, kind: str, paths: Iterable[PathKey], now: float) -> float:
+        """Routing learned that `paths` went down or came back; returns when the
+        traffic follows."""
+        due = now + route_delay(kind, self.local_failover_s, self.reconvergence_s)
+        self._push(due, kind.endswith("-up"), ("paths", tuple(map(tuple, paths))))
+        return due
+
+    def local_plane(self, plane: int, up: bool, now: float) -> None:
+        """This host's port of `plane` lost or regained carrier: a local event for
+        every path of the plane."""
+        self._push(now + self.local_failover_s, up, ("plane", plane))
+
+    def _push(self, due: float, up: bool, what: tuple) -> None:
+        self._seq += 1
+        heapq.heappush(self._pending, (due, self._seq, up, what))
+
+    def next_due(self) -> float | None:
+        return self._pending[0][0] if self._pending else None
+
+    def advance(self, now: float) -> None:
+        """Apply every event whose delay has passed."""
+        pending = self._pending
+        while pending and pending[0][0] <= now:
+            _, _, up, (what, detail) = heapq.heappop(pending)
+            if what == "plane":
+                (self.planes_down.discard if up else self.planes_down.add)(detail)
+            else:
+                keys = {(int(d), int(p), None if s is None else int(s)) for d, p, s in detail}
+                if up:
+                    self.dead -= keys
+                else:
+                    self.dead |= keys
+            self.version += 1
+
+    def usable(self, key: PathKey) -> bool:
+        return key[1] not in self.planes_down and key not in self.dead
+
+
+class QueuePair:
+    """One QP of a connection: its packets, go-back-N state, path and DCQCN rate."""
+
+    __slots__ = ("index", "first_psn", "packets", "base", "next", "resend_until", "sent_at",
+                 "retries", "hash", "ev", "rate", "target", "alpha", "timer", "last_cut",
+                 "steps", "send_at")
+
+    def __init__(self, index: int, flow_hash: int):
+        self.index = index
+        self.first_psn = index << QP_PSN_SHIFT
+        self.packets: list[tuple[int, int, int, int, bool]] = []  # msg, off, len, size, last
+        self.base = 0  # oldest unacknowledged packet (index into packets)
+        self.next = 0  # next packet to send
+        self.resend_until = 0  # packets below this one are retransmissions
+        self.sent_at = 0.0  # when the oldest unacknowledged packet was (re)sent
+        self.retries = 0  # timeouts since the last progress
+        self.hash = flow_hash
+        self.ev = 0
+        self.rate = 1.0  # DCQCN current rate, a fraction of the line rate
+        self.target = 1.0
+        self.alpha = 1.0
+        self.timer: float | None = None  # next DCQCN step; None at line rate, idle
+        self.last_cut = float("-inf")
+        self.steps = 0
+        self.send_at = 0.0  # the rate limiter lets the next packet go at this time
 
     @property
     def busy(self) -> bool:
         return self.base < len(self.packets)
 
+    def window_open(self, window: int) -> bool:
+        return self.next < len(self.packets) and self.next - self.base < window
+
+
+def _hash(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=4).digest(), "big")
+
+
+class RoceSender:
+    """The sending side of one baseline connection: `qps` queue pairs to one peer.
+
+    Driven like hosts/sender.py's Sender by the endpoint: send_message(), poll(),
+    on_sack(), on_nack(), timer_at(), has_work(). `line_rate_Bps` (bytes a second of
+    the host's link) turns DCQCN's rate into a pace; None leaves the QPs unpaced.
+    `path_of(ev)` names an EV's path as routing does, (plane, spine); `routes` is the
+    host's routing knowledge, shared by its connections.
+    """
+
+    def __init__(self, me: int, peer: int, conn_id: int, planes: int, paths_per_plane: int,
+                 config: ProtocolConfig, on_event, on_completed, qps: int = 1,
+                 line_rate_Bps: float | None = None, routes: Routes | None = None,
+                 path_of: Callable[[int], tuple[int, int | None]] | None = None):
+        if not 1 <= qps <= protocol.MAX_QPS:
+            raise SenderError(f"qps must be 1..{protocol.MAX_QPS} (got {qps})")
+        self.me, self.peer, self.conn_id = me, peer, conn_id
+        self.config, self.on_event, self.on_completed = config, on_event, on_completed
+        self.paths = [make_ev(p, c) for p in range(planes) for c in range(paths_per_plane)]
+        self.path_of = path_of or (lambda ev: (ev_plane(ev), ev_choice(ev)))
+        self.routes = routes or Routes(reconvergence_s=config.reconvergence_s)
+        self.line_rate_Bps = line_rate_Bps
+        self.qps = [QueuePair(q, _hash(f"{me}->{peer}/{q}")) for q in range(qps)]
+        for qp in self.qps:
+            qp.ev = self.paths[qp.hash % len(self.paths)]
+        self._route_version = -1
+        self.local_up = [True] * planes
+        self.messages: dict[int, list] = {}  # msg_id -> [data, packets left, started]
+        self.msg_ids: set[int] = set()
+        self._first_qp = 0  # the QP of the next message's first slice
+        self._rr = 0
+        self._now = 0.0
+        self.srtt = 0.0
+        self.rttvar = 0.0
+        self.stats = {"data_tx": 0, "retransmits": 0, "acked": 0, "timeouts": 0, "reroutes": 0,
+                      "messages_completed": 0, "nak_rx": 0, "cnp_rx": 0, "rate_cuts": 0}
+
+    # ------------------------------------------------------------------ queueing
+    @property
+    def ev(self) -> int:
+        """The path of the first QP (the only one of a 1-QP connection)."""
+        return self.qps[0].ev
+
+    def send_message(self, msg_id: int, data: bytes, now: float) -> None:
+        if msg_id in self.msg_ids:
+            raise SenderError(f"message id {msg_id} already used on connection "
+                              f"{self.conn_id:#x}")
+        mtu = self.config.mtu_payload
+        count = max(1, -(-len(data) // mtu))
+        n = len(self.qps)
+        slices = [(k * count // n, (k + 1) * count // n) for k in range(n)]
+        for k, (lo, hi) in enumerate(slices):
+            qp = self.qps[(self._first_qp + k) % n]
+            if len(qp.packets) + hi - lo > protocol.QP_SEQ_MASK:
+                raise SenderError(f"queue pair {qp.index} of connection {self.conn_id:#x} "
+                                  f"would pass 2^{QP_PSN_SHIFT} packets")
+        self.msg_ids.add(msg_id)
+        self.messages[msg_id] = [memoryview(data), count, now]
+        for k, (lo, hi) in enumerate(slices):
+            qp = self.qps[(self._first_qp + k) % n]
+            for i in range(lo, hi):
+                offset = i * mtu
+                qp.packets.append((msg_id, offset, min(mtu, len(data) - offset), len(data),
+                                   i == count - 1))
+        self._first_qp = (self._first_qp + 1) % n
+
+    @property
+    def busy(self) -> bool:
+        return any(qp.busy for qp in self.qps)
+
+    def _sendable(self, qp: QueuePair) -> bool:
+        return qp.window_open(self.config.window) and qp.send_at <= self._now
+
     def has_work(self) -> bool:
-        """Something to send that only pacing holds back (not the window)."""
-        return self.next < len(self.packets) and self.cwnd.allows(self.next - self.base)
+        """Something to send that only pacing holds back (not a window nor a QP's
+        DCQCN rate), as of the last timer_at() or poll()."""
+        return any(self._sendable(qp) for qp in self.qps)
 
     def wanted_planes(self) -> list[int]:
-        return [ev_plane(self.ev)]
+        return sorted({ev_plane(qp.ev) for qp in self.qps if self._sendable(qp)})
 
     def timer_at(self, now: float) -> float:
-        """When poll() should look at the timeout again: every tick."""
-        return now + self.config.tick_s
+        """When poll() should look again: the next tick, or sooner when a QP's rate
+        lets its next packet go."""
+        self._now = now
+        wake = now + self.config.tick_s
+        for qp in self.qps:
+            if qp.window_open(self.config.window) and now < qp.send_at < wake:
+                wake = qp.send_at
+        return wake
 
     @property
     def resending(self) -> bool:
         """The next packet restarts a go-back-N round."""
-        return self.retries > 0 and self.next == self.base
+        return any(qp.next == qp.base < qp.resend_until for qp in self.qps)
 
+    # ------------------------------------------------------------------ sending
     def poll(self, now: float, plane_ready=lambda p: True, budget: int = 64,
              charge=lambda plane, size: None,
              resend_ready=None) -> list[tuple[int, int, bytes, bool]]:
         """Packets to send now: (plane, ev, bytes, is DATA), like Sender.poll; the
         packet that restarts a go-back-N round asks `resend_ready`, if given."""
+        self._now = now
+        self.routes.advance(now)
+        if self._route_version != self.routes.version:
+            self._place(now)
         out = []
-        if self.failing_since is not None and now - self.failing_since >= \
-                self.config.reconvergence_s:
-            self._reroute(now)
-        elif self.busy and self.next > self.base and now - self.sent_at > self._rto():
-            self._timeout(now)
-        plane = ev_plane(self.ev)
-        while (budget > 0 and self.next < len(self.packets)
-               and self.cwnd.allows(self.next - self.base)
-               and (resend_ready if resend_ready and self.resending else plane_ready)(plane)):
-            msg_id, offset, length, size, last = self.packets[self.next]
-            data = self.messages[msg_id][0]
-            flags = ((protocol.F_LAST if last else 0)
-                     | (protocol.F_RETRANSMIT if self.retries else 0))
-            packet = wire.encode_data(flags, plane, self.conn_id, self.ev, msg_id, self.next,
-                                      offset, size, data[offset:offset + length])
-            charge(plane, len(packet))
-            out.append((plane, self.ev, packet, True))
-            if self.config.packet_events:
-                self.on_event({"t": now, "event": "send", "psn": self.next, "ev": self.ev,
-                               "plane": plane, "retransmit": bool(self.retries),
-                               "peer": self.peer})
-            if self.next == self.base:
-                self.sent_at = now
-            self.next += 1
-            budget -= 1
-            self.stats["data_tx"] += 1
+        n = len(self.qps)
+        self._rr = (self._rr + 1) % n
+        for i in range(n):
+            qp = self.qps[(self._rr + i) % n]
+            if qp.next > qp.base and now - qp.sent_at > self._rto(qp):
+                self._timeout(qp, now)
+            self._dcqcn_steps(qp, now)
+            plane = ev_plane(qp.ev)
+            while budget > 0 and self._sendable(qp):
+                restart = qp.next == qp.base < qp.resend_until
+                if not (resend_ready if resend_ready and restart else plane_ready)(plane):
+                    break
+                out.append(self._packet(qp, plane, now, charge))
+                budget -= 1
         return out
 
-    def _rto(self) -> float:
+    def _packet(self, qp: QueuePair, plane: int, now: float, charge) -> tuple:
+        msg_id, offset, length, size, last = qp.packets[qp.next]
+        data = self.messages[msg_id][0]
+        retransmit = qp.next < qp.resend_until
+        flags = (protocol.F_LAST if last else 0) | (protocol.F_RETRANSMIT if retransmit else 0)
+        psn = qp.first_psn + qp.next
+        packet = wire.encode_data(flags, plane, self.conn_id, qp.ev, msg_id, psn, offset, size,
+                                  data[offset:offset + length])
+        charge(plane, len(packet))
+        if self.config.packet_events:
+            self.on_event({"t": now, "event": "send", "psn": psn, "ev": qp.ev, "plane": plane,
+                           "retransmit": retransmit, "peer": self.peer})
+        if qp.next == qp.base:
+            qp.sent_at = now
+        qp.next += 1
+        self.stats["data_tx"] += 1
+        self.stats["retransmits"] += retransmit
+        if self.line_rate_Bps:
+            pace = protocol.frame_bytes(len(packet)) / (qp.rate * self.line_rate_Bps)
+            qp.send_at = max(qp.send_at, now) + pace
+        return plane, qp.ev, packet, True
+
+    def _go_back(self, qp: QueuePair, now: float) -> None:
+        """Send everything from the oldest unacknowledged packet again, at once."""
+        qp.resend_until = max(qp.resend_until, qp.next)
+        qp.next = qp.base
+        qp.sent_at = now
+
+    def _rto(self, qp: QueuePair) -> float:
         base = max(self.config.rto_min_s, 3 * self.srtt)
-        return min(self.config.rto_max_s, base * 2 ** min(self.retries, 6))
+        return min(self.config.rto_max_s, base * 2 ** min(qp.retries, 6))
 
-    def _timeout(self, now: float) -> None:
+    def _timeout(self, qp: QueuePair, now: float) -> None:
         self.stats["timeouts"] += 1
-        self.stats["retransmits"] += self.next - self.base
-        self.on_event({"t": now, "event": "timeout", "psn": self.base, "ev": self.ev,
-                       "plane": ev_plane(self.ev), "peer": self.peer})
-        if self.failing_since is None:
-            self.failing_since = now  # routing starts to reconverge around the failure
-        self.retries += 1
-        self.next = self.base  # go back N
-        self.sent_at = now
+        self.on_event({"t": now, "event": "timeout", "psn": qp.first_psn + qp.base,
+                       "ev": qp.ev, "plane": ev_plane(qp.ev), "peer": self.peer, "qp": qp.index})
+        qp.retries += 1
+        self._go_back(qp, now)
 
-    def _reroute(self, now: float) -> None:
-        """Routing has reconverged: the flow moves to the next path and goes back N."""
-        old = self.ev
-        self.path_index = (self.path_index + 1) % len(self.paths)
-        self.failing_since = None
-        self.stats["reroutes"] += 1
-        self.on_event({"t": now, "event": "reroute", "ev": self.ev, "from_ev": old,
-                       "plane": ev_plane(self.ev), "peer": self.peer})
-        self.stats["retransmits"] += self.next - self.base
-        self.retries = 0
-        self.next = self.base
-        self.sent_at = now
+    # ------------------------------------------------------------------ routing
+    def _place(self, now: float) -> None:
+        """Put each QP on its own hashed path if routing offers it, else hash it over
+        the paths routing offers (if none, it stays where it is)."""
+        self._route_version = self.routes.version
+        usable = [ev for ev in self.paths if self._usable(ev)]
+        for qp in self.qps:
+            home = self.paths[qp.hash % len(self.paths)]
+            ev = home if self._usable(home) else (usable[qp.hash % len(usable)] if usable
+                                                  else qp.ev)
+            if ev == qp.ev:
+                continue
+            old, qp.ev = qp.ev, ev
+            self.stats["reroutes"] += 1
+            self.on_event({"t": now, "event": "reroute", "ev": ev, "from_ev": old,
+                           "plane": ev_plane(ev), "peer": self.peer, "qp": qp.index})
+            if qp.next > qp.base:
+                self._go_back(qp, now)  # what was in flight on the old path is presumed lost
 
-    def on_sack(self, hdr: wire.Header, ctl: wire.Control, now: float) -> None:
-        if ctl.cum_psn <= self.base:
-            return
-        if self.retries == 0:
-            sample = now - self.sent_at
-            self.srtt, self.rttvar = smooth_rtt(self.srtt, self.rttvar, sample)
-            self.cwnd.on_rtt(sample, now)
-        for psn in range(self.base, min(ctl.cum_psn, len(self.packets))):
-            msg_id = self.packets[psn][0]
-            entry = self.messages[msg_id]
-            entry[1] -= 1
-            self.stats["acked"] += 1
-            if self.config.packet_events:
-                self.on_event({"t": now, "event": "ack", "psn": psn, "ev": self.ev,
-                               "peer": self.peer})
-            if entry[1] == 0:
-                self.stats["messages_completed"] += 1
-                took = now - entry[2]
-                self.on_event({"t": now, "event": "complete", "msg_id": msg_id,
-                               "bytes": len(entry[0]), "seconds": took, "peer": self.peer})
-                self.on_completed(msg_id, len(entry[0]), took)
-                del self.messages[msg_id]
-        self.base = min(ctl.cum_psn, len(self.packets))
-        self.next = max(self.next, self.base)
-        self.sent_at, self.retries, self.failing_since = now, 0, None
+    def _usable(self, ev: int) -> bool:
+        plane, spine = self.path_of(ev)
+        return self.routes.usable((self.peer, plane, spine))
+
+    def set_local_plane(self, plane: int, up: bool, now: float) -> None:
+        """The host's own port. Its state goes into every answer's port_state at once;
+        the QPs move only when routing acts on it (Routes.local_plane, which the
+        endpoint calls for the whole host)."""
+        self.local_up[plane] = up
+
+    def port_state(self) -> int:
+        return sum(1 << p for p, up in enumerate(self.local_up) if up)
+
+    # ------------------------------------------------------------------ answers
+    def _qp_of(self, psn: int) -> QueuePair | None:
+        index = psn >> QP_PSN_SHIFT
+        return self.qps[index] if index < len(self.qps) else None
 
     def on_packet(self, hdr: wire.Header, ctl: wire.Control | None, now: float) -> None:
         """Feed one decoded control packet of this connection."""
@@ -179,14 +371,94 @@ class SinglePathSender:
         elif hdr.type == protocol.NACK:
             self.on_nack(hdr, ctl, now)
 
+    def on_sack(self, hdr: wire.Header, ctl: wire.Control, now: float) -> None:
+        qp = self._qp_of(hdr.psn)
+        if qp is None:
+            return
+        if hdr.flags & protocol.F_ECN_ECHO:
+            self._cnp(qp, now)
+        self._ack(qp, ctl.cum_psn - qp.first_psn, now)
+
     def on_nack(self, hdr: wire.Header, ctl: wire.Control, now: float) -> None:
-        self.next = max(self.base, min(self.next, hdr.psn))  # go back to the trimmed packet
+        """A GAP NACK names the PSN the receiver expects: everything below it arrived,
+        and the QP goes back to it at once."""
+        qp = self._qp_of(hdr.psn)
+        if qp is None:
+            return
+        if hdr.flags & protocol.F_ECN_ECHO:
+            self._cnp(qp, now)
+        if hdr.reason != protocol.R_GAP:
+            # A trimmed packet (never sent by this transport, but a switch decides):
+            # send it, and everything after it, again.
+            qp.next = max(qp.base, min(qp.next, hdr.psn - qp.first_psn))
+            return
+        self.stats["nak_rx"] += 1
+        expected = ctl.cum_psn - qp.first_psn
+        self._ack(qp, expected, now)
+        if qp.base == expected and qp.next > qp.base:
+            self.on_event({"t": now, "event": "nak", "psn": ctl.cum_psn, "ev": qp.ev,
+                           "peer": self.peer, "qp": qp.index})
+            self._go_back(qp, now)
+
+    def _ack(self, qp: QueuePair, cum: int, now: float) -> None:
+        """Everything of the QP below `cum` (relative) arrived."""
+        if cum <= qp.base or cum > len(qp.packets):
+            return
+        if qp.retries == 0 and qp.base >= qp.resend_until:
+            sample = now - qp.sent_at
+            self.srtt, self.rttvar = smooth_rtt(self.srtt, self.rttvar, sample)
+        for i in range(qp.base, cum):
+            msg_id = qp.packets[i][0]
+            entry = self.messages[msg_id]
+            entry[1] -= 1
+            self.stats["acked"] += 1
+            if self.config.packet_events:
+                self.on_event({"t": now, "event": "ack", "psn": qp.first_psn + i, "ev": qp.ev,
+                               "peer": self.peer})
+            if entry[1] == 0:
+                self.stats["messages_completed"] += 1
+                took = now - entry[2]
+                self.on_event({"t": now, "event": "complete", "msg_id": msg_id,
+                               "bytes": len(entry[0]), "seconds": took, "peer": self.peer})
+                self.on_completed(msg_id, len(entry[0]), took)
+                del self.messages[msg_id]
+        qp.base = cum
+        qp.next = max(qp.next, cum)
+        qp.sent_at, qp.retries = now, 0
 
     def on_probe_reply(self, hdr: wire.Header, ctl: wire.Control, now: float) -> None:
-        pass
+        pass  # the baseline sends no probes
 
-    def set_local_plane(self, plane: int, up: bool, now: float) -> None:
-        self.local_up[plane] = up  # nothing moves until routing reconverges
+    # ------------------------------------------------------------------ DCQCN
+    def _cnp(self, qp: QueuePair, now: float) -> None:
+        """Congestion notification: cut the QP's rate (at most once per period)."""
+        self.stats["cnp_rx"] += 1
+        self._dcqcn_steps(qp, now)
+        if now - qp.last_cut < DCQCN_PERIOD_S:
+            return
+        qp.target = qp.rate
+        qp.rate = max(DCQCN_MIN_RATE, qp.rate * (1 - qp.alpha / 2))
+        qp.alpha = (1 - DCQCN_G) * qp.alpha + DCQCN_G
+        qp.steps, qp.last_cut, qp.timer = 0, now, now + DCQCN_PERIOD_S
+        self.stats["rate_cuts"] += 1
+        self.on_event({"t": now, "event": "rate-cut", "rate": round(qp.rate, 4),
+                       "alpha": round(qp.alpha, 4), "peer": self.peer, "qp": qp.index})
 
-    def port_state(self) -> int:
-        return sum(1 << p for p, up in enumerate(self.local_up) if up)
+    def _dcqcn_steps(self, qp: QueuePair, now: float) -> None:
+        """Every period without a cut: alpha decays, the rate recovers toward the
+        target, and after the fast-recovery steps the target rises."""
+        while qp.timer is not None and qp.timer <= now:
+            qp.alpha *= 1 - DCQCN_G
+            qp.steps += 1
+            if qp.steps > DCQCN_FAST_STEPS:
+                qp.target = min(1.0, qp.target + DCQCN_AI)
+            qp.rate = min(1.0, (qp.rate + qp.target) / 2)
+            # Back at line rate: nothing left to recover, the timer sleeps (alpha keeps
+            # the value it has, as it would after a long quiet spell at full rate).
+            qp.timer = None if qp.rate >= 1.0 - 1e-6 else qp.timer + DCQCN_PERIOD_S
+            if qp.timer is None:
+                qp.rate = qp.target = 1.0
+
+
+# The 1-QP baseline under its older name (bench/ and `single-path` scenarios use it).
+SinglePathSender = RoceSender

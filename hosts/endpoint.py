@@ -10,7 +10,8 @@ plane at its link rate, so the host's own queues never overflow.
 Transports (hosts/protocol.py TRANSPORTS): `mrc`; `mrc-no-probe`, whose senders never
 probe (`probes` off), so a retired path never comes back; `mrc-no-trim`, whose data
 asks switches not to trim it (the traffic class, set by the agent's sockets); and
-`single-path`, the baseline of hosts/baseline.py.
+the RoCE-like baseline of hosts/baseline.py (`roce`, `roce-8`, `roce-16`, `single-path`),
+whose queue pairs follow what the fabric's routing tells the host (`route_event()`).
 """
 
 from __future__ import annotations
@@ -19,14 +20,14 @@ from collections import deque
 from dataclasses import replace
 
 from hosts import protocol, wire
-from hosts.baseline import SinglePathSender
+from hosts.baseline import LOCAL_FAILOVER_S, RoceSender, Routes
 from hosts.config import ProtocolConfig
 from hosts.pacing import Pacer
-from hosts.protocol import TRANSPORTS, ev_choice, ev_plane, make_ev
-from hosts.receiver import Receiver
+from hosts.protocol import BASELINE_QPS, QP_PSN_SHIFT, TRANSPORTS, ev_choice, ev_plane, make_ev
+from hosts.receiver import NO_ANSWER, Receiver
 from hosts.sender import Sender
 from topologies.model import Fabric
-from topologies.paths import choices_per_plane
+from topologies.paths import choices_per_plane, path_for_ev
 
 
 class Endpoint:
@@ -46,8 +47,12 @@ class Endpoint:
         self.paths_to: dict[int, int] = {}  # peer -> paths per plane
         self.pacer = Pacer(self.planes, fabric.spec.host_t0.rate_mbit,
                            config.mtu_payload + protocol.MRC_HEADER_BYTES, config.pace)
-        self.senders: dict[int, Sender | SinglePathSender] = {}
-        self.receivers: dict[tuple[int, int], Receiver] = {}
+        self.senders: dict[int, Sender | RoceSender] = {}
+        # Keyed by (peer, connection, queue pair); MRC connections have queue pair 0 only.
+        self.receivers: dict[tuple[int, int, int], Receiver] = {}
+        # Baseline transports: queue pairs per connection, and what routing told this host.
+        self.qps = BASELINE_QPS.get(transport)
+        self.routes = Routes(LOCAL_FAILOVER_S, config.reconvergence_s)
         self.control_out: deque = deque()
         self.peers_seen: set[int] = set()
         self.counters = {"garbage": 0, "unknown_conn": 0, "control_tx": 0}
@@ -66,17 +71,20 @@ class Endpoint:
         self.peers_seen.add(src)
         kind = hdr.type
         if kind == protocol.DATA:
-            receiver = self._receiver(src, hdr.conn_id)
+            qp = hdr.psn >> QP_PSN_SHIFT if self.qps else 0
+            receiver = self._receiver(src, hdr.conn_id, qp)
             answer, flags, reason = receiver.on_data(hdr, payload, ce, now)
+            if answer == NO_ANSWER:
+                return
             if reason:
-                self.on_event({"t": now, "event": "trim", "psn": hdr.psn, "ev": hdr.ev,
-                               "peer": src})
+                self.on_event({"t": now, "event": "gap" if reason == protocol.R_GAP else "trim",
+                               "psn": hdr.psn, "ev": hdr.ev, "peer": src})
             if (answer == protocol.SACK and not flags and not hdr.flags & protocol.F_LAST
                     and self.config.ack_every > 1):
                 # Plain SACKs wait for the end of the receive batch, grouped by the path
                 # they answer (fate sharing: an answer is lost only where its data path
                 # failed), and one SACK answers the whole group if it can.
-                key = (src, hdr.conn_id, plane, self._path_index(src, hdr.ev))
+                key = (src, hdr.conn_id, plane, self._path_index(src, hdr.ev), qp)
                 group = self.pending_acks.get(key)
                 if group is None:
                     self.pending_acks[key] = [hdr, [hdr.psn]]
@@ -158,6 +166,7 @@ class Endpoint:
         self._port_state = sum(1 << p for p, up in enumerate(self.local_up) if up)
         self.on_event({"t": now, "event": "local-plane-up" if up else "local-plane-down",
                        "plane": plane})
+        self.routes.local_plane(plane, up, now)
         for sender in self.senders.values():
             sender.set_local_plane(plane, up, now)
         # Tell every peer on every plane still up, so they stop (or resume) using it.
@@ -169,6 +178,15 @@ class Endpoint:
                     ctl = wire.Control(0, 0, 0, ev, 0, state)
                     self.control_out.append((p, peer, ev, wire.encode_control(
                         protocol.PLANE_STATUS, 0, p, 0, self._conn_id(peer), ev, 0, 0, ctl)))
+
+    def route_event(self, kind: str, paths, now: float) -> None:
+        """The fabric's routing learned that `paths` ((destination, plane, spine or
+        None) each) went down or came back (`kind`: local-down, local-up, remote-down,
+        remote-up; hosts/baseline.py). The baseline's queue pairs follow after the
+        kind's delay; MRC finds paths by its own packets and takes no notice."""
+        due = self.routes.event(kind, paths, now)
+        self.on_event({"t": now, "event": "route", "kind": kind, "paths": len(paths),
+                       "effective": due})
 
     def port_state(self) -> int:
         return self._port_state
@@ -183,8 +201,8 @@ class Endpoint:
     def path_states(self, dst: int | None = None) -> dict[int, list[dict]]:
         """The EVs this host sends on, per peer (or towards `dst` only): each EV's
         plane, path (its choice within the plane) and state. `active` EVs are in the
-        rotation; the others are spares that replace a retired one. The single-path
-        baseline has one EV in use, its current path."""
+        rotation; the others are spares that replace a retired one. The baseline has
+        one EV in use per queue pair, its current path."""
         states = {}
         for peer, sender in self.senders.items():
             if dst is not None and peer != dst:
@@ -195,9 +213,9 @@ class Endpoint:
                                  "state": ev.state, "active": ev.active}
                                 for ev in sender.evs.by_ev.values()]
             else:
-                states[peer] = [{"ev": sender.ev, "plane": ev_plane(sender.ev),
-                                 "path": ev_choice(sender.ev) % paths, "state": "IN_USE",
-                                 "active": True}]
+                states[peer] = [{"ev": qp.ev, "plane": ev_plane(qp.ev),
+                                 "path": ev_choice(qp.ev) % paths, "state": "IN_USE",
+                                 "active": True, "qp": qp.index} for qp in sender.qps]
         return states
 
     def progress(self) -> dict:
@@ -214,14 +232,14 @@ class Endpoint:
             paths = self.paths_to[peer] = choices_per_plane(self.fabric, self.me, peer)
         return ev_choice(ev) % paths
 
-    def _sack_group(self, key: tuple[int, int, int, int], hdr: wire.Header,
+    def _sack_group(self, key: tuple[int, int, int, int, int], hdr: wire.Header,
                     psns: list[int]) -> None:
         """Answer a group of packets of one path: one SACK (for the latest) whose
         cumulative PSN and bitmap cover them all when they lie within 64 PSNs of the
         cumulative point; a packet farther ahead gets a SACK whose bitmap starts at it
         (and covers whatever else of the group is within 64 PSNs of it)."""
-        src, conn_id, plane, _ = key
-        receiver = self.receivers[(src, conn_id)]
+        src, conn_id, plane, _, qp = key
+        receiver = self.receivers[(src, conn_id, qp)]
         self._answer(protocol.SACK, 0, 0, plane, src, hdr, receiver.control(hdr.ev,
                                                                           self._port_state))
         covered = receiver.cum + protocol.BITMAP_BITS
@@ -234,32 +252,46 @@ class Endpoint:
     def _conn_id(self, peer: int) -> int:
         return (self.me << 16) | peer
 
-    def _sender(self, peer: int) -> Sender | SinglePathSender:
+    def _sender(self, peer: int) -> Sender | RoceSender:
         sender = self.senders.get(peer)
         if sender is None:
             paths = choices_per_plane(self.fabric, self.me, peer)
-            cls = SinglePathSender if self.transport == "single-path" else Sender
-            config = self.config
-            if self.transport == "mrc-no-probe":
-                config = replace(config, probes=False)
-            sender = cls(self.me, peer, self._conn_id(peer), self.planes, paths, config,
-                         self.on_event,
-                         lambda msg_id, size, took, peer=peer: self.on_completed(peer, msg_id,
-                                                                                 size))
+
+            def completed(msg_id: int, size: int, took: float, peer=peer) -> None:
+                self.on_completed(peer, msg_id, size)
+
+            if self.qps:
+                sender = self._roce_sender(peer, paths, completed)
+            else:
+                config = self.config
+                if self.transport == "mrc-no-probe":
+                    config = replace(config, probes=False)
+                sender = Sender(self.me, peer, self._conn_id(peer), self.planes, paths, config,
+                                self.on_event, completed)
             for plane, up in enumerate(self.local_up):
                 if not up:
                     sender.set_local_plane(plane, False, 0.0)
             self.senders[peer] = sender
         return sender
 
-    def _receiver(self, peer: int, conn_id: int) -> Receiver:
-        key = (peer, conn_id)
+    def _roce_sender(self, peer: int, paths: int, completed) -> RoceSender:
+        def path_of(ev: int, peer=peer) -> tuple[int, int | None]:
+            path = path_for_ev(self.fabric, self.me, peer, ev)
+            return path.plane, path.spine
+
+        line_rate_Bps = self.fabric.spec.host_t0.rate_mbit * 1e6 / 8
+        return RoceSender(self.me, peer, self._conn_id(peer), self.planes, paths, self.config,
+                          self.on_event, completed, qps=self.qps, line_rate_Bps=line_rate_Bps,
+                          routes=self.routes, path_of=path_of)
+
+    def _receiver(self, peer: int, conn_id: int, qp: int = 0) -> Receiver:
+        key = (peer, conn_id, qp)
         receiver = self.receivers.get(key)
         if receiver is None:
             receiver = Receiver(peer, conn_id,
                                 lambda msg_id, data, peer=peer: self.on_delivered(peer, msg_id,
                                                                                   data),
-                                in_order=self.transport == "single-path")
+                                in_order=bool(self.qps), first_psn=qp << QP_PSN_SHIFT)
             self.receivers[key] = receiver
         return receiver
 

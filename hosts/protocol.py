@@ -100,12 +100,24 @@ PRIORITY_CONTROL = 7
 # --------------------------------------------------------------------- transports
 # `mrc`: the full protocol. `mrc-no-trim`: its data asks switches not to trim it
 # (DSCP_NO_TRIM), so congestion drops instead. `mrc-no-probe`: retired paths are never
-# probed, so they never come back. `single-path`: the baseline of hosts/baseline.py.
-TRANSPORTS = ("mrc", "mrc-no-trim", "mrc-no-probe", "single-path")
-# The DSCP each transport's DATA packets carry. The single-path baseline stands for
-# RoCE on an ECMP fabric, which switches do not trim.
+# probed, so they never come back. `roce`, `roce-8`, `roce-16`: the RoCE-like baseline
+# of hosts/baseline.py with 1, 8 or 16 queue pairs per connection; `single-path` is the
+# 1-QP baseline under its older name.
+TRANSPORTS = ("mrc", "mrc-no-trim", "mrc-no-probe", "roce", "roce-8", "roce-16",
+              "single-path")
+# Queue pairs per connection of each baseline transport; the others are MRC's.
+BASELINE_QPS = {"roce": 1, "roce-8": 8, "roce-16": 16, "single-path": 1}
+# A baseline packet's PSN: the queue pair in the top 8 bits, its sequence number in the
+# low 24 (RoCE's BTH PSN is 24 bits too), so each QP has a go-back-N sequence of its own
+# on one connection id.
+QP_PSN_SHIFT = 24
+QP_SEQ_MASK = (1 << QP_PSN_SHIFT) - 1
+MAX_QPS = 1 << (32 - QP_PSN_SHIFT)
+# The DSCP each transport's DATA packets carry. The baseline stands for RoCE on an
+# ECMP fabric, which switches do not trim.
 DATA_DSCP = {"mrc": DSCP_TRIMMABLE, "mrc-no-trim": DSCP_NO_TRIM,
-             "mrc-no-probe": DSCP_TRIMMABLE, "single-path": DSCP_NO_TRIM}
+             "mrc-no-probe": DSCP_TRIMMABLE, "roce": DSCP_NO_TRIM, "roce-8": DSCP_NO_TRIM,
+             "roce-16": DSCP_NO_TRIM, "single-path": DSCP_NO_TRIM}
 # Control packets (SACK, NACK, PROBE...) are never trimmed, whatever the transport.
 CONTROL_DSCP = DSCP_NO_TRIM
 # Every packet leaves ECT(0), control packets too: a switch marks rather than drops

@@ -11,8 +11,13 @@ Arrived PSNs above the cumulative one are kept as one integer bitmap (bit i: PSN
 `cum + i`), so recording a packet, advancing `cum` and building the SACK bitmap are a
 few integer operations, whatever the reordering.
 
-With `in_order=True` (the single-path baseline's go-back-N receiver) a packet other
-than the next expected one is dropped and the cumulative PSN acknowledged again.
+With `in_order=True` (a queue pair of the RoCE-like baseline, hosts/baseline.py) the
+receiver is go-back-N's: a packet other than the next expected one is dropped. The
+first such packet of a gap is answered at once with a NACK of reason `GAP` whose body
+carries the expected PSN (`cum_psn`), as a RoCE responder answers the first
+out-of-sequence packet with a "PSN sequence error" NAK; the packets after it are
+dropped without an answer until the expected one arrives, so one loss costs one NACK.
+A queue pair's PSNs start at `first_psn` (its number in the PSN's top byte).
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ MAX_PSN_AHEAD = 1 << 16
 _BITMAP_MASK = (1 << protocol.BITMAP_BITS) - 1
 
 DeliveredCallback = Callable[[int, bytearray], None]  # (msg_id, message bytes)
+# The answer type of a packet that gets none (an in-order receiver's drop after its NACK).
+NO_ANSWER = 0
 
 
 class MessageBuffer:
@@ -47,18 +54,19 @@ class Receiver:
     """
 
     def __init__(self, peer: int, conn_id: int, on_delivered: DeliveredCallback,
-                 in_order: bool = False):
+                 in_order: bool = False, first_psn: int = 0):
         self.peer, self.conn_id = peer, conn_id
         self.on_delivered = on_delivered
         self.in_order = in_order
-        self.cum = 0  # every PSN below has arrived
+        self.cum = first_psn  # every PSN below has arrived
+        self.nak_for: int | None = None  # the expected PSN last NACKed (in_order)
         self.bits = 0  # bit i set: PSN cum + i has arrived (bit 0 is always clear)
         self.messages: dict[int, MessageBuffer] = {}
         self.delivered: set[int] = set()
         self.ecn_marks = 0  # CE-marked data packets since the last SACK body
         self.stats = {"data_rx": 0, "duplicates": 0, "trimmed_rx": 0, "out_of_order_drops": 0,
                       "messages_delivered": 0, "rx_bytes": 0, "ce_rx": 0, "inconsistent": 0,
-                      "out_of_window": 0}
+                      "out_of_window": 0, "naks": 0}
 
     @property
     def above(self) -> set[int]:
@@ -71,7 +79,8 @@ class Receiver:
         return out
 
     def on_data(self, hdr: wire.Header, payload, ce: bool, now: float) -> tuple[int, int, int]:
-        """Take one DATA packet; returns (answer type, flags, reason) for the endpoint."""
+        """Take one DATA packet; returns (answer type, flags, reason) for the endpoint
+        (answer type NO_ANSWER: send nothing)."""
         flags = hdr.flags
         if flags & protocol.F_TRIMMED:
             self.stats["trimmed_rx"] += 1
@@ -93,7 +102,11 @@ class Receiver:
             return protocol.SACK, echo, 0
         if self.in_order and distance:
             stats["out_of_order_drops"] += 1
-            return protocol.SACK, echo, 0
+            if self.nak_for == self.cum:
+                return NO_ANSWER, 0, 0  # this gap was NACKed already
+            self.nak_for = self.cum
+            stats["naks"] += 1
+            return protocol.NACK, echo, protocol.R_GAP
         if not self._place(hdr, payload):
             stats["inconsistent"] += 1
             return protocol.SACK, echo, 0

@@ -1,4 +1,5 @@
-"""The MRC receiver: placement by offset, duplicates, SACK/NACK contents, garbage."""
+"""The receiver: placement by offset, duplicates, SACK/NACK contents, the in-order
+(go-back-N) receiver's GAP NACK, garbage."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from hosts import protocol, wire
 from hosts.config import ProtocolConfig
 from hosts.endpoint import make_endpoint
 from hosts.protocol import make_ev
-from hosts.receiver import MAX_PSN_AHEAD, Receiver
+from hosts.receiver import MAX_PSN_AHEAD, NO_ANSWER, Receiver
 from topologies.model import load_topology
 
 FABRIC = load_topology("2tier-2plane")
@@ -122,6 +123,34 @@ def test_in_order_receiver_drops_everything_but_the_next_psn():
     for part in parts:
         sink.put(*part, len(MESSAGE))
     assert sink.got == {0: MESSAGE}
+
+
+def test_in_order_receiver_nacks_the_first_packet_of_a_gap_with_the_expected_psn():
+    sink = Sink(in_order=True)
+    parts = chunks()
+    sink.put(*parts[0], len(MESSAGE))
+    # PSN 1 is lost: 2 is answered at once by a GAP NACK whose body expects PSN 1,
+    # and 3 and 4 by nothing.
+    assert sink.put(*parts[2], len(MESSAGE)) == (protocol.NACK, 0, protocol.R_GAP)
+    assert sink.rx.control(0, 3).cum_psn == 1
+    assert sink.put(*parts[3], len(MESSAGE)) == (NO_ANSWER, 0, 0)
+    assert sink.put(*parts[4], len(MESSAGE)) == (NO_ANSWER, 0, 0)
+    assert sink.rx.stats["naks"] == 1 and sink.rx.stats["out_of_order_drops"] == 3
+    # Go-back-N resends from 1; a later gap gets a NACK of its own.
+    for part in parts[1:4]:
+        assert sink.put(*part, len(MESSAGE))[0] == protocol.SACK
+    assert sink.put(*parts[6], len(MESSAGE)) == (protocol.NACK, 0, protocol.R_GAP)
+    assert sink.rx.control(0, 3).cum_psn == 4 and sink.rx.stats["naks"] == 2
+
+
+def test_a_queue_pair_receiver_starts_at_its_first_psn():
+    sink = Sink(in_order=True)
+    sink.rx = Receiver(0, 1, lambda msg_id, data: sink.got.update({msg_id: bytes(data)}),
+                       in_order=True, first_psn=3 << protocol.QP_PSN_SHIFT)
+    first = 3 << protocol.QP_PSN_SHIFT
+    for psn, offset, payload in chunks():
+        assert sink.put(first + psn, offset, payload, len(MESSAGE))[0] == protocol.SACK
+    assert sink.got == {0: MESSAGE} and sink.rx.cum == first + 10
 
 
 def test_messages_interleaved_on_one_connection():

@@ -1,0 +1,112 @@
+"""What the fabric's routing tells each host when a fault happens (the baseline's reroute model).
+
+MRC needs no routing: it finds dead paths by its own packets. The RoCE-like baseline
+(hosts/baseline.py) moves a queue pair only where ECMP and BGP would move it, so the
+fault injector tells every agent of a baseline transport what its routing learns
+(experiments/workload_run.py sends each `RouteEvent` as a `route` command). This module
+is the pure rule: a fault timeline step and the topology in, per host the paths
+(destination, plane, spine) that routing takes away or gives back, and whether the
+news is *local* or *remote*:
+
+- **local**: the first failed link of the path is the source host's own port or its
+  T0's uplink. The NIC sees its carrier go, or the T0 sees its port go and drops the
+  link from its ECMP group in hardware: the traffic moves after `local_failover_s`
+  (milliseconds).
+- **remote**: the path fails further on: a T1's link down to the destination's T0, or
+  the destination's own port. The switch next to the failure has no other way there,
+  so the route must be withdrawn and the withdrawal must reach the source's T0 (BGP):
+  after `reconvergence_s` (1 s by default).
+- **nothing** for a blackhole (the switch drops traffic silently and keeps its control
+  plane up, so routing never moves traffic off it until it comes back) and for loss
+  and gray loss (routing does not see lost packets).
+
+The step that ends a fault gives the same paths back, `local-up` or `remote-up`, with
+the same delays: the adjacent switch re-adds its link, remote switches hear the route
+advertised again. A switch reboot is every one of its links failing at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from experiments.faults import Action
+from topologies.model import Fabric
+from topologies.paths import catalogue
+
+# Links as routing sees them: a host's port ("host", host, plane) and a T0-T1 link
+# ("t0t1", plane, rack, spine). Faults act on both directions of a link.
+Link = tuple
+
+
+@dataclass(frozen=True)
+class RouteEvent:
+    """What routing tells `host`: `paths` ((destination, plane, spine or None) each)
+    are gone (`*-down`) or back (`*-up`)."""
+
+    host: int
+    kind: str  # local-down, local-up, remote-down, remote-up
+    paths: tuple[tuple[int, int, int | None], ...]
+
+    def command(self) -> dict:
+        """The agent's `route` command (hosts/agent.py)."""
+        return {"cmd": "route", "kind": self.kind, "paths": [list(p) for p in self.paths]}
+
+
+def failed_links(action: Action, fabric: Fabric) -> set[Link]:
+    """The links a fault step takes down (or, for an up step, brings back) as routing
+    sees them; empty for faults routing does not see."""
+    kind, target = action.kind, action.target
+    if kind == "nic-port-down":
+        host, plane = target
+        return {("host", fabric.node(host).index, plane)}
+    if kind == "link-flap":
+        (link,) = [lk for lk in fabric.links if {lk.a, lk.b} == set(target)]
+        lower, upper = fabric.node(link.a), fabric.node(link.b)  # `a` is the lower tier
+        if link.tier == "host_t0":
+            return {("host", lower.index, link.plane)}
+        return {("t0t1", link.plane, lower.index, upper.index)}
+    if kind == "switch-reboot":
+        switch = fabric.node(target[0])
+        spines, racks = range(fabric.spec.t1_per_plane), range(fabric.spec.racks)
+        if switch.role == "t1":
+            return {("t0t1", switch.plane, r, switch.index) for r in racks}
+        return ({("t0t1", switch.plane, switch.index, s) for s in spines}
+                | {("host", h.index, switch.plane) for h in fabric.hosts
+                   if h.rack == switch.index})
+    return set()  # blackhole, loss, gray-loss: routing sees nothing
+
+
+def path_links(fabric: Fabric, src: int, dst: int, plane: int,
+               spine: int | None) -> list[Link]:
+    """The links of a path in the order the packets cross them."""
+    a, b = fabric.host(src).rack, fabric.host(dst).rack
+    middle = [] if spine is None else [("t0t1", plane, a, spine), ("t0t1", plane, b, spine)]
+    return [("host", src, plane), *middle, ("host", dst, plane)]
+
+
+def route_events(action: Action, fabric: Fabric) -> list[RouteEvent]:
+    """Per host, the paths routing takes away (a down step) or gives back (an up
+    step), local and remote apart; hosts that learn nothing are left out."""
+    failed = failed_links(action, fabric)
+    if not failed:
+        return []
+    state = "up" if action.up else "down"
+    found: dict[tuple[int, str], list] = {}
+    n = len(fabric.hosts)
+    for src in range(n):
+        for dst in range(n):
+            if src == dst:
+                continue
+            for path in catalogue(fabric, src, dst):
+                links = path_links(fabric, src, dst, path.plane, path.spine)
+                hit = next((i for i, link in enumerate(links) if link in failed), None)
+                if hit is None:
+                    continue
+                # The source's port (0) and its T0's uplink (1, on a path through a
+                # spine) fail next to whoever forwards the flow first: local.
+                where = "local" if hit == 0 or (hit == 1 and path.spine is not None) \
+                    else "remote"
+                found.setdefault((src, f"{where}-{state}"), []).append(
+                    (dst, path.plane, path.spine))
+    return [RouteEvent(host, kind, tuple(paths))
+            for (host, kind), paths in sorted(found.items())]

@@ -1,0 +1,161 @@
+"""The baseline's reroute model: which paths each host's routing loses, local or remote,
+and how long after the fault its queue pairs move (local failover in milliseconds, BGP
+reconvergence in a second, a blackhole never until the switch is back)."""
+
+from __future__ import annotations
+
+import pytest
+
+from experiments.faults import Action
+from experiments.reroute import RouteEvent, route_events
+from hosts.baseline import LOCAL_FAILOVER_S, RoceSender, Routes, route_delay
+from hosts.config import ProtocolConfig
+from topologies.model import load_topology
+from topologies.paths import catalogue, path_for_ev
+
+FABRIC = load_topology("2tier-2plane")  # h0 h1 in rack 0, h2 h3 in rack 1
+
+
+def by_host(events: list[RouteEvent]) -> dict[tuple[int, str], set]:
+    return {(e.host, e.kind): set(e.paths) for e in events}
+
+
+def test_a_t0_uplink_failing_is_local_to_its_rack_and_remote_to_the_others():
+    down = by_host(route_events(Action(1.0, False, "link-flap", ("p0t0r0", "p0t1s0")), FABRIC))
+    # h0 and h1 lose every path through plane 0 spine 0, the same-rack one too: their T0
+    # drops the uplink from its ECMP group.
+    assert down[(0, "local-down")] == {(1, 0, 0), (2, 0, 0), (3, 0, 0)}
+    assert down[(1, "local-down")] == {(0, 0, 0), (2, 0, 0), (3, 0, 0)}
+    # h2 and h3 lose only their way into rack 0 through that spine, by BGP.
+    assert down[(2, "remote-down")] == {(0, 0, 0), (1, 0, 0)}
+    assert down[(3, "remote-down")] == {(0, 0, 0), (1, 0, 0)}
+    assert len(down) == 4
+    up = by_host(route_events(Action(1.5, True, "link-flap", ("p0t1s0", "p0t0r0")), FABRIC))
+    assert up == {(host, kind.replace("down", "up")): paths
+                  for (host, kind), paths in down.items()}
+
+
+def test_a_host_port_is_local_to_its_host_and_remote_to_every_sender_towards_it():
+    down = by_host(route_events(Action(0.5, False, "nic-port-down", ("h1", 1)), FABRIC))
+    assert down[(1, "local-down")] == {(d, p.plane, p.spine) for d in (0, 2, 3)
+                                       for p in catalogue(FABRIC, 1, d) if p.plane == 1}
+    # The same-rack direct path too: h1's T0 has no other way to h1.
+    assert down[(0, "remote-down")] == {(1, 1, None), (1, 1, 0), (1, 1, 1)}
+    assert down[(2, "remote-down")] == {(1, 1, 0), (1, 1, 1)}
+    assert set(down) == {(1, "local-down"), (0, "remote-down"), (2, "remote-down"),
+                         (3, "remote-down")}
+
+
+def test_a_t1_reboot_is_local_everywhere_and_a_t0_reboot_local_to_its_rack_only():
+    t1 = by_host(route_events(Action(1.0, False, "switch-reboot", ("p1t1s1",)), FABRIC))
+    assert {kind for _, kind in t1} == {"local-down"}
+    assert t1[(2, "local-down")] == {(0, 1, 1), (1, 1, 1), (3, 1, 1)}
+    t0 = by_host(route_events(Action(1.0, False, "switch-reboot", ("p0t0r1",)), FABRIC))
+    assert set(t0) == {(0, "remote-down"), (1, "remote-down"), (2, "local-down"),
+                       (3, "local-down")}
+    assert t0[(0, "remote-down")] == {(d, 0, s) for d in (2, 3) for s in (0, 1)}
+
+
+@pytest.mark.parametrize("action", [
+    Action(1.0, False, "blackhole", ("p0t1s0",)),
+    Action(1.0, True, "blackhole", ("p0t1s0",)),
+    Action(1.0, False, "loss", ("h0>p0t0r0",), 0.01),
+    Action(1.0, False, "gray-loss", ("h0", "h3", 0, 1), 0.2),
+])
+def test_routing_never_hears_of_a_blackhole_or_of_loss(action):
+    assert route_events(action, FABRIC) == []
+
+
+def test_an_event_is_the_agents_route_command():
+    event = RouteEvent(2, "remote-down", ((0, 0, 0), (1, 1, None)))
+    assert event.command() == {"cmd": "route", "kind": "remote-down",
+                               "paths": [[0, 0, 0], [1, 1, None]]}
+
+
+# ---------------------------------------------------------------------- delays per kind
+def test_delay_per_kind_and_unknown_kinds():
+    assert route_delay("local-down", 0.005, 1.0) == route_delay("local-up", 0.005, 1.0) == 0.005
+    assert route_delay("remote-down", 0.005, 1.0) == route_delay("remote-up", 0.005, 1.0) == 1.0
+    with pytest.raises(ValueError, match="local-down"):
+        route_delay("blackhole", 0.005, 1.0)
+    assert 0.001 <= LOCAL_FAILOVER_S <= 0.01  # hardware ECMP: milliseconds
+
+
+def flow_on_a_path(reconvergence_s=1.0):
+    """A 1-QP connection h0 -> h3 with data in flight; its path and routing."""
+    def path_of(ev):
+        path = path_for_ev(FABRIC, 0, 3, ev)
+        return path.plane, path.spine
+
+    config = ProtocolConfig(mtu_payload=100, rto_min_s=0.05, rto_max_s=0.2,
+                            reconvergence_s=reconvergence_s)
+    routes = Routes(LOCAL_FAILOVER_S, reconvergence_s)
+    events = []
+    sender = RoceSender(0, 3, 3, 2, 2, config, events.append, lambda *a: None, routes=routes,
+                        path_of=path_of)
+    sender.send_message(0, bytes(2000), 0.0)
+    sender.poll(0.0)
+    return sender, routes, events
+
+
+def moved_at(sender, start, step=0.0005, until=5.0) -> float | None:
+    """Poll from `start` on; when the QP left its first path (None: never)."""
+    first, t = sender.ev, start
+    while t < until:
+        t = round(t + step, 6)
+        sender.poll(t)
+        if sender.ev != first:
+            return t
+    return None
+
+
+@pytest.mark.parametrize("fault, host_kind, delay", [
+    (Action(0.1, False, "link-flap", ("p0t0r0", "p0t1s0")), "local-down", LOCAL_FAILOVER_S),
+    (Action(0.1, False, "link-flap", ("p0t0r1", "p0t1s0")), "remote-down", 1.0),
+    (Action(0.1, False, "switch-reboot", ("p0t1s0",)), "local-down", LOCAL_FAILOVER_S),
+])
+def test_the_queue_pair_moves_after_the_delay_of_the_fault_kind(fault, host_kind, delay):
+    sender, routes, events = flow_on_a_path()
+    # Put the flow on plane 0 spine 0, the path every fault above breaks.
+    (qp,) = sender.qps
+    qp.ev = next(ev for ev in sender.paths if sender.path_of(ev) == (0, 0))
+    qp.hash = sender.paths.index(qp.ev)
+    (event,) = [e for e in route_events(fault, FABRIC) if e.host == 0]
+    assert event.kind == host_kind
+    routes.event(event.kind, event.paths, fault.t)
+    t = moved_at(sender, fault.t)
+    assert t == pytest.approx(fault.t + delay, abs=0.001)
+    assert sender.path_of(sender.ev) != (0, 0)
+    (reroute,) = [e for e in events if e["event"] == "reroute"]
+    assert reroute["t"] == t
+
+
+def test_a_blackhole_never_moves_the_queue_pair_until_the_switch_is_back():
+    sender, routes, events = flow_on_a_path(reconvergence_s=0.5)
+    first = sender.ev
+    plane, spine = sender.path_of(first)
+    hole = f"p{plane}t1s{spine}"
+    for event in route_events(Action(0.0, False, "blackhole", (hole,)), FABRIC):
+        routes.event(event.kind, event.paths, 0.0)  # there are none
+    assert moved_at(sender, 0.0, step=0.01, until=5.0) is None  # far past reconvergence_s
+    assert sender.ev == first and sender.stats["timeouts"] >= 3
+    assert not [e for e in events if e["event"] == "reroute"]
+
+
+def test_when_routing_gives_the_path_back_the_queue_pair_returns_to_it():
+    sender, routes, _ = flow_on_a_path()
+    home = sender.ev
+    plane, spine = sender.path_of(home)
+    routes.event("local-down", [(3, plane, spine)], 0.0)
+    assert moved_at(sender, 0.0) == pytest.approx(LOCAL_FAILOVER_S, abs=0.001)
+    routes.event("remote-up", [(3, plane, spine)], 0.1)
+    assert moved_at(sender, 0.1) == pytest.approx(1.1, abs=0.001)
+    assert sender.ev == home
+
+
+def test_the_hosts_own_port_losing_carrier_is_local():
+    sender, routes, _ = flow_on_a_path()
+    plane, _ = sender.path_of(sender.ev)
+    routes.local_plane(plane, False, 0.2)
+    assert moved_at(sender, 0.2) == pytest.approx(0.2 + LOCAL_FAILOVER_S, abs=0.001)
+    assert sender.path_of(sender.ev)[0] != plane
