@@ -6,14 +6,18 @@ tests play real transfers through it and read its counters, as a run's summary d
   the receiver NACK it, with no path retired for congestion; mrc-no-trim's same data is
   untrimmable, so the same queue drops it; ECN marks appear on fabric ports only;
 - a gray loss of 100% on one path retires exactly that path's EVs, and the transfer
-  completes on the others.
+  completes on the others; a link that loses everything retires the one path over it,
+  and the run clears the loss when it ends.
 Skipped with the reason where the program cannot run (clang, bpftool, cls_bpf).
 """
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
+from controller import ebpf_config as cfg
 from experiments import ebpf_switch
 from experiments.faults import parse_faults
 from experiments.metrics import read_events, summarize
@@ -100,8 +104,24 @@ def test_a_full_gray_loss_on_one_path_retires_exactly_its_evs(fabric_with_ebpf, 
     retired = {(e["plane"], e["path"]) for e in events
                if e["event"] == "retire" and e["host"] == 0 and e["peer"] == 3}
     assert retired == {(0, 1)}
-    (h0_port,) = [c for intf, c in ebpf_switch.read_counters(net)["h0"].items()
-                  if intf == "h0-eth0"]
-    assert h0_port["fault_dropped"] > 0
+    assert ebpf_switch.read_counters(net)["h0"]["h0-eth0"]["fault_dropped"] > 0
     # The switch ports lost nothing: the loss was the fault's alone.
     assert ports["fabric_ports"]["fault_dropped"] == 0
+
+
+def test_a_lossy_link_retires_its_path_and_is_clear_after_the_run(fabric_with_ebpf, tmp_path):
+    net, fabric = fabric_with_ebpf
+    faults = parse_faults([{"kind": "loss", "link": ["p0t0r0", "p0t1s0"], "probability": 1.0,
+                            "at_s": 0}], fabric)
+    plan = phases("transfer", {"src": 0, "dst": 3, "message_bytes": 2_000_000},
+                  len(fabric.hosts))
+    block, events, ports = play(net, fabric, "mrc", plan, faults, tmp_path)
+    assert block["ok"] and block["verified"] and not block["fault_errors"], block
+    retired = {(e["plane"], e["path"]) for e in events
+               if e["event"] == "retire" and e["host"] == 0 and e["peer"] == 3}
+    assert retired == {(0, 0)}  # plane 0, spine 0: the only path over that link
+    assert ports["fabric_ports"]["fault_dropped"] > 0
+    # The run restored what was still on: both ends lose nothing any more.
+    for node, intf in (("p0t0r0", "p0t0r0-eth2"), ("p0t1s0", "p0t1s0-eth0")):
+        ((_, values),) = net.ebpf_ports[(node, intf)].read(cfg.LOSS_MAP)
+        assert int.from_bytes(values[0], sys.byteorder) == 0
