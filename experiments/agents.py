@@ -35,6 +35,9 @@ class AgentSet:
         self.inbox: queue.Queue = queue.Queue()
         self.procs: dict[int, subprocess.Popen] = {}
         self.threads: list[threading.Thread] = []
+        # The fault timeline's thread sends route commands while the main thread sends
+        # transfers: one line at a time on each agent's stdin.
+        self._write = threading.Lock()
         folder.mkdir(parents=True, exist_ok=True)
         self.event_files = []
         for host in fabric.hosts:
@@ -85,8 +88,9 @@ class AgentSet:
 
     def command(self, host: int, **cmd) -> None:
         proc = self.procs[host]
-        proc.stdin.write((json.dumps(cmd) + "\n").encode())
-        proc.stdin.flush()
+        with self._write:
+            proc.stdin.write((json.dumps(cmd) + "\n").encode())
+            proc.stdin.flush()
 
     def stats(self, timeout_s: float = 5.0) -> dict[int, dict]:
         for host in self.procs:

@@ -1,10 +1,17 @@
 """Run a workload with host agents under a fault schedule, once per transport.
 
-For each transport of the scenario (e.g. `mrc`, then `single-path`) on the same network:
+For each transport of the scenario (e.g. `mrc`, then `roce-8`) on the same network:
 start fresh agents, start the fault timeline, play the workload's phases (a phase starts
 when the previous one was delivered, verified and acknowledged), restore whatever a
 fault left down, gather the agents' counters, stop them. Transfers that do not finish
 before the scenario's timeout count as failed, as a crashed job would.
+
+The fabric's switches are programmed with static source-routed tables and run no
+routing protocol, so for the baseline transports the fault timeline also plays the
+routing protocol's part: right after each fault step, every host whose routing would
+hear of it gets a `route` command (experiments/reroute.py says which paths, and whether
+local or remote); its agent applies the kind's delay. MRC agents get none: MRC finds
+dead paths by its own packets.
 """
 
 from __future__ import annotations
@@ -15,7 +22,9 @@ from pathlib import Path
 
 from experiments.agents import AgentSet
 from experiments.faults import Action, FaultInjector
+from experiments.reroute import route_events
 from experiments.workloads import Transfer
+from hosts.protocol import BASELINE_QPS
 
 
 @dataclass
@@ -65,7 +74,8 @@ def run_transport(net, fabric, transport: str, phases: list[list[Transfer]],
         agents.wait_ready()
         start = time.monotonic()
         run = TransportRun(transport, start, event_files=agents.event_files)
-        injector = FaultInjector(actions, apply_fault)
+        injector = FaultInjector(actions, with_routing(apply_fault, agents, fabric)
+                                 if transport in BASELINE_QPS else apply_fault)
         injector.start(start)
         deadline = start + timeout_s
         for index, phase in enumerate(phases):
@@ -83,6 +93,17 @@ def run_transport(net, fabric, transport: str, phases: list[list[Transfer]],
         if injector is not None:
             injector.stop()
         agents.stop()
+
+
+def with_routing(apply_fault, agents: AgentSet, fabric):
+    """`apply_fault`, then tell each host what its routing learns of the step."""
+
+    def apply(action: Action) -> None:
+        apply_fault(action)
+        for event in route_events(action, fabric):
+            agents.command(event.host, **event.command())
+
+    return apply
 
 
 def _play_phase(agents: AgentSet, phase: list[Transfer], index: int, run: TransportRun,

@@ -1,7 +1,7 @@
 """The host agent process: `python3 -m hosts.agent --config <per-host JSON>`.
 
 It runs inside a host's namespace, one UDP socket per plane interface, and moves real
-messages with a transport (`mrc`, its variants, or `single-path`) whose protocol logic
+messages with a transport (`mrc`, its variants, or the RoCE-like baseline) whose protocol logic
 lives in pure modules (hosts/endpoint.py and below). The event loop waits on the plane
 sockets, rtnetlink carrier events, the control channel and the transport's next timer.
 
@@ -13,6 +13,10 @@ Control channel: JSON lines on stdin (commands) and stdout (answers and notifica
     -> {"cmd": "stats"}   <- {"event": "stats", ...counters}
     -> {"cmd": "paths", "dst": 3}   <- {"event": "paths", "peers": {"3": [{"ev": ...,
        "plane": 0, "path": 1, "state": "GOOD", "active": true}, ...]}}   (dst optional)
+    -> {"cmd": "route", "kind": "remote-down", "paths": [[3, 0, 1], [2, 0, 1]]}
+       what the fabric's routing tells this host (experiments/reroute.py): paths as
+       [destination, plane, spine or null] gone or back; the baseline's queue pairs
+       follow after the kind's delay (hosts/baseline.py), MRC takes no notice
     -> {"cmd": "quit"}
 
 A message to send is made from its seed (hosts/payload.py), and a delivered one checked
@@ -173,6 +177,10 @@ class Agent:
                 states = self.endpoint.path_states(None if dst is None else int(dst))
                 self.emit({"event": "paths",
                            "peers": {str(peer): evs for peer, evs in states.items()}})
+            elif kind == "route":
+                paths = [(int(dst), int(plane), None if spine is None else int(spine))
+                         for dst, plane, spine in cmd["paths"]]
+                self.endpoint.route_event(str(cmd["kind"]), paths, time.monotonic())
             elif kind == "quit":
                 self.running = False
             else:

@@ -288,10 +288,14 @@ class Endpoint:
         key = (peer, conn_id, qp)
         receiver = self.receivers.get(key)
         if receiver is None:
+            # The QPs of a connection fill the same message buffers (their first's).
+            first = self._receiver(peer, conn_id) if qp else None
             receiver = Receiver(peer, conn_id,
                                 lambda msg_id, data, peer=peer: self.on_delivered(peer, msg_id,
                                                                                   data),
-                                in_order=bool(self.qps), first_psn=qp << QP_PSN_SHIFT)
+                                in_order=bool(self.qps), first_psn=qp << QP_PSN_SHIFT,
+                                messages=first.messages if first else None,
+                                delivered=first.delivered if first else None)
             self.receivers[key] = receiver
         return receiver
 

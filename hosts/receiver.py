@@ -17,7 +17,10 @@ first such packet of a gap is answered at once with a NACK of reason `GAP` whose
 carries the expected PSN (`cum_psn`), as a RoCE responder answers the first
 out-of-sequence packet with a "PSN sequence error" NAK; the packets after it are
 dropped without an answer until the expected one arrives, so one loss costs one NACK.
-A queue pair's PSNs start at `first_psn` (its number in the PSN's top byte).
+A queue pair's PSNs start at `first_psn` (its number in the PSN's top byte). The
+queue pairs of one connection carry slices of the same messages, so their receivers
+share one set of message buffers (`messages`, `delivered`): a message is delivered
+when every slice has arrived, whichever QP brought the last.
 """
 
 from __future__ import annotations
@@ -54,15 +57,17 @@ class Receiver:
     """
 
     def __init__(self, peer: int, conn_id: int, on_delivered: DeliveredCallback,
-                 in_order: bool = False, first_psn: int = 0):
+                 in_order: bool = False, first_psn: int = 0,
+                 messages: dict[int, MessageBuffer] | None = None,
+                 delivered: set[int] | None = None):
         self.peer, self.conn_id = peer, conn_id
         self.on_delivered = on_delivered
         self.in_order = in_order
         self.cum = first_psn  # every PSN below has arrived
         self.nak_for: int | None = None  # the expected PSN last NACKed (in_order)
         self.bits = 0  # bit i set: PSN cum + i has arrived (bit 0 is always clear)
-        self.messages: dict[int, MessageBuffer] = {}
-        self.delivered: set[int] = set()
+        self.messages: dict[int, MessageBuffer] = {} if messages is None else messages
+        self.delivered: set[int] = set() if delivered is None else delivered
         self.ecn_marks = 0  # CE-marked data packets since the last SACK body
         self.stats = {"data_rx": 0, "duplicates": 0, "trimmed_rx": 0, "out_of_order_drops": 0,
                       "messages_delivered": 0, "rx_bytes": 0, "ce_rx": 0, "inconsistent": 0,

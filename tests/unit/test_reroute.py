@@ -8,6 +8,7 @@ import pytest
 
 from experiments.faults import Action
 from experiments.reroute import RouteEvent, route_events
+from experiments.workload_run import with_routing
 from hosts.baseline import LOCAL_FAILOVER_S, RoceSender, Routes, route_delay
 from hosts.config import ProtocolConfig
 from topologies.model import load_topology
@@ -159,3 +160,28 @@ def test_the_hosts_own_port_losing_carrier_is_local():
     routes.local_plane(plane, False, 0.2)
     assert moved_at(sender, 0.2) == pytest.approx(0.2 + LOCAL_FAILOVER_S, abs=0.001)
     assert sender.path_of(sender.ev)[0] != plane
+
+
+# ---------------------------------------------------------------------- the fault injector
+class Agents:
+    """What with_routing needs of an AgentSet: a command per host, recorded."""
+
+    def __init__(self):
+        self.sent = []
+
+    def command(self, host, **cmd):
+        self.sent.append((host, cmd))
+
+
+def test_each_fault_step_is_applied_then_told_to_the_hosts_routing():
+    applied, agents = [], Agents()
+    apply = with_routing(applied.append, agents, FABRIC)
+    flap = Action(1.0, False, "link-flap", ("p0t0r0", "p0t1s0"))
+    apply(flap)
+    assert applied == [flap]
+    assert [(h, c["kind"]) for h, c in agents.sent] == [
+        (0, "local-down"), (1, "local-down"), (2, "remote-down"), (3, "remote-down")]
+    assert agents.sent[2][1] == route_events(flap, FABRIC)[2].command()
+    agents.sent.clear()
+    apply(Action(2.0, False, "blackhole", ("p0t1s1",)))
+    assert agents.sent == []
