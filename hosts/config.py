@@ -20,6 +20,8 @@ AUTO_EVS_PER_PATH = 4
 AUTO_MIN_EVS_PER_PLANE = 8
 MAX_EVS_PER_CONNECTION = 256
 
+CC_KINDS = ("nscc", "delay", "off")  # the congestion windows of hosts/cc.py
+
 
 class ConfigError(ValueError):
     """A protocol setting with an unknown name or a value out of range."""
@@ -47,15 +49,23 @@ class ProtocolConfig:
     ack_every: int = 8  # in-order data packets one SACK may answer (within a receive batch)
     reconvergence_s: float = 1.0  # single-path: emulated routing reconvergence delay
     pace: bool = True  # pace each plane at its link rate (no local queue overflow)
-    cc: bool = True  # delay-based congestion window (hosts/cc.py) below `window`
+    # Congestion window below `window` (hosts/cc.py): nscc, delay or off (true and
+    # false, as older scenario files say, mean nscc and off).
+    cc: str = "nscc"
     cwnd_initial: int = 16
-    target_delay_s: float = 0.008  # queueing delay the window aims to stay under
+    nscc_target_rtts: float = 1.0  # nscc: high delay is more queueing than this many base RTTs
+    nscc_target_min_s: float = 0.0002  # nscc: ... and more than this
+    target_delay_s: float = 0.008  # delay: queueing delay the window aims to stay under
     packet_events: bool = False  # also log "send" and "ack" per packet (slow; debugging)
 
     def __post_init__(self) -> None:
+        if isinstance(self.cc, bool):
+            object.__setattr__(self, "cc", "nscc" if self.cc else "off")
         for f in fields(self):
             value, default = getattr(self, f.name), f.default
-            if isinstance(default, bool):
+            if isinstance(default, str):
+                ok = isinstance(value, str)
+            elif isinstance(default, bool):
                 ok = isinstance(value, bool)
             elif isinstance(default, int):
                 ok = isinstance(value, int) and not isinstance(value, bool)
@@ -64,6 +74,9 @@ class ProtocolConfig:
             if not ok:
                 raise ConfigError(f"protocol.{f.name}: must be {type(default).__name__} "
                                   f"(got {value!r})")
+        if self.cc not in CC_KINDS:
+            raise ConfigError(f"protocol.cc: must be one of {', '.join(CC_KINDS)} "
+                              f"(got {self.cc!r})")
         positive = ("window", "ack_every", "cwnd_initial", "reorder_tolerance")
         for name in positive:
             if getattr(self, name) < 1:
@@ -80,11 +93,15 @@ class ProtocolConfig:
             raise ConfigError(f"protocol.evs_per_plane: at most {MAX_EVS_PER_CONNECTION} "
                               f"EVs per connection (got {self.evs_per_plane!r})")
         timers = ("reorder_min_s", "plane_reorder_min_s", "rto_min_s", "rto_initial_s", "rto_max_s",
-                  "probe_initial_s", "probe_max_s", "tick_s", "target_delay_s")
+                  "probe_initial_s", "probe_max_s", "tick_s", "target_delay_s",
+                  "nscc_target_min_s")
         for name in timers:
             if not getattr(self, name) > 0:
                 raise ConfigError(f"protocol.{name}: must be a positive number of seconds "
                                   f"(got {getattr(self, name)!r})")
+        if not self.nscc_target_rtts > 0:
+            raise ConfigError(f"protocol.nscc_target_rtts: must be a positive number of base "
+                              f"RTTs (got {self.nscc_target_rtts!r})")
         if self.reconvergence_s < 0:
             raise ConfigError(f"protocol.reconvergence_s: must not be negative "
                               f"(got {self.reconvergence_s!r})")

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from operator import attrgetter
 
 from hosts import protocol, wire
-from hosts.cc import DelayWindow
+from hosts.cc import make_window
 from hosts.config import ProtocolConfig
 from hosts.evset import ASSUMED_BAD, GOOD, SKIP, Ev, EvSet, PathKey
 from hosts.protocol import make_ev
@@ -124,8 +124,8 @@ class Sender:
         self.unsent: deque[Message] = deque()  # messages with packets never sent
         self.retx: deque[Packet] = deque()
         self.inflight = 0
-        self.cwnd = DelayWindow(config.cwnd_initial, config.window, config.target_delay_s,
-                                config.cc)
+        self.cwnd = make_window(config)
+        self._ecn_psn = -1  # the PSN whose SACK echoed ECN, until its ack reaches the window
         self.srtt = 0.0
         self.rttvar = 0.0
         self.next_check = 0.0
@@ -282,9 +282,18 @@ class Sender:
 
     def on_sack(self, hdr: wire.Header, ctl: wire.Control, now: float) -> None:
         self.remote_ports(ctl.port_state, now)
+        ecn = bool(hdr.flags & protocol.F_ECN_ECHO)
+        # The echo is about the packet this SACK answers: the window hears it with
+        # that packet's RTT (ECN and delay together), or alone if it was acked before.
+        self._ecn_psn = hdr.psn if ecn else -1
+        self._on_sack(hdr, ctl, now)
+        if self._ecn_psn >= 0:
+            self._ecn_psn = -1
+            self.cwnd.on_ack(None, True, now)
+
+    def _on_sack(self, hdr: wire.Header, ctl: wire.Control, now: float) -> None:
         if hdr.flags & protocol.F_ECN_ECHO:
             self.stats["ecn_echoes"] += 1
-            self.cwnd.on_congestion(now)
             ev = self.evs.by_ev.get(ctl.echo_ev)
             if ev is not None:
                 ev.ecn_marks += 1
@@ -356,9 +365,14 @@ class Sender:
             ev.inflight -= 1
             self.inflight -= 1
             ev.last_ack = now
+            ecn = psn == self._ecn_psn
+            if ecn:
+                self._ecn_psn = -1
             if pkt.retries == 0:
                 self._rtt(ev, now - pkt.sent_at)
-                self.cwnd.on_rtt(now - pkt.sent_at, now)
+                self.cwnd.on_ack(now - pkt.sent_at, ecn, now)
+            else:
+                self.cwnd.on_ack(None, ecn, now)  # which transmission it answers is unknown
             newly.append(pkt)
         else:
             self.stats["stale_acks"] += 1  # the original arrived after it was taken back
@@ -410,6 +424,7 @@ class Sender:
 
     def _loss(self, pkt: Packet, ev: Ev, now: float, reason: str) -> None:
         self._take_back(pkt, front=False)
+        self.cwnd.on_loss(now)
         ev.losses += 1
         if ev.state not in (GOOD, SKIP):
             return
@@ -435,7 +450,7 @@ class Sender:
     def on_nack(self, hdr: wire.Header, ctl: wire.Control, now: float) -> None:
         self.remote_ports(ctl.port_state, now)
         self.stats["nacks"] += 1
-        self.cwnd.on_congestion(now)
+        self.cwnd.on_nack(now)
         pkt = self.packets.get(hdr.psn)
         ev = self.evs.by_ev.get(ctl.echo_ev)
         self.on_event({"t": now, "event": "nack", "psn": hdr.psn, "ev": ctl.echo_ev,

@@ -55,8 +55,9 @@ TRANSFERS8 = [(s, d, 0) for s in range(len(FABRIC8.hosts)) for d in range(len(FA
 
 
 def run(transport, chaos, outages, seed, size, path_chaos=None, fabric=FABRIC,
-        transfers=TRANSFERS):
-    net = SimNet(fabric, transport, chaos, outages, seed, path_chaos=path_chaos or {})
+        transfers=TRANSFERS, protocol=None):
+    net = SimNet(fabric, transport, chaos, outages, seed, path_chaos=path_chaos or {},
+                 protocol=protocol or {})
     for src, dst, msg_id in transfers:
         net.send(src, dst, msg_id, size)
     net.run(120.0, lambda: net.all_done(transfers))
@@ -227,3 +228,16 @@ def test_a_reinstated_path_carries_data_again():
     assert_all_delivered(net, [(0, 3, 1)])
     healed, other = net.data_on_path[(0, 0)], net.data_on_path[(0, 1)]
     assert healed > 0.6 * other, net.data_on_path
+
+
+@pytest.mark.parametrize("chaos", [Chaos(), Chaos(ecn=0.1), Chaos(jitter_s=0.002, ecn=0.05)])
+def test_nscc_runs_as_fast_as_the_delay_window(chaos):
+    # The simulated network has no queues, so the window decides little here: NSCC as
+    # the default must not cost time against the delay window it replaced (5%), and
+    # scattered ECN marks without queueing delay (NSCC holds) must not slow it down.
+    took = {}
+    for cc in ("nscc", "delay"):
+        net = run("mrc", chaos, [], 3, 200_000, protocol={"cc": cc})
+        assert_all_delivered(net)
+        took[cc] = net.now
+    assert took["nscc"] <= 1.05 * took["delay"], took
