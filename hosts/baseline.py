@@ -195,6 +195,8 @@ class RoceSender:
         self._first_qp = 0  # the QP of the next message's first slice
         self._rr = 0
         self._now = 0.0
+        self._wanted: set[int] = set()  # timer_at()'s answers for the event loop
+        self._resend = False
         self.srtt = 0.0
         self.rttvar = 0.0
         self.stats = {"data_tx": 0, "retransmits": 0, "acked": 0, "timeouts": 0, "reroutes": 0,
@@ -236,28 +238,38 @@ class RoceSender:
     def _sendable(self, qp: QueuePair) -> bool:
         return qp.window_open(self.config.window) and qp.send_at <= self._now
 
-    def has_work(self) -> bool:
-        """Something to send that only pacing holds back (not a window nor a QP's
-        DCQCN rate), as of the last timer_at() or poll()."""
-        return any(self._sendable(qp) for qp in self.qps)
-
-    def wanted_planes(self) -> list[int]:
-        return sorted({ev_plane(qp.ev) for qp in self.qps if self._sendable(qp)})
-
+    # The event loop asks timer_at(), then has_work(), wanted_planes() and resending,
+    # every turn and for every connection: one pass over the QPs in timer_at() answers
+    # all four.
     def timer_at(self, now: float) -> float:
         """When poll() should look again: the next tick, or sooner when a QP's rate
         lets its next packet go."""
-        self._now = now
         wake = now + self.config.tick_s
+        window = self.config.window
+        wanted, resend = set(), False
         for qp in self.qps:
-            if qp.window_open(self.config.window) and now < qp.send_at < wake:
-                wake = qp.send_at
+            if qp.next < len(qp.packets) and qp.next - qp.base < window:
+                if qp.send_at <= now:
+                    wanted.add(ev_plane(qp.ev))
+                    resend = resend or qp.next == qp.base < qp.resend_until
+                elif qp.send_at < wake:
+                    wake = qp.send_at
+        self._wanted, self._resend = wanted, resend
         return wake
+
+    def has_work(self) -> bool:
+        """Something to send that only pacing holds back (not a window nor a QP's
+        DCQCN rate), as of the last timer_at()."""
+        return bool(self._wanted)
+
+    def wanted_planes(self) -> list[int]:
+        """The planes of the QPs that have something to send, as of the last timer_at()."""
+        return sorted(self._wanted)
 
     @property
     def resending(self) -> bool:
-        """The next packet restarts a go-back-N round."""
-        return any(qp.next == qp.base < qp.resend_until for qp in self.qps)
+        """A QP's next packet restarts a go-back-N round, as of the last timer_at()."""
+        return self._resend
 
     # ------------------------------------------------------------------ sending
     def poll(self, now: float, plane_ready=lambda p: True, budget: int = 64,
@@ -272,10 +284,15 @@ class RoceSender:
         out = []
         n = len(self.qps)
         self._rr = (self._rr + 1) % n
+        window = self.config.window
         for i in range(n):
             qp = self.qps[(self._rr + i) % n]
+            if qp.base == len(qp.packets):
+                continue  # idle: its DCQCN timer catches up when it next sends
             if qp.next > qp.base and now - qp.sent_at > self._rto(qp):
                 self._timeout(qp, now)
+            if qp.send_at > now or qp.next - qp.base >= window:
+                continue
             self._dcqcn_steps(qp, now)
             plane = ev_plane(qp.ev)
             while budget > 0 and self._sendable(qp):
