@@ -128,7 +128,8 @@ class Routes:
 class QueuePair:
     """One QP of a connection: its packets, go-back-N state, path and DCQCN rate."""
 
-    __slots__ = ("index", "first_psn", "packets", "base", "next", "resend_until", "sent_at",
+    __slots__ = ("index", "first_psn", "packets", "sent", "base", "next", "resend_until",
+                 "sent_at",
                  "retries", "hash", "ev", "rate", "target", "alpha", "timer", "last_cut",
                  "steps", "send_at")
 
@@ -136,6 +137,7 @@ class QueuePair:
         self.index = index
         self.first_psn = index << QP_PSN_SHIFT
         self.packets: list[tuple[int, int, int, int, bool]] = []  # msg, off, len, size, last
+        self.sent: list[float] = []  # when each packet was last sent (for RTT samples)
         self.base = 0  # oldest unacknowledged packet (index into packets)
         self.next = 0  # next packet to send
         self.resend_until = 0  # packets below this one are retransmissions
@@ -317,6 +319,10 @@ class RoceSender:
                            "retransmit": retransmit, "peer": self.peer})
         if qp.next == qp.base:
             qp.sent_at = now
+        if qp.next < len(qp.sent):
+            qp.sent[qp.next] = now
+        else:
+            qp.sent.append(now)
         qp.next += 1
         self.stats["data_tx"] += 1
         self.stats["retransmits"] += retransmit
@@ -407,6 +413,7 @@ class RoceSender:
         if hdr.reason != protocol.R_GAP:
             # A trimmed packet (never sent by this transport, but a switch decides):
             # send it, and everything after it, again.
+            qp.resend_until = max(qp.resend_until, qp.next)
             qp.next = max(qp.base, min(qp.next, hdr.psn - qp.first_psn))
             return
         self.stats["nak_rx"] += 1
@@ -421,9 +428,9 @@ class RoceSender:
         """Everything of the QP below `cum` (relative) arrived."""
         if cum <= qp.base or cum > len(qp.packets):
             return
-        if qp.retries == 0 and qp.base >= qp.resend_until:
-            sample = now - qp.sent_at
-            self.srtt, self.rttvar = smooth_rtt(self.srtt, self.rttvar, sample)
+        if cum - 1 >= qp.resend_until and cum - 1 < len(qp.sent):
+            # The newest packet acknowledged was sent once only (Karn): a clean sample.
+            self.srtt, self.rttvar = smooth_rtt(self.srtt, self.rttvar, now - qp.sent[cum - 1])
         for i in range(qp.base, cum):
             msg_id = qp.packets[i][0]
             entry = self.messages[msg_id]

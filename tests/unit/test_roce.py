@@ -252,3 +252,12 @@ def test_the_agents_route_command_reaches_the_endpoint():
     assert routes.dead == {(3, 0, 1), (2, 1, None)}
     agent.command('{"cmd": "route", "kind": "sideways", "paths": []}')
     assert said[0]["event"] == "error" and "sideways" in said[0]["message"]
+
+
+def test_round_trip_samples_are_round_trips_not_gaps_between_acks():
+    net = Wire("roce")
+    net.send(0, 3, 0, 100 * 1200)
+    net.run(10.0, [(0, 3, 0)])
+    sender = net.hosts[0].senders[3]
+    # Packets leave every 0.5 ms (20 Mbit/s); each comes back a round trip later.
+    assert sender.srtt == pytest.approx(2 * DELAY_S, rel=0.2)
