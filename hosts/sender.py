@@ -410,7 +410,10 @@ class Sender:
                 continue
             if pkt.acked or pkt.ev is not ev:
                 continue  # done, or since sent elsewhere
-            if not seen:
+            if not seen and pkt.sent_at < acked.sent_at:
+                # Sent before `acked` and still unacknowledged: passed. A packet resent
+                # on this same EV after `acked` left (a NACKed one) still stands at its
+                # first place in the list, but was not passed.
                 pkt.passed += 1
                 if pkt.passed >= tolerance:
                     lost.append(pkt)

@@ -82,16 +82,15 @@ def test_incast_trims_for_mrc_and_drops_for_mrc_no_trim(incast):
     assert mrc_ports["host_ports"]["ecn_marked"] == no_trim_ports["host_ports"]["ecn_marked"] == 0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "hosts/sender.py retires EVs with no packet lost: a NACKed packet resent on the "
-    "same EV keeps its first place in the EV's outstanding list, so acks of packets "
-    "sent between its two transmissions count it passed and lost (a few dozen EVs "
-    "here, against hundreds for mrc-no-trim)"))
-def test_mrc_retires_no_path_for_congestion(incast):
+def test_mrc_retires_no_path_by_gap_detection_under_congestion(incast):
+    # Trimmed data is NACKed and resent, often on the same EV: acks of packets sent
+    # between its two transmissions must not count it passed and lost. (What retires
+    # here are a few timeouts of the uncontrolled incast, `cc: false`, on the busiest
+    # paths: docs/ebpf-switch.md.)
     _, events, ports = incast["mrc"]
     assert ports["host_ports"]["dropped"] == ports["fabric_ports"]["dropped"] == 0
     retired = [e for e in events if e["event"] == "retire"]
-    assert not retired, f"{len(retired)} EVs retired, e.g. {retired[:3]}"
+    assert not [e for e in retired if e["reason"] != "timeout"], retired[:3]
 
 
 def test_a_full_gray_loss_on_one_path_retires_exactly_its_evs(fabric_with_ebpf, tmp_path):
