@@ -257,7 +257,8 @@ class RoceSender:
                 elif qp.send_at < wake:
                     wake = qp.send_at
         self._wanted, self._resend = wanted, resend
-        return wake
+        due = self.routes.next_due()  # a routing change moves QPs on time, not a tick late
+        return wake if due is None or not now < due < wake else due
 
     def has_work(self) -> bool:
         """Something to send that only pacing holds back (not a window nor a QP's
