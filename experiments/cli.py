@@ -42,6 +42,7 @@ from mininet.cli import CLI
 from controller.tables import switch_tables
 from experiments.agents import AgentError, AgentSet
 from experiments.faults import Action
+from experiments.reroute import route_events
 from experiments.targets import apply_fault
 from hosts.protocol import MAX_MSG_LEN, TRANSPORTS, ev_choice
 from topologies.errors import UserError
@@ -337,6 +338,9 @@ class FabricSession:
     # -------------------------------------------------------------- faults
     def fault(self, action: Action) -> str:
         apply_fault(self.net, self.fabric, action, self.target)
+        if self.agents is not None:  # what each host's routing learns (the baselines move)
+            for event in route_events(action, self.fabric):
+                self.agents.command(event.host, **event.command())
         key = fault_key(action)
         if action.up:
             self.faults.pop(key, None)
