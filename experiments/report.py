@@ -17,6 +17,9 @@ ROWS = [
                                              f"{s['path_events'].get('reinstate', 0)}"),
     ("NACKs (trimmed packets)", lambda s: s["path_events"].get("nack", 0)),
     ("retransmit timeouts", lambda s: s["path_events"].get("timeout", 0)),
+    ("go-back-N NAKs (baseline)", lambda s: s["path_events"].get("nak", 0)),
+    ("queue pairs rerouted / rate cuts (baseline)",
+     lambda s: f"{s['path_events'].get('reroute', 0)} / {s['path_events'].get('rate-cut', 0)}"),
 ]
 # Rows from the eBPF switch ports' counters (present where the program ran):
 # host-facing ports / fabric ports.
