@@ -45,6 +45,7 @@ class ProtocolConfig:
     probe_initial_s: float = 0.05  # first probe of a retired path, then doubling
     probe_max_s: float = 0.8
     probes: bool = True  # mrc-no-probe turns them off: retired EVs stay retired
+    reverse_probe_s: float = 0.005  # EV probes of the reverse set (hosts/reverse.py)
     tick_s: float = 0.002  # timer granularity of the event loop
     ack_every: int = 8  # in-order data packets one SACK may answer (within a receive batch)
     reconvergence_s: float = 1.0  # single-path: emulated routing reconvergence delay
@@ -94,7 +95,7 @@ class ProtocolConfig:
                               f"EVs per connection (got {self.evs_per_plane!r})")
         timers = ("reorder_min_s", "plane_reorder_min_s", "rto_min_s", "rto_initial_s", "rto_max_s",
                   "probe_initial_s", "probe_max_s", "tick_s", "target_delay_s",
-                  "nscc_target_min_s")
+                  "nscc_target_min_s", "reverse_probe_s")
         for name in timers:
             if not getattr(self, name) > 0:
                 raise ConfigError(f"protocol.{name}: must be a positive number of seconds "

@@ -16,6 +16,7 @@ whose queue pairs follow what the fabric's routing tells the host (`route_event(
 
 from __future__ import annotations
 
+import random
 from collections import deque
 from dataclasses import replace
 
@@ -25,6 +26,7 @@ from hosts.config import ProtocolConfig
 from hosts.pacing import Pacer
 from hosts.protocol import BASELINE_QPS, QP_PSN_SHIFT, TRANSPORTS, ev_choice, ev_plane, make_ev
 from hosts.receiver import NO_ANSWER, Receiver
+from hosts.reverse import ReverseEvs
 from hosts.sender import Sender
 from topologies.model import Fabric
 from topologies.paths import choices_per_plane, path_for_ev
@@ -55,7 +57,9 @@ class Endpoint:
         self.routes = Routes(LOCAL_FAILOVER_S, config.reconvergence_s)
         self.control_out: deque = deque()
         self.peers_seen: set[int] = set()
-        self.counters = {"garbage": 0, "unknown_conn": 0, "control_tx": 0}
+        self.counters = {"garbage": 0, "unknown_conn": 0, "control_tx": 0, "reverse_probes": 0}
+        # MRC: the EVs control packets to each peer go on (hosts/reverse.py).
+        self.reverse: dict[int, ReverseEvs] = {}
         self._rr = 0
 
     # ------------------------------------------------------------------ API
@@ -74,6 +78,8 @@ class Endpoint:
             qp = hdr.psn >> QP_PSN_SHIFT if self.qps else 0
             receiver = self._receiver(src, hdr.conn_id, qp)
             answer, flags, reason = receiver.on_data(hdr, payload, ce, now)
+            if not self.qps:
+                self._reverse_set(src).inbound(now)
             if answer == NO_ANSWER:
                 return
             if reason:
@@ -82,8 +88,7 @@ class Endpoint:
             if (answer == protocol.SACK and not flags and not hdr.flags & protocol.F_LAST
                     and self.config.ack_every > 1):
                 # Plain SACKs wait for the end of the receive batch, grouped by the path
-                # they answer (fate sharing: an answer is lost only where its data path
-                # failed), and one SACK answers the whole group if it can.
+                # they answer, and one SACK answers the whole group if it can.
                 key = (src, hdr.conn_id, plane, self._path_index(src, hdr.ev), qp)
                 group = self.pending_acks.get(key)
                 if group is None:
@@ -99,6 +104,9 @@ class Endpoint:
             ctl = receiver.control(hdr.ev, self._port_state)
             self._answer(answer, flags, reason, plane, src, hdr, ctl)
         elif kind == protocol.PROBE:
+            if not self.qps and hdr.conn_id == self._peer_conn_id(src):
+                # The peer probes a path it retired: perhaps only our answers died.
+                self._reverse_set(src).suspect(plane, hdr.ev, now)
             ctl = wire.Control(0, 0, 0, hdr.ev, 0, self.port_state())
             self._answer(protocol.PROBE_REPLY, 0, 0, plane, src, hdr, ctl)
         elif kind == protocol.PLANE_STATUS:
@@ -106,12 +114,19 @@ class Endpoint:
             if sender is not None and isinstance(sender, Sender):
                 sender.remote_ports(ctl.port_state, now)
         else:
+            if (kind == protocol.PROBE_REPLY and not self.qps
+                    and hdr.conn_id == self._peer_conn_id(src)):
+                self._reverse_set(src).on_probe_reply(ev_plane(ctl.echo_ev), ctl.echo_ev, now)
+                return
             sender = self.senders.get(src)
             if sender is None or sender.conn_id != hdr.conn_id:
                 self.counters["unknown_conn"] += 1
                 return
             if kind == protocol.SACK:
                 sender.on_sack(hdr, ctl, now)
+                if isinstance(sender, Sender):
+                    # Our data crossed to the peer on this EV: good for our answers too.
+                    self._reverse_set(src).confirm(ev_plane(ctl.echo_ev), ctl.echo_ev, now)
             elif kind == protocol.NACK:
                 sender.on_nack(hdr, ctl, now)
             elif kind == protocol.PROBE_REPLY:
@@ -122,6 +137,8 @@ class Endpoint:
         for key, (hdr, psns) in self.pending_acks.items():
             self._sack_group(key, hdr, psns)
         self.pending_acks.clear()
+        for peer, reverse in self.reverse.items():
+            self._reverse_probes(peer, reverse, now)
         pacer = self.pacer
         pacer.at(now)
         while self.control_out:
@@ -143,6 +160,10 @@ class Endpoint:
 
     def next_wakeup(self, now: float) -> float | None:
         wake = None
+        for reverse in self.reverse.values():
+            due = reverse.next_due(now)
+            if due is not None:
+                wake = due if wake is None else min(wake, due)
         self.pacer.at(now)
         for sender in self.senders.values():
             if sender.busy:
@@ -301,14 +322,46 @@ class Endpoint:
 
     def _answer(self, kind: int, flags: int, reason: int, plane: int, dst: int,
                 hdr: wire.Header, ctl: wire.Control) -> None:
-        # The answer goes back on the plane it came in on, along the mirror path; if that
-        # plane is down here, on the first plane that is up.
+        # The answer goes back on the plane it came in on (if that plane is down here, on
+        # the first plane that is up), along the mirror of the data path, except where
+        # MRC's reverse EV set (hosts/reverse.py) knows better.
         if not self.local_up[plane]:
             plane = next((p for p, up in enumerate(self.local_up) if up), plane)
         ev = hdr.ev if ev_plane(hdr.ev) == plane else make_ev(plane, ev_choice(hdr.ev))
-        data = wire.encode_control(kind, flags, plane, reason, hdr.conn_id, ev, hdr.msg_id,
-                                   hdr.psn, ctl, hdr.offset, hdr.msg_len)
-        self.control_out.append((plane, dst, ev, data))
+        evs = [ev]
+        if not self.qps:
+            reverse = self._reverse_set(dst)
+            evs = (reverse.reply_evs(plane, ev) if kind == protocol.PROBE_REPLY
+                   else [reverse.answer_ev(plane, ev)])
+        for ev in evs:
+            data = wire.encode_control(kind, flags, plane, reason, hdr.conn_id, ev, hdr.msg_id,
+                                       hdr.psn, ctl, hdr.offset, hdr.msg_len)
+            self.control_out.append((plane, dst, ev, data))
+
+
+    # ------------------------------------------------------------------ reverse EVs
+    def _peer_conn_id(self, peer: int) -> int:
+        """The id of the peer's connection to this host (what its data carries)."""
+        return (peer << 16) | self.me
+
+    def _reverse_set(self, peer: int) -> ReverseEvs:
+        reverse = self.reverse.get(peer)
+        if reverse is None:
+            paths = self.paths_to.get(peer) or choices_per_plane(self.fabric, self.me, peer)
+            rng = random.Random(f"reverse/{self.config.ev_seed}/{self.me}/{peer}")
+            reverse = self.reverse[peer] = ReverseEvs(self.planes, paths,
+                                                      self.config.reverse_probe_s, rng)
+        return reverse
+
+    def _reverse_probes(self, peer: int, reverse: ReverseEvs, now: float) -> None:
+        for ev in reverse.due_probes(now):
+            plane = ev_plane(ev)
+            if not self.local_up[plane]:
+                continue
+            ctl = wire.Control(0, 0, 0, ev, 0, self._port_state)
+            self.control_out.append((plane, peer, ev, wire.encode_control(
+                protocol.PROBE, 0, plane, 0, self._peer_conn_id(peer), ev, 0, 0, ctl)))
+            self.counters["reverse_probes"] += 1
 
 
 def make_endpoint(transport: str, me: int, fabric: Fabric, overrides: dict, on_event,

@@ -7,8 +7,8 @@ on the last hop) and ECN marking. Like the switches, it trims only the DATA of a
 transport that marks it trimmable (hosts/protocol.py DATA_DSCP): where it would trim
 the data of `mrc-no-trim` or `single-path`, it drops it. The chaos may differ per path
 (`path_chaos`, keyed by plane and spine). Paths can be black-holed (every path through
-a T1, or one plane port of a host, seen by its agent as carrier loss or not) from a
-virtual time on, and back.
+a T1, or one plane port of a host, seen by its agent as carrier loss or not; both
+directions or only towards one host) from a virtual time on, and back.
 One seeded RNG and a virtual clock make every run repeatable. Used by the tests and the
 labs; runs tens of thousands of packets a second with no root and no Mininet.
 """
@@ -41,7 +41,8 @@ class Chaos:
 @dataclass
 class Outage:
     """Paths through T1 `spine` of `plane` (or, with host set, that host's plane port)
-    drop everything between `start` and `end`."""
+    drop everything between `start` and `end`; with `to_host` set, only what travels
+    towards that host (a one-way fault: the other direction keeps working)."""
 
     plane: int
     spine: int | None = None
@@ -49,9 +50,12 @@ class Outage:
     start: float = 0.0
     end: float = float("inf")
     local_carrier: bool = False  # a host port going down is seen by its agent
+    to_host: int | None = None
 
     def hits(self, path, now: float) -> bool:
         if not self.start <= now < self.end or path.plane != self.plane:
+            return False
+        if self.to_host is not None and path.dst != self.to_host:
             return False
         if self.host is not None:
             return self.host in (path.src, path.dst)
@@ -154,7 +158,7 @@ class SimNet:
             wakes += [t for o in self.outages for t in (o.start, o.end) if t > self.now]
             if not wakes:
                 break
-            self.now = max(min(wakes), self.now + 1e-6)
+            self.now = min(max(min(wakes), self.now + 1e-6), until)  # never past `until`
             while self.queue and self.queue[0][0] <= self.now:
                 _, _, dst, plane, src, data, ce = heapq.heappop(self.queue)
                 self.hosts[dst].on_datagram(plane, src, data, ce, self.now)

@@ -241,3 +241,47 @@ def test_nscc_runs_as_fast_as_the_delay_window(chaos):
         assert_all_delivered(net)
         took[cc] = net.now
     assert took["nscc"] <= 1.05 * took["delay"], took
+
+
+def one_way_outage_run(transport="mrc"):
+    """h0 -> h3 while spine 0 of plane 0 is dead from 10 to 100 ms, then heals towards
+    h3 only: h0's data crosses it again, h3's answers on the mirror of that path still
+    die. Then a second of quiet and a second message."""
+    outages = [Outage(plane=0, spine=0, start=0.01, end=0.1),
+               Outage(plane=0, spine=0, to_host=0, start=0.1)]
+    net = run(transport, Chaos(), outages, 7, 300_000, transfers=[(0, 3, 0)])
+    assert_all_delivered(net, [(0, 3, 0)])
+    net.run(net.now + 1.0)
+    net.data_on_path.clear()
+    net.send(0, 3, 1, 300_000)
+    net.run(net.now + 10.0, lambda: net.all_done([(0, 3, 1)]))
+    assert_all_delivered(net, [(0, 3, 1)])
+    return net
+
+
+def test_a_path_healed_only_forwards_is_reinstated_and_its_answers_go_around():
+    # The sender retired the path during the outage. Its probes arrive once the
+    # forward direction heals; a reply on the mirror would die, but the reply also
+    # takes the receiver's reverse EV (on the other spine), so the path is reinstated,
+    # and the answers to its data go around too: the forward path is in use again.
+    # (Answering only on the mirror, the path stays retired for good.)
+    net = one_way_outage_run()
+    sender = net.hosts[0].senders[3]
+    assert [e for e in net.events if e["event"] == "reinstate" and e["host"] == 0]
+    assert (0, 0) not in sender.evs.bad
+    assert net.data_on_path[(0, 0)] > 0.6 * net.data_on_path[(0, 1)], net.data_on_path
+    reverse = net.hosts[3].reverse[0]
+    assert reverse.evs[0] is not None and reverse.path(reverse.evs[0]) == 1
+    assert 0 in reverse.suspect_paths[0]
+    assert net.hosts[3].stats()["reverse_probes"] > 0
+
+
+@settings(max_examples=15, **PROFILE)
+@given(chaos=chaos.filter(lambda c: c.loss < 0.02), seed=st.integers(1, 1000),
+       outages=st.lists(st.builds(Outage, plane=st.integers(0, 1), spine=st.integers(0, 1),
+                                  to_host=st.integers(0, HOSTS - 1),
+                                  start=st.floats(0, 0.05)), max_size=2))
+def test_one_way_spine_faults_lose_nothing(chaos, seed, outages):
+    net = run("mrc", chaos, outages, seed, 20_000)
+    assert_all_delivered(net)
+    clean_wave(net)

@@ -1,0 +1,130 @@
+"""The reverse EV set of one peer: the EVs this host sends its control packets on.
+
+Faults can be one-way. An answer (SACK, NACK, PROBE_REPLY) that always took the
+mirror of the data path it answers would die on a path whose forward direction works
+and whose reverse is dead; the peer would retire the healthy forward path, and keep it
+retired, since the replies to its probes would die the same way. The paper (section
+2.4, "Reverse Paths") keeps a small reverse EV set, at least one EV per plane, known to
+work in this direction. So does this module:
+
+- when this host also sends data to the peer, every SACK for it confirms the EV the
+  data went on (it crossed towards the peer and was answered);
+- otherwise, while data from the peer keeps arriving (from one `reverse_probe_s` after
+  the first), one EV probe per plane and `reverse_probe_s`, on an EV drawn at random:
+  its PROBE_REPLY confirms it.
+
+Answers to data take the mirror of their data path by default (so an answer is lost
+only where its data path failed, and one dead spine never takes the answers of the
+plane's other paths with it), except on a path the peer has shown it believes dead: a
+PROBE arriving on it (the forward direction works, so its reverse is suspect). Such a
+path's answers, and every PROBE_REPLY, go on the plane's confirmed reverse EV; a
+confirmation of an EV on the suspect path itself clears it. Pure logic: the endpoint
+(hosts/endpoint.py) sends the probes and picks the EVs.
+"""
+
+from __future__ import annotations
+
+import random
+
+from hosts.protocol import EV_CHOICE_MASK, ev_choice, make_ev
+
+
+class ReverseEvs:
+    __slots__ = ("planes", "paths", "rng", "evs", "confirmed_at", "next_probe", "pending",
+                 "inbound_at", "interval", "suspect_paths")
+
+    def __init__(self, planes: int, paths: int, interval: float, rng: random.Random):
+        self.planes, self.paths, self.rng, self.interval = planes, max(1, paths), rng, interval
+        self.evs: list[int | None] = [None] * planes  # the plane's confirmed EV, if any
+        self.confirmed_at = [float("-inf")] * planes
+        self.next_probe = [0.0] * planes
+        self.pending: set[int] = set()  # EVs probed and not answered yet
+        self.inbound_at = float("-inf")  # when data from the peer last arrived
+        # Paths (per plane) whose reverse direction is suspect: answers avoid them.
+        self.suspect_paths: list[set[int]] = [set() for _ in range(planes)]
+
+    def path(self, ev: int) -> int:
+        return ev_choice(ev) % self.paths
+
+    def answer_ev(self, plane: int, mirror: int) -> int:
+        """The EV an answer to data that came on `mirror` goes on: the mirror, unless
+        its path is suspect and the plane has a confirmed EV elsewhere."""
+        suspect = self.suspect_paths[plane]
+        if self.path(mirror) in suspect:
+            ev = self.evs[plane]
+            if ev is not None and self.path(ev) not in suspect:
+                return ev
+        return mirror
+
+    def reply_evs(self, plane: int, mirror: int) -> list[int]:
+        """The EVs a PROBE_REPLY goes on: the mirror of the probed path and the plane's
+        confirmed EV, if it takes another path. Either may be the one that works (the
+        probed path's reverse may be dead; the confirmed EV may have died since), and
+        probes are rare enough to answer twice."""
+        ev = self.evs[plane]
+        if ev is None or self.path(ev) == self.path(mirror):
+            return [mirror]
+        return [mirror, ev]
+
+    def confirm(self, plane: int, ev: int, now: float) -> None:
+        """`ev` is known to carry packets to the peer now."""
+        self.evs[plane] = ev
+        self.confirmed_at[plane] = now
+        self.pending.discard(ev)
+        self.suspect_paths[plane].discard(self.path(ev))
+
+    def on_probe_reply(self, plane: int, ev: int, now: float) -> bool:
+        """A PROBE_REPLY: True if it answered one of this set's probes."""
+        if ev not in self.pending:
+            return False
+        self.confirm(plane, ev, now)
+        return True
+
+    def inbound(self, now: float) -> None:
+        if self.inbound_at == float("-inf"):
+            # The first probes wait an interval: a connection shorter than that does
+            # well on the mirrors, and needs no probes at all.
+            self.next_probe = [self._grid(now)] * self.planes
+        self.inbound_at = now
+
+    def _grid(self, now: float) -> float:
+        # On a grid of the interval: the probes of every peer and plane fall due
+        # together, so they cost the event loop one wake-up, not one each.
+        return (now // self.interval + 1) * self.interval
+
+    def suspect(self, plane: int, ev: int, now: float) -> None:
+        """The peer probed `ev`'s path: it arrived, so the forward direction works and
+        the peer believes the path dead: its reverse direction is suspect. The plane
+        is probed now (at most once per interval) for a confirmed reverse EV."""
+        self.suspect_paths[plane].add(self.path(ev))
+        self.next_probe[plane] = min(self.next_probe[plane], now)
+        self.confirmed_at[plane] = float("-inf")  # probe the plane now, confirmed or not
+        self.inbound_at = max(self.inbound_at, now)
+
+    def due_probes(self, now: float) -> list[int]:
+        """EVs to probe now: one per plane not confirmed within the interval, while
+        data from the peer arrived within it."""
+        if now - self.inbound_at > self.interval:
+            return []
+        due = []
+        for plane in range(self.planes):
+            if now < self.next_probe[plane] or now - self.confirmed_at[plane] < self.interval:
+                continue
+            self.next_probe[plane] = self._grid(now)
+            ev = self._random_ev(plane)
+            self.pending.add(ev)
+            due.append(ev)
+        if len(self.pending) > 4 * self.planes:  # unanswered probes are forgotten
+            self.pending = set(due)
+        return due
+
+    def next_due(self, now: float) -> float | None:
+        """When a probe falls due next, if one can (for the event loop's timeout)."""
+        if now - self.inbound_at > self.interval:
+            return None
+        soonest = min(max(self.next_probe[p], self.confirmed_at[p] + self.interval)
+                      for p in range(self.planes))
+        return soonest if soonest <= self.inbound_at + self.interval else None
+
+    def _random_ev(self, plane: int) -> int:
+        return make_ev(plane, self.rng.randrange(EV_CHOICE_MASK + 1))

@@ -1,0 +1,44 @@
+"""The reverse EV set (hosts/reverse.py): which EV an answer or a probe reply takes."""
+
+from __future__ import annotations
+
+import random
+
+from hosts.protocol import ev_plane, make_ev
+from hosts.reverse import ReverseEvs
+
+
+def reverse_set() -> ReverseEvs:
+    return ReverseEvs(planes=2, paths=2, interval=0.005, rng=random.Random(1))
+
+
+def test_answers_take_the_mirror_until_its_path_is_suspect():
+    rev = reverse_set()
+    mirror, other = make_ev(0, 4), make_ev(0, 7)  # paths 0 and 1 of plane 0
+    assert rev.answer_ev(0, mirror) == mirror  # nothing known: the mirror
+    rev.confirm(0, other, 0.0)
+    assert rev.answer_ev(0, mirror) == mirror  # the mirror is not suspect
+    rev.suspect(0, mirror, 0.1)  # the peer probed path 0: its reverse may be dead
+    assert rev.answer_ev(0, mirror) == other
+    assert rev.reply_evs(0, mirror) == [mirror, other]  # a probe reply goes both ways
+    rev.confirm(0, make_ev(0, 2), 0.2)  # path 0 works towards the peer again
+    assert rev.answer_ev(0, mirror) == mirror and not rev.suspect_paths[0]
+
+
+def test_probes_while_data_arrives_one_per_plane_and_interval():
+    rev = reverse_set()
+    assert rev.due_probes(0.0) == []  # no data from the peer: no probes
+    assert rev.next_due(0.0) is None
+    rev.inbound(0.001)
+    assert rev.due_probes(0.001) == []  # a connection shorter than an interval: none
+    assert rev.next_due(0.001) == 0.005
+    rev.inbound(0.0045)
+    probes = rev.due_probes(0.005)
+    assert sorted(ev_plane(ev) for ev in probes) == [0, 1]
+    assert rev.due_probes(0.006) == []  # within the interval
+    assert rev.on_probe_reply(0, probes[0], 0.007) and rev.evs[0] == probes[0]
+    assert not rev.on_probe_reply(0, make_ev(0, 99), 0.007)  # not a probe of this set
+    rev.inbound(0.009)
+    assert rev.next_due(0.009) == 0.01
+    assert [ev_plane(ev) for ev in rev.due_probes(0.01)] == [1]  # plane 0 is confirmed
+    assert rev.next_due(0.2) is None  # the data stopped: no more probes
