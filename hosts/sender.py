@@ -65,7 +65,7 @@ class SenderError(ValueError):
 
 class Packet:
     __slots__ = ("psn", "msg", "offset", "length", "last", "ev", "sent_at", "retries",
-                 "acked", "passed", "queued")
+                 "acked", "passed", "queued", "tx_seq")
 
     def __init__(self, psn: int, msg: Message, offset: int, length: int, last: bool):
         self.psn, self.msg, self.offset, self.length, self.last = psn, msg, offset, length, last
@@ -75,6 +75,7 @@ class Packet:
         self.acked = False
         self.passed = 0  # later packets on the same EV acknowledged before it
         self.queued = False
+        self.tx_seq = 0  # order of its latest transmission among the connection's
 
 
 class Message:
@@ -124,6 +125,7 @@ class Sender:
         self.unsent: deque[Message] = deque()  # messages with packets never sent
         self.retx: deque[Packet] = deque()
         self.inflight = 0
+        self.tx_count = 0  # transmissions so far (Packet.tx_seq)
         self.cwnd = make_window(config)
         self._ecn_psn = -1  # the PSN whose SACK echoed ECN, until its ack reaches the window
         self.srtt = 0.0
@@ -237,6 +239,9 @@ class Sender:
     def _transmit(self, pkt: Packet, ev: Ev, now: float) -> bytes:
         flags = (protocol.F_LAST if pkt.last else 0) | (protocol.F_RETRANSMIT if pkt.retries else 0)
         pkt.ev, pkt.sent_at, pkt.passed = ev, now, 0
+        # Transmission order, not send time: packets of one poll share a timestamp.
+        self.tx_count += 1
+        pkt.tx_seq = self.tx_count
         ev.last_sent = now
         ev.inflight += 1
         ev.outstanding.append(pkt)
@@ -410,7 +415,7 @@ class Sender:
                 continue
             if pkt.acked or pkt.ev is not ev:
                 continue  # done, or since sent elsewhere
-            if not seen and pkt.sent_at < acked.sent_at:
+            if not seen and pkt.tx_seq < acked.tx_seq:
                 # Sent before `acked` and still unacknowledged: passed. A packet resent
                 # on this same EV after `acked` left (a NACKed one) still stands at its
                 # first place in the list, but was not passed.

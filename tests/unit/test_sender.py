@@ -207,6 +207,24 @@ def test_gap_beyond_reorder_tolerance_on_one_ev_is_a_loss():
     assert psn_of(plane0[0]) in {psn_of(p) for p in conn.send(0.011)}
 
 
+def test_a_packet_resent_on_the_same_ev_is_not_passed_by_acks_of_older_packets():
+    # One EV: a trimmed packet is resent on it after later packets were sent; their
+    # acks pass its first transmission, not its resend, so nothing is lost.
+    conn = Loopback(ProtocolConfig(window=64, evs_per_plane=1, mtu_payload=100, cc=False,
+                                   ev_min_active=0), planes=1, paths=1)
+    conn.sender.send_message(0, bytes(600), 0.0)
+    first = conn.send(0.0)
+    conn.deliver(first[0], 0.001, trimmed=True)
+    assert conn.send(0.002) == []  # the EV is skipped once
+    (resend,) = conn.send(0.0025)
+    assert psn_of(resend) == psn_of(first[0])
+    for packet in first[1:]:
+        conn.deliver(packet, 0.003)
+    assert not conn.kinds("retire") and conn.sender.stats["losses"] == 0
+    conn.deliver(resend, 0.004)
+    assert conn.completed == [0]
+
+
 def test_packet_sent_well_before_one_acked_elsewhere_is_late():
     conn = Loopback(CFG)
     conn.sender.send_message(0, bytes(100), 0.0)
