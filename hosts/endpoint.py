@@ -5,7 +5,8 @@ the same way: `send_message()`, `on_datagram()` for every datagram received (wit
 plane it came in on and whether it was CE-marked), `poll()` for what to send now
 (plane, destination host, EV, bytes, is DATA), `next_wakeup()` for the event loop's
 timeout, and `set_local_plane()` when a NIC port loses or regains carrier. It paces each
-plane at its link rate, so the host's own queues never overflow.
+plane at its link rate, so the host's own queues never overflow. MRC answers take the EVs
+of the reverse EV set of their peer (hosts/reverse.py), whose probes it sends.
 
 Transports (hosts/protocol.py TRANSPORTS): `mrc`; `mrc-no-probe`, whose senders never
 probe (`probes` off), so a retired path never comes back; `mrc-no-trim`, whose data
