@@ -49,9 +49,9 @@ from hosts.config import ProtocolConfig
 from hosts.protocol import QP_PSN_SHIFT, ev_choice, ev_plane, make_ev
 from hosts.sender import SenderError, smooth_rtt
 
-# How long a failure next to the forwarding switch takes to move traffic (ECMP failover
-# in hardware); a remote failure takes ProtocolConfig.reconvergence_s.
-LOCAL_FAILOVER_S = 0.005
+# How long routing takes to move traffic: ProtocolConfig.local_failover_s for a failure
+# next to the forwarding switch (ECMP failover in hardware), reconvergence_s for a
+# remote one (BGP).
 ROUTE_KINDS = ("local-down", "local-up", "remote-down", "remote-up")
 
 # DCQCN, scaled to the emulated fabric (module docstring).
@@ -78,8 +78,7 @@ class Routes:
     routing would act on it; whatever routing was never told (a blackhole, random
     loss) stays usable."""
 
-    def __init__(self, local_failover_s: float = LOCAL_FAILOVER_S,
-                 reconvergence_s: float = 1.0):
+    def __init__(self, local_failover_s: float, reconvergence_s: float):
         self.local_failover_s, self.reconvergence_s = local_failover_s, reconvergence_s
         self.dead: set[PathKey] = set()
         self.planes_down: set[int] = set()  # this host's own ports, from carrier
@@ -185,7 +184,7 @@ class RoceSender:
         self.config, self.on_event, self.on_completed = config, on_event, on_completed
         self.paths = [make_ev(p, c) for p in range(planes) for c in range(paths_per_plane)]
         self.path_of = path_of or (lambda ev: (ev_plane(ev), ev_choice(ev)))
-        self.routes = routes or Routes(reconvergence_s=config.reconvergence_s)
+        self.routes = routes or Routes(config.local_failover_s, config.reconvergence_s)
         self.line_rate_Bps = line_rate_Bps
         self.qps = [QueuePair(q, _hash(f"{me}->{peer}/{q}")) for q in range(qps)]
         for qp in self.qps:

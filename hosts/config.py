@@ -48,7 +48,8 @@ class ProtocolConfig:
     reverse_probe_s: float = 0.005  # EV probes of the reverse set (hosts/reverse.py)
     tick_s: float = 0.002  # timer granularity of the event loop
     ack_every: int = 8  # in-order data packets one SACK may answer (within a receive batch)
-    reconvergence_s: float = 1.0  # single-path: emulated routing reconvergence delay
+    reconvergence_s: float = 1.0  # baselines: BGP reconvergence after a remote failure
+    local_failover_s: float = 0.005  # baselines: ECMP failover after a failure next door
     pace: bool = True  # pace each plane at its link rate (no local queue overflow)
     # Congestion window below `window` (hosts/cc.py): nscc, delay or off (true and
     # false, as older scenario files say, mean nscc and off).
@@ -103,9 +104,10 @@ class ProtocolConfig:
         if not self.nscc_target_rtts > 0:
             raise ConfigError(f"protocol.nscc_target_rtts: must be a positive number of base "
                               f"RTTs (got {self.nscc_target_rtts!r})")
-        if self.reconvergence_s < 0:
-            raise ConfigError(f"protocol.reconvergence_s: must not be negative "
-                              f"(got {self.reconvergence_s!r})")
+        for name in ("reconvergence_s", "local_failover_s"):
+            if not getattr(self, name) >= 0:  # also refuses NaN
+                raise ConfigError(f"protocol.{name}: must not be negative "
+                                  f"(got {getattr(self, name)!r})")
         if self.rto_max_s < self.rto_min_s:
             raise ConfigError("protocol.rto_max_s: must not be below rto_min_s")
         if self.probe_max_s < self.probe_initial_s:

@@ -22,7 +22,7 @@ from collections import deque
 from dataclasses import replace
 
 from hosts import protocol, wire
-from hosts.baseline import LOCAL_FAILOVER_S, RoceSender, Routes
+from hosts.baseline import RoceSender, Routes
 from hosts.config import ProtocolConfig
 from hosts.pacing import Pacer
 from hosts.protocol import BASELINE_QPS, QP_PSN_SHIFT, TRANSPORTS, ev_choice, ev_plane, make_ev
@@ -55,7 +55,7 @@ class Endpoint:
         self.receivers: dict[tuple[int, int, int], Receiver] = {}
         # Baseline transports: queue pairs per connection, and what routing told this host.
         self.qps = BASELINE_QPS.get(transport)
-        self.routes = Routes(LOCAL_FAILOVER_S, config.reconvergence_s)
+        self.routes = Routes(config.local_failover_s, config.reconvergence_s)
         self.control_out: deque = deque()
         self.peers_seen: set[int] = set()
         self.counters = {"garbage": 0, "unknown_conn": 0, "control_tx": 0, "reverse_probes": 0}

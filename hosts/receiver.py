@@ -4,8 +4,8 @@ Every DATA payload is copied to its offset in the message buffer as it arrives, 
 order; PSNs already seen are duplicates and are only acknowledged again. A message is
 delivered when every byte has arrived. Each DATA packet is answered: a SACK (cumulative
 PSN + 64-bit bitmap + the packet's EV echoed + ECN echo) or, for a trimmed packet, a
-NACK for exactly that PSN. The endpoint sends answers back on the mirror of the data
-path (same EV from this side), so an answer fails only where the data path failed.
+NACK for exactly that PSN. The endpoint chooses the EV each answer goes back on
+(hosts/reverse.py).
 
 Arrived PSNs above the cumulative one are kept as one integer bitmap (bit i: PSN
 `cum + i`), so recording a packet, advancing `cum` and building the SACK bitmap are a

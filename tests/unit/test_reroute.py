@@ -9,11 +9,13 @@ import pytest
 from experiments.faults import Action
 from experiments.reroute import RouteEvent, route_events
 from experiments.workload_run import with_routing
-from hosts.baseline import LOCAL_FAILOVER_S, RoceSender, Routes, route_delay
+from hosts.baseline import RoceSender, Routes, route_delay
 from hosts.config import ProtocolConfig
 from hosts.simnet import Outage, SimNet
 from topologies.model import load_topology
 from topologies.paths import catalogue, path_for_ev
+
+LOCAL_FAILOVER_S = ProtocolConfig().local_failover_s
 
 FABRIC = load_topology("2tier-2plane")  # h0 h1 in rack 0, h2 h3 in rack 1
 
