@@ -77,3 +77,17 @@ def test_kill_9_leftovers_are_removed_and_the_next_run_works(tmp_path):
     assert "removed leftovers of an earlier run" in proc.stdout
     assert not find_leftovers()
     cleanup()
+
+
+def test_a_second_run_while_one_is_active_stops_at_once_and_the_first_completes(tmp_path):
+    first = _start(tmp_path / "first")  # its network exists now
+    second = run_cli(tmp_path / "second", "--topo", "2tier-2plane", "--dataplane", "kernel",
+                     timeout=60)
+    assert second.returncode == 2, second.stdout + second.stderr
+    lines = second.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"pid {first.pid}" in lines[0], lines
+    assert str(tmp_path / "first") in lines[0]  # the active run's results folder
+    assert not (tmp_path / "second").exists() or not any((tmp_path / "second").iterdir())
+    rest = first.communicate(timeout=240)[0]
+    assert first.returncode == 0, rest
+    assert "results: " in rest and not find_leftovers()
