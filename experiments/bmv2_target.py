@@ -6,6 +6,15 @@ read back) and sets its queues inside BMv2 from the topology's link parameters. 
 interfaces are still shaped with tc (hosts have no BMv2 queue); switch ports are not,
 so the backlog the P4 program reacts to builds inside the switch.
 
+BMv2 is a software switch: every packet of every switch costs CPU, and on a small
+machine a fabric at the topology's rates asks for more packets a second than its
+switches forward, so delays swing with the CPU and MRC's timers fire. `fabric_for()`
+therefore caps every link's rate for this target so that, at full load (every host
+sending on every plane at the link rate, each packet through three switches), the
+switches are asked for at most CPU_SHARE of what they forward on this machine: the
+figure bench/bmv2_forwarding.py measured (build/bmv2-forwarding.json) or, before the
+bench has run here, MEASURED_PATH_PPS. The rate used and why are in the run summary.
+
 The `loss` and `gray-loss` faults are not the P4 program's: they are the eBPF switch
 program's maps, loaded in faults-only mode on the ports that send the packets
 (experiments/targets.py `apply_fault`); a switch end of a link is an interface of the
@@ -14,6 +23,9 @@ root namespace, beside BMv2, which sends through it and is left untouched.
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import math
 import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,8 +33,9 @@ from typing import TYPE_CHECKING
 from controller.p4info import P4Info
 from controller.program import program_switch
 from controller.tables import switch_tables
+from hosts.protocol import DATA_FRAME_BYTES, link_mbit
 from topologies.bmv2 import Bmv2Error, Bmv2Switch
-from topologies.model import Fabric
+from topologies.model import Fabric, build_fabric
 
 if TYPE_CHECKING:
     from topologies.network import FabricNet, NodeParams
@@ -30,6 +43,76 @@ if TYPE_CHECKING:
 REPO = Path(__file__).resolve().parent.parent
 P4_MAIN = REPO / "p4src" / "mrc_switch.p4"
 GRPC_BASE, THRIFT_BASE = 50001, 9091
+
+# Full-size DATA frames a second through a path of three testbed switches on the
+# 2-core machine the testbed is developed on (bench/bmv2_forwarding.py, docs/p4-switch.md).
+MEASURED_PATH_PPS = 2_800
+MEASURED_SOURCE = "bench/bmv2_forwarding.py on 2 cores (docs/p4-switch.md)"
+BENCH_RESULTS = REPO / "build" / "bmv2-forwarding.json"
+# The share of the switches' forwarding capacity the fabric may ask for at full load:
+# the rest is for the agents (Python, on the same cores), their acks and bursts.
+CPU_SHARE = 0.5
+# The longest path crosses T0, T1, T0.
+MAX_SWITCH_HOPS = 3
+# Rates are rounded down to this many significant digits, so that the summary shows
+# a plain number.
+RATE_DIGITS = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class RateChoice:
+    """The link rate a BMv2 fabric runs at, and why."""
+
+    rate_mbit: float  # every link's rate on this target
+    topology_mbit: float  # the fastest link the topology asks for
+    capacity_pps: float  # switch forwarding steps a second this machine manages
+    source: str  # where capacity_pps comes from
+
+    @property
+    def capped(self) -> bool:
+        return self.rate_mbit < self.topology_mbit
+
+    def reason(self) -> str:
+        verdict = (f"capped from the topology's {self.topology_mbit:g} Mbit/s"
+                   if self.capped else "the topology's own rate")
+        return (f"{verdict}: at full load the switches are asked for at most "
+                f"{CPU_SHARE:.0%} of the {self.capacity_pps:,.0f} forwarding steps/s "
+                f"they manage on this machine ({self.source})")
+
+
+def machine_capacity(results: Path = BENCH_RESULTS) -> tuple[float, str]:
+    """Forwarding steps a second of this machine's BMv2 switches together (a packet
+    through three switches is three steps), and where the figure comes from: this
+    machine's bench results if there are any, else MEASURED_PATH_PPS."""
+    try:
+        data = json.loads(results.read_text())
+        rows = [r for r in data["rows"] if r["setting"] == "testbed" and r["switches"] == 3]
+        if rows and rows[0]["pps"] > 0:
+            return (3 * rows[0]["pps"],
+                    f"measured here by bench/bmv2_forwarding.py at {data['measured_at']}")
+    except (OSError, ValueError, KeyError, TypeError):
+        pass  # no usable results: the figure measured when the testbed was made
+    return 3 * MEASURED_PATH_PPS, MEASURED_SOURCE
+
+
+def choose_rate(fabric: Fabric, capacity_pps: float, source: str) -> RateChoice:
+    """The fastest link rate at which every host sending full frames on every plane
+    (each packet through MAX_SWITCH_HOPS switches) asks the switches for at most
+    CPU_SHARE of `capacity_pps`, or the topology's rate if that is slower."""
+    spec = fabric.spec
+    topology_mbit = max(spec.host_t0.rate_mbit, spec.t0_t1.rate_mbit)
+    per_link_pps = CPU_SHARE * capacity_pps / (spec.hosts * spec.planes * MAX_SWITCH_HOPS)
+    return RateChoice(min(round_down(link_mbit(per_link_pps, DATA_FRAME_BYTES)),
+                          topology_mbit), topology_mbit, capacity_pps, source)
+
+
+def round_down(value: float, digits: int = RATE_DIGITS) -> float:
+    """`value` rounded down to `digits` significant digits (0.0372 -> 0.037)."""
+    if value <= 0:
+        return 0.0
+    step = 10.0 ** (math.floor(math.log10(value)) - digits + 1)
+    # round(): the float division may land a hair below an exact multiple.
+    return round(math.floor(round(value / step, 9)) * step, 12)
 
 
 def compile_program(build: Path) -> tuple[Path, Path]:
@@ -59,6 +142,22 @@ class Bmv2Target:
         self.p4info = P4Info.load(self.p4info_path)
         self.device_config = self.json_path.read_bytes()
         self.write_batches = 0
+        self.rate: RateChoice | None = None
+
+    def fabric_for(self, fabric: Fabric) -> Fabric:
+        """The fabric this target runs: `fabric` with every link no faster than the
+        rate the switches' CPU keeps up with here (choose_rate). Call it before the
+        network is built: the hosts' shaping, the agents' pacing and BMv2's queues all
+        take their rate from the fabric."""
+        self.rate = choose_rate(fabric, *machine_capacity())
+        if not self.rate.capped:
+            return fabric
+        spec = fabric.spec
+        cap = self.rate.rate_mbit
+        return build_fabric(dataclasses.replace(
+            spec, host_t0=dataclasses.replace(spec.host_t0,
+                                              rate_mbit=min(cap, spec.host_t0.rate_mbit)),
+            t0_t1=dataclasses.replace(spec.t0_t1, rate_mbit=min(cap, spec.t0_t1.rate_mbit))))
 
     def switch_params(self, fabric: Fabric) -> NodeParams:
         return {s.name: {"device_id": i + 1, "grpc_port": GRPC_BASE + i,
@@ -121,5 +220,12 @@ class Bmv2Target:
     def summary_fields(self) -> dict[str, object]:
         # Every switch gets one batch at start-up and one more per reboot: the summary
         # shows that nothing else was written while traffic ran.
-        return {"p4runtime_write_batches": self.write_batches}
+        fields: dict[str, object] = {"p4runtime_write_batches": self.write_batches}
+        if self.rate is not None:
+            fields["bmv2_link_rate_mbit"] = self.rate.rate_mbit
+            fields["bmv2_link_rate_reason"] = self.rate.reason()
+        else:
+            fields["bmv2_link_rate_reason"] = ("the topology's own rate: the runner did not "
+                                               "ask for a CPU-safe rate (fabric_for)")
+        return fields
 

@@ -63,6 +63,22 @@ def queue_commands(port: int, rate_mbit: float, depth: int) -> list[str]:
             f"set_queue_depth {header_depth} {port} {PRIORITY_CONTROL}"]
 
 
+def switch_argv(device_id: int, thrift_port: int, grpc_port: int,
+                ports: list[tuple[int, str]], json_path: str | Path, log_file: str | Path,
+                log_level: str = LOG_LEVEL) -> list[str]:
+    """The command line the testbed starts every simple_switch_grpc with: `ports` as
+    (port number, interface) pairs, the log at `log_level` in `log_file`, and strict
+    priority queues. bench/bmv2_forwarding.py measures exactly this command."""
+    args = ["simple_switch_grpc", "--device-id", str(device_id),
+            "--thrift-port", str(thrift_port),
+            "--log-file", str(log_file), "--log-level", log_level]
+    for port, intf in ports:
+        args += ["-i", f"{port}@{intf}"]
+    return args + [str(json_path) if json_path else "--no-p4", "--",
+                   "--grpc-server-addr", f"127.0.0.1:{grpc_port}",
+                   "--priority-queues", str(PRIORITY_QUEUES)]
+
+
 class Bmv2Error(RuntimeError):
     """A BMv2 switch did not start, or refused a CLI command."""
 
@@ -135,14 +151,8 @@ class Bmv2Switch(Switch):
             # The kernel must not answer or originate anything on the switch's ports.
             subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{intf}.disable_ipv6=1"],
                            capture_output=True)
-        args = ["simple_switch_grpc", "--device-id", str(self.device_id),
-                "--thrift-port", str(self.thrift_port),
-                "--log-file", str(self.log_dir / self.name), "--log-level", LOG_LEVEL]
-        for port, intf in self.port_intfs():
-            args += ["-i", f"{port}@{intf}"]
-        args += [self.json_path or "--no-p4", "--",
-                 "--grpc-server-addr", self.grpc_address,
-                 "--priority-queues", str(PRIORITY_QUEUES)]
+        args = switch_argv(self.device_id, self.thrift_port, self.grpc_port,
+                           self.port_intfs(), self.json_path, self.log_dir / self.name)
         out = open(self.log_dir / f"{self.name}.out", "w")
         self.proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
         wait_for_port(self.grpc_port, self.proc, self.start_timeout_s,
