@@ -8,7 +8,7 @@ BUILD := build
 P4_MAIN := p4src/mrc_switch.p4
 
 .DEFAULT_GOAL := help
-.PHONY: help deps deps-p4 run-experiment cli p4shell test test-unit test-integration test-p4 lint p4 ebpf size clean clean-net bench
+.PHONY: help deps deps-p4 run-experiment cli p4shell test test-unit test-integration test-p4 lint p4 ebpf size clean clean-net bench bench-bmv2
 
 help: ## list the targets
 	@echo "mrc-testbed targets (variables: TOPO=$(TOPO) DATAPLANE=$(DATAPLANE) SCENARIO=$(SCENARIO))"
@@ -67,6 +67,10 @@ size: deps ## full-scale sizing: make size RADIX=512 PLANES=8
 bench: deps ## agent goodput vs raw sockets, recovery after a link failure (root)
 	@echo "== bench: python -m bench.agent_throughput"
 	@$(PY) -m bench.agent_throughput
+
+bench-bmv2: deps ## BMv2 packets/s, the testbed's switch against a bare one (root, BMv2, p4c)
+	@echo "== bench-bmv2: python -m bench.bmv2_forwarding"
+	@$(PY) -m bench.bmv2_forwarding $(ARGS)
 
 clean-net: ## remove namespaces, interfaces and processes left by an interrupted run
 	@echo "== clean-net"
