@@ -43,9 +43,9 @@ def test_run_on_a_3_plane_3_rack_3_t1_topology(tmp_path):
     assert not find_leftovers()
 
 
-def _start(tmp_path):
+def _start(tmp_path, *args):
     cmd = [sys.executable, "-m", "experiments", "run", "--results", str(tmp_path),
-           "--topo", "2tier-2plane", "--dataplane", "kernel"]
+           "--topo", "2tier-2plane", "--dataplane", "kernel", *args]
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
     for line in proc.stdout:
@@ -80,7 +80,13 @@ def test_kill_9_leftovers_are_removed_and_the_next_run_works(tmp_path):
 
 
 def test_a_second_run_while_one_is_active_stops_at_once_and_the_first_completes(tmp_path):
-    first = _start(tmp_path / "first")  # its network exists now
+    # The first run moves 40 MB over h0's two 20 Mbit/s planes: eight seconds or more
+    # of traffic, time enough for the second to start and stop.
+    long = tmp_path / "long.yaml"
+    long.write_text(yaml.safe_dump({
+        "name": "long", "workload": "transfer", "transports": ["mrc"], "timeout_s": 120,
+        "params": {"src": 0, "dst": 3, "message_bytes": 40_000_000}}))
+    first = _start(tmp_path / "first", "--scenario", str(long))  # its network exists now
     second = run_cli(tmp_path / "second", "--topo", "2tier-2plane", "--dataplane", "kernel",
                      timeout=60)
     assert second.returncode == 2, second.stdout + second.stderr
