@@ -51,9 +51,11 @@ class ProtocolConfig:
     reconvergence_s: float = 1.0  # baselines: BGP reconvergence after a remote failure
     local_failover_s: float = 0.005  # baselines: ECMP failover after a failure next door
     pace: bool = True  # pace each plane at its link rate (no local queue overflow)
-    # Congestion window below `window` (hosts/cc.py): nscc, delay or off (true and
-    # false, as older scenario files say, mean nscc and off).
-    cc: str = "nscc"
+    # Congestion window below `window` (hosts/cc.py): delay, nscc or off (true and
+    # false, as older scenario files say, mean delay and off). The default stays the
+    # delay window: with nscc, an 8-plane incast on a two-core machine retires hundreds
+    # of EVs on spurious timeouts (docs/protocol.md, "Congestion window").
+    cc: str = "delay"
     cwnd_initial: int = 16
     nscc_target_rtts: float = 1.0  # nscc: high delay is more queueing than this many base RTTs
     nscc_target_min_s: float = 0.0002  # nscc: ... and more than this
@@ -62,7 +64,7 @@ class ProtocolConfig:
 
     def __post_init__(self) -> None:
         if isinstance(self.cc, bool):
-            object.__setattr__(self, "cc", "nscc" if self.cc else "off")
+            object.__setattr__(self, "cc", "delay" if self.cc else "off")
         for f in fields(self):
             value, default = getattr(self, f.name), f.default
             if isinstance(default, str):

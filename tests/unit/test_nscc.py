@@ -86,11 +86,11 @@ def test_the_target_follows_the_base_rtt():
 
 
 def test_cc_setting_chooses_the_window():
-    assert isinstance(make_window(ProtocolConfig()), Nscc)
-    assert isinstance(make_window(ProtocolConfig(cc="delay")), DelayWindow)
+    assert isinstance(make_window(ProtocolConfig()), DelayWindow)
+    assert isinstance(make_window(ProtocolConfig(cc="nscc")), Nscc)
     off = make_window(ProtocolConfig(cc="off", window=50))
     assert off.allows(49) and not off.allows(50)
-    assert ProtocolConfig(cc=False).cc == "off" and ProtocolConfig(cc=True).cc == "nscc"
+    assert ProtocolConfig(cc=False).cc == "off" and ProtocolConfig(cc=True).cc == "delay"
     with pytest.raises(ConfigError, match="protocol.cc: must be one of nscc, delay, off"):
         ProtocolConfig(cc="cubic")
     with pytest.raises(ConfigError, match="protocol.nscc_target_rtts"):
