@@ -149,7 +149,7 @@ def test_lab05_catches_a_broken_rule(tmp_path, old, new, failing):
 
 
 # ------------------------------------------------------------------ Lab 06
-def test_lab06_example_runs_have_every_field_a_real_summary_has():
+def test_lab06_solution_runs_have_every_field_a_real_summary_has():
     from experiments.metrics import summarize
     from experiments.workload_run import TransferResult, TransportRun
 
@@ -159,7 +159,8 @@ def test_lab06_example_runs_have_every_field_a_real_summary_has():
         summary = json.loads((SOLUTION_RUNS / scenario / "summary.json").read_text())
         assert summary["scenario"] == scenario
         for block in summary["transports"]:
-            assert set(block) == keys, scenario
+            # Runs with the eBPF switch also count its ports per transport.
+            assert keys <= set(block) <= keys | {"switch_counters"}, scenario
 
 
 def test_lab06_reads_the_newest_run_of_each_scenario(tmp_path):
@@ -180,7 +181,7 @@ def test_lab06_reads_the_newest_run_of_each_scenario(tmp_path):
     (answers / "answers.yaml").write_text(text)
     report = run_check("06", answers, tmp_path, results_root=root)
     assert report.failures() == ["link_flap.mrc_retired"], report.render()
-    (answers / "answers.yaml").write_text(text.replace("mrc_retired: 16", "mrc_retired: 99"))
+    (answers / "answers.yaml").write_text(text.replace("mrc_retired: 128", "mrc_retired: 99"))
     assert run_check("06", answers, tmp_path, results_root=root).passed
 
 
