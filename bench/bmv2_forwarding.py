@@ -14,18 +14,23 @@ Each path is measured with
   log file and level, strict priority queues, Thrift) and its queues set through the
   Thrift CLI as the BMv2 target sets them (`queue_commands`), at a rate far above what
   BMv2 forwards, so that the pacing code runs but never limits;
-- `bare`: `simple_switch_grpc` with no log file (nothing logged), no priority queues
-  and no queue settings, same program, same tables.
-With `--all`, also each setting alone on top of `bare` (the per-packet `trace` log,
-`--log-flush`, priority queues, queue rates), to show where a slow start-up loses.
+- `bare`: `simple_switch_grpc` with logging off (`--log-level off`: without it, BMv2
+  formats every per-packet trace message even with no log file to write it to), no
+  priority queues and no queue settings, same program, same tables.
+With `--all`, also each setting alone on top of `bare` (no log file at BMv2's default
+level, a log file at trace or info, `--log-flush`, priority queues, queue rates), to
+show where a slow start-up loses.
 
-The sender is a raw AF_PACKET socket in Python sending one pre-built frame as fast as
-it can (no tcpreplay here); the count is the far veth's kernel rx counter, read after
-a warm-up and at the end, so the receiver costs no CPU. The sender's core is shared
-with the switches on a small machine: both configurations pay that alike, and the
-ratio testbed/bare is what the bench is for. Prints a table and the ratios; figures
-also go to build/bmv2-forwarding.json, where experiments/bmv2_target.py reads the
-machine's three-switch figure to choose BMv2 link rates.
+The sender is a raw AF_PACKET socket in Python sending one pre-built frame (no
+tcpreplay here), with at most WINDOW frames in flight: it reads the far veth's kernel
+rx counter, which is also the count (the receiver costs no CPU). A sender that floods
+the path as fast as it can measures the sender, not the switch: on two cores it takes
+the CPU the switches need and the figures follow how busy it happens to be. Each
+setting runs `--runs` times, interleaved with the others so that a busy moment of the
+machine does not fall on one setting only, and the median counts. Prints a table and
+the ratios; figures also go to build/bmv2-forwarding.json, where
+experiments/bmv2_target.py reads the machine's three-switch figure to choose BMv2
+link rates.
 """
 
 from __future__ import annotations
@@ -35,9 +40,9 @@ import json
 import os
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +54,10 @@ TOPOLOGY = "2tier-2plane"
 THRIFT_BASE, GRPC_BASE = 9700, 50700  # away from the fabric's and the P4 tests' ports
 # A queue rate no BMv2 reaches on a PC (packets/s): the pacing code runs, never limits.
 FAST_QUEUE_MBIT = 100_000
+# Frames in flight through the path, and how long a window may stand still before its
+# frames count as lost (a switch drops what its full queue cannot take).
+WINDOW = 64
+STALL_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -57,7 +66,8 @@ class Setting:
 
     name: str
     testbed: bool = False  # topologies/bmv2.py's command line, whole
-    log_level: str | None = None  # with a log file at this level (bare only)
+    log_level: str | None = "off"  # --log-level (None: BMv2's default, trace)
+    log_file: bool = False
     log_flush: bool = False
     priority_queues: bool = False
     queue_rates: bool = False  # queue_commands() through the Thrift CLI
@@ -66,8 +76,12 @@ class Setting:
 BARE = Setting("bare")
 TESTBED = Setting("testbed", testbed=True, queue_rates=True)
 ABLATIONS = (
-    Setting("bare + log trace", log_level="trace"),
-    Setting("bare + log info + --log-flush", log_level="info", log_flush=True),
+    # No log file does not mean no logging: BMv2 still formats every trace message.
+    Setting("bare, no log file, default level", log_level=None),
+    Setting("bare + log file at trace", log_level="trace", log_file=True),
+    Setting("bare + log file at info", log_level="info", log_file=True),
+    Setting("bare + log file at info + --log-flush", log_level="info", log_file=True,
+            log_flush=True),
     Setting("bare + priority queues", priority_queues=True),
     Setting("bare + priority queues + queue rates", priority_queues=True, queue_rates=True),
 )
@@ -156,8 +170,10 @@ def argv(setting: Setting, index: int, hop: Hop, json_path: Path, log_dir: Path)
     if setting.testbed:
         return switch_argv(index + 1, thrift, grpc, ports, json_path, log_dir / hop.switch)
     args = ["simple_switch_grpc", "--device-id", str(index + 1), "--thrift-port", str(thrift)]
+    if setting.log_file:
+        args += ["--log-file", str(log_dir / hop.switch)]
     if setting.log_level:
-        args += ["--log-file", str(log_dir / hop.switch), "--log-level", setting.log_level]
+        args += ["--log-level", setting.log_level]
     if setting.log_flush:
         args.append("--log-flush")
     for port, name in ports:
@@ -231,35 +247,52 @@ def rx_packets(name: str) -> int:
 
 
 def blast(frame: bytes, seconds: float, warmup_s: float) -> tuple[float, float]:
-    """(sent/s, arrived/s): one frame sent from the sender veth as fast as Python
-    can, arrivals counted at the sink after `warmup_s`."""
+    """(sent/s, arrived/s) of one frame sent from the sender veth with at most WINDOW
+    frames in flight (sent, not yet counted at the sink): the switches are kept busy
+    without being flooded, and the sender sleeps while the window is full, so it takes
+    little of the CPU the switches need. A window that stops moving for STALL_S counts
+    its frames as lost and opens again. Arrivals are counted after `warmup_s`."""
     sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
     sock.bind((SENDER, 0))
-    stop = threading.Event()
-    sent = [0]
+    counter = open(f"/sys/class/net/{SINK}/statistics/rx_packets")
 
-    def run() -> None:
-        n = 0
-        while not stop.is_set():
-            for _ in range(256):
-                try:
-                    sock.send(frame)
-                    n += 1
-                except BlockingIOError:
-                    pass  # the veth's queue is full: the switch is behind
-        sent[0] = n
+    def arrived() -> int:
+        counter.seek(0)
+        return int(counter.read())
 
-    thread = threading.Thread(target=run, daemon=True)
+    base = arrived()
+    sent = lost = 0
     start = time.monotonic()
-    thread.start()
-    time.sleep(warmup_s)
-    first, t0 = rx_packets(SINK), time.monotonic()
-    time.sleep(seconds)
-    last, t1 = rx_packets(SINK), time.monotonic()
-    stop.set()
-    thread.join()
+    measure_from, first = start + warmup_s, None
+    end = measure_from + seconds
+    moved = start
+    last_seen = 0
+    while True:
+        now = time.monotonic()
+        if now >= end:
+            break
+        seen = arrived() - base
+        if first is None and now >= measure_from:
+            first = (seen, now)
+        if seen != last_seen:
+            last_seen, moved = seen, now
+        elif now - moved > STALL_S:
+            lost, moved = sent - seen, now
+        room = WINDOW - (sent - seen - lost)
+        if room <= 0:
+            time.sleep(0.0002)  # the switches' turn
+            continue
+        for _ in range(min(room, 16)):
+            try:
+                sock.send(frame)
+                sent += 1
+            except BlockingIOError:
+                break
+    last, stop = arrived() - base, time.monotonic()
+    counter.close()
     sock.close()
-    return sent[0] / (time.monotonic() - start), (last - first) / (t1 - t0)
+    assert first is not None
+    return sent / (stop - start), (last - first[0]) / (stop - first[1])
 
 
 def measure(setting: Setting, switches: int, fabric, program, seconds: float,
@@ -298,6 +331,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0, help="timed part of each run")
     parser.add_argument("--all", action="store_true", help="also each setting on its own")
+    parser.add_argument("--runs", type=int, default=3, help="runs of each setting (median)")
     args = parser.parse_args()
     reason = missing_tools()
     if reason:
@@ -319,10 +353,17 @@ def main() -> int:
         settings = [BARE, TESTBED, *(ABLATIONS if args.all else ())]
         rows = []
         for switches in (1, 3):
-            for setting in settings:
-                row = measure(setting, switches, fabric, program, args.seconds, log_dir)
-                print(f"{row['switches']} switch(es)  {row['setting']:<40} "
-                      f"{row['pps']:>8} pkt/s  (sent {row['sent_pps']}/s)", flush=True)
+            runs: dict[str, list[dict]] = {s.name: [] for s in settings}
+            for _ in range(args.runs):
+                for setting in settings:
+                    runs[setting.name].append(measure(setting, switches, fabric, program,
+                                                      args.seconds, log_dir))
+            for name, results in runs.items():
+                row = {**results[0], "pps": round(statistics.median(r["pps"] for r in results)),
+                       "sent_pps": round(statistics.median(r["sent_pps"] for r in results)),
+                       "runs_pps": [r["pps"] for r in results]}
+                print(f"{switches} switch(es)  {name:<40} {row['pps']:>8} pkt/s  "
+                      f"(runs: {', '.join(map(str, row['runs_pps']))})", flush=True)
                 rows.append(row)
     except (BenchError, Bmv2Error) as err:
         print(f"bmv2_forwarding: {err}", file=sys.stderr)
