@@ -112,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         except UserError:
             lock.release()
             raise
+        fabric = target.fabric_for(fabric)  # BMv2: links no faster than its CPU keeps up
     except (UserError, PermissionError, TargetError) as err:
         print(f"error: {err}", file=sys.stderr)
         return USAGE_ERROR

@@ -20,7 +20,9 @@ from experiments.capture import PROCESS_PATTERN as CAPTURE_PATTERN
 
 NODE = r"(?:h\d+|p\d+t0r\d+|p\d+t1s\d+)"
 SHELL_RE = re.compile(rf"mininet:{NODE}$")
-INTF_RE = re.compile(rf"^{NODE}-eth\d+$")
+# Fabric ports, and the veths of the P4 test harnesses and the BMv2 bench (root
+# namespace; their own `finally` removes them unless they were killed with -9).
+INTF_RE = re.compile(rf"^(?:{NODE}-eth\d+|mrcp4-[st]\d+|mrcdk-\w+|bmvb\w*)$")
 # Processes the testbed starts inside nodes or beside them.
 PROCESS_RE = re.compile(
     r"-m (?:experiments\.pathcheck|hosts\.agent)\b|simple_switch_grpc .*mrc_switch|"

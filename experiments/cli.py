@@ -639,7 +639,9 @@ def _session(fabric: Fabric, dataplane: str, reason: str, args, lock,
           f"{len(fabric.switches)} switches, {len(fabric.links)} links", flush=True)
     status, capture = 0, None
     try:
-        with running(fabric, make_target(dataplane)) as network:
+        target = make_target(dataplane)
+        fabric = target.fabric_for(fabric)  # BMv2: links no faster than its CPU keeps up
+        with running(fabric, target) as network:
             session = FabricSession(network, folder, transports)
             try:
                 write_resolved_topology(folder / "topology.json", fabric, dataplane)

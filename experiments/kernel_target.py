@@ -30,6 +30,9 @@ class KernelTarget:
     switch_cls = KernelRouter
     shape_switch_ports = True  # tc shapes every link; the kernel has no switch queues of its own
 
+    def fabric_for(self, fabric: Fabric) -> Fabric:
+        return fabric  # the kernel forwards at the topology's rates
+
     def switch_params(self, fabric: Fabric) -> NodeParams:
         return {s.name: {"setup_commands": router_setup_commands()} for s in fabric.switches}
 

@@ -42,6 +42,10 @@ class Target(Protocol):
     # (and then also marks ECN and trims on its own queues).
     shape_switch_ports: bool
 
+    def fabric_for(self, fabric: Fabric) -> Fabric:
+        """The fabric this target runs: the topology's, or one with slower links where
+        the switches' CPU could not keep up with the topology's rates (BMv2)."""
+
     def switch_params(self, fabric: Fabric) -> NodeParams:
         """Switch name -> keyword arguments of `switch_cls`."""
 

@@ -97,7 +97,7 @@ def switch(tmp_path_factory):
                                capture_output=True)
                 _ip("link", "set", name, "up")
         args = ["simple_switch_grpc", "--device-id", "1", "--thrift-port", str(THRIFT_PORT),
-                "--log-file", str(build / "switch"), "--log-flush"]
+                "--log-file", str(build / "switch"), "--log-level", "info"]
         for i in range(PORTS):
             args += ["-i", f"{i}@mrcp4-s{i}"]
         args += [str(json_path), "--", "--grpc-server-addr", f"127.0.0.1:{GRPC_PORT}",
