@@ -84,13 +84,13 @@ def test_incast_trims_for_mrc_and_drops_for_mrc_no_trim(incast):
 
 def test_mrc_retires_no_path_by_gap_detection_under_congestion(incast):
     # Trimmed data is NACKed and resent, often on the same EV: acks of packets sent
-    # between its two transmissions must not count it passed and lost. (What retires
-    # here are a few timeouts of the uncontrolled incast, `cc: false`, on the busiest
-    # paths: docs/ebpf-switch.md.)
+    # between its two transmissions must not count it passed and lost. (What still
+    # retires now and then under this uncontrolled incast, `cc: false`, are a few
+    # timeouts or in-plane late packets on the busiest paths: docs/ebpf-switch.md.)
     _, events, ports = incast["mrc"]
     assert ports["host_ports"]["dropped"] == ports["fabric_ports"]["dropped"] == 0
-    retired = [e for e in events if e["event"] == "retire"]
-    assert not [e for e in retired if e["reason"] != "timeout"], retired[:3]
+    by_gap = [e for e in events if e["event"] == "retire" and e["reason"] == "gap"]
+    assert not by_gap, by_gap[:3]
 
 
 def test_a_full_gray_loss_on_one_path_retires_exactly_its_evs(fabric_with_ebpf, tmp_path):
