@@ -13,7 +13,6 @@ and bpftool too (skipped with the reason otherwise).
 from __future__ import annotations
 
 import copy
-import ctypes
 import errno
 import json
 import os
@@ -21,7 +20,6 @@ import shutil
 import socket
 import subprocess
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -32,13 +30,13 @@ from scapy.layers.l2 import Ether
 from controller import ebpf_config as cfg
 from hosts import protocol
 from hosts.mrc_scapy import MRC, MRCControl
+from tests.netns import in_namespace
 from topologies.ebpf_port import EbpfPort, build, ebpf_available
 from topologies.model import LinkParams
 
 NS = f"ebpft-{os.getpid()}"
 TX, RX = "ebpft0", "ebpft1"
 ETH_P_ALL = 0x0003
-CLONE_NEWNET = 0x40000000
 FRAME = protocol.DATA_FRAME_BYTES
 PAYLOAD = protocol.DEFAULT_MTU_PAYLOAD
 TRIMMABLE = protocol.traffic_class(protocol.DSCP_TRIMMABLE, protocol.ECN_ECT0)
@@ -56,19 +54,6 @@ def run(command: str) -> str:
 
 def sh(*argv: str) -> None:
     subprocess.run(argv, check=True, capture_output=True)
-
-
-@contextmanager
-def in_namespace(name: str):
-    """Switch this thread into a namespace (sockets made inside stay there)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    with open("/proc/self/ns/net") as home, open(f"/var/run/netns/{name}") as target:
-        if libc.setns(target.fileno(), CLONE_NEWNET) != 0:
-            raise OSError(ctypes.get_errno(), f"setns {name}")
-        try:
-            yield
-        finally:
-            libc.setns(home.fileno(), CLONE_NEWNET)
 
 
 @pytest.fixture(scope="module")

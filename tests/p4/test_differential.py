@@ -31,14 +31,12 @@ bpftool, or a kernel that will not load the eBPF program.
 from __future__ import annotations
 
 import copy
-import ctypes
 import errno
 import os
 import shutil
 import socket
 import subprocess
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pytest
@@ -57,7 +55,6 @@ from topologies.model import LinkParams
 SWITCH, PORTS = "p0t0r0", 4
 NS = f"mrcdk-{os.getpid()}"
 ETH_P_ALL = 0x0003
-CLONE_NEWNET = 0x40000000
 SWITCH_MAC = [mac_address(SWITCH, p) for p in range(PORTS)]
 PEER_MAC = [mac_address("h0", 0), mac_address("h1", 0), mac_address("p0t1s0", 0),
             mac_address("p0t1s1", 0)]
@@ -98,19 +95,6 @@ def sack(dst: str, in_port: int = 0):
 
 
 # ---------------------------------------------------------------------- the two sides
-@contextmanager
-def in_namespace(name: str):
-    """Switch this thread into a namespace (sockets made inside stay there)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    with open("/proc/self/ns/net") as home, open(f"/var/run/netns/{name}") as target:
-        if libc.setns(target.fileno(), CLONE_NEWNET) != 0:
-            raise OSError(ctypes.get_errno(), f"setns {name}")
-        try:
-            yield
-        finally:
-            libc.setns(home.fileno(), CLONE_NEWNET)
-
-
 def packet_sockets(names: list[str]) -> list[socket.socket]:
     socks = []
     for name in names:
