@@ -25,6 +25,14 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from controller.p4info import P4Info
 
+# A switch that is still starting refuses the first connections; gRPC then waits longer
+# and longer before it tries again (1 s, 1.6 s, 2.6 s, 4.1 s, 6.6 s ...), so a switch
+# ready after 5 s could be seen only after 16 s. Retrying every 0.1-0.5 s keeps the
+# readiness poll as quick as the switch.
+RECONNECT_OPTIONS = [("grpc.initial_reconnect_backoff_ms", 100),
+                     ("grpc.min_reconnect_backoff_ms", 100),
+                     ("grpc.max_reconnect_backoff_ms", 500)]
+
 
 class P4RuntimeError(RuntimeError):
     """The switch did not answer, refused a request, or we are not primary."""
@@ -32,7 +40,7 @@ class P4RuntimeError(RuntimeError):
 
 class SwitchSession:
     def __init__(self, address: str, device_id: int, election_id: int = 1,
-                 log_path: str | Path | None = None, timeout_s: float = 15.0):
+                 log_path: str | Path | None = None, timeout_s: float = 30.0):
         self.address, self.device_id, self.election_id = address, device_id, election_id
         self.timeout_s = timeout_s
         self.log = open(log_path, "a") if log_path else None
@@ -46,7 +54,7 @@ class SwitchSession:
 
     # ---------------------------------------------------------------- lifecycle
     def __enter__(self) -> SwitchSession:
-        self.channel = grpc.insecure_channel(self.address)
+        self.channel = grpc.insecure_channel(self.address, options=RECONNECT_OPTIONS)
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
         try:
             self._wait_ready()
