@@ -51,7 +51,7 @@ REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "build" / "bmv2-forwarding.json"
 PREFIX = "bmvb"
 TOPOLOGY = "2tier-2plane"
-THRIFT_BASE, GRPC_BASE = 9700, 50700  # away from the fabric's and the P4 tests' ports
+THRIFT_BASE, GRPC_BASE = 9700, 28700  # away from the fabric's and the P4 tests' ports
 # A queue rate no BMv2 reaches on a PC (packets/s): the pacing code runs, never limits.
 FAST_QUEUE_MBIT = 100_000
 # Frames in flight through the path, and how long a window may stand still before its

@@ -2,7 +2,7 @@
 
 Use as a context manager:
 
-    with SwitchSession("127.0.0.1:50001", device_id=1, log_path=...) as s:
+    with SwitchSession("127.0.0.1:28001", device_id=1, log_path=...) as s:
         s.set_pipeline(P4Info.load(p4info_path), bmv2_json_path.read_bytes())
         s.write(request)
 

@@ -42,7 +42,9 @@ if TYPE_CHECKING:
 
 REPO = Path(__file__).resolve().parent.parent
 P4_MAIN = REPO / "p4src" / "mrc_switch.p4"
-GRPC_BASE, THRIFT_BASE = 50001, 9091
+# Below the kernel's ephemeral port range (32768-60999 by default): a port in it can be
+# taken by any outgoing connection (another switch's client) before its switch binds it.
+GRPC_BASE, THRIFT_BASE = 28001, 9091
 
 # Full-size frames a second through a path of three testbed switches on the 2-core
 # machine the testbed is developed on, while a compiler build shared its cores

@@ -128,7 +128,7 @@ def wait_for_port(port: int, proc: subprocess.Popen, deadline_s: float, what: st
 
 
 class Bmv2Switch(Switch):
-    def __init__(self, name, device_id: int = 1, grpc_port: int = 50001,
+    def __init__(self, name, device_id: int = 1, grpc_port: int = 28001,
                  thrift_port: int = 9091, json_path: str = "", log_dir: str = "build/logs",
                  start_timeout_s: float = 20.0, **params):
         super().__init__(name, **params)

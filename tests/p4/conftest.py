@@ -25,7 +25,7 @@ from hosts.protocol import DATA_FRAME_BYTES, link_mbit
 
 PORTS = 4
 SWITCH = "p0t0r0"
-GRPC_PORT, THRIFT_PORT = 50551, 9551
+GRPC_PORT, THRIFT_PORT = 28551, 9551  # below the ephemeral range, as the fabric's
 # simple_switch's defaults, which every test finds: no rate limit, 64 packets per queue.
 UNLIMITED_PPS, DEFAULT_DEPTH = 0, 64
 
