@@ -81,8 +81,12 @@ def host_params(fabric: Fabric) -> NodeParams:
 def bring_up(fabric: Fabric, target: Target,
              say: Callable[[str], None] = lambda _: None) -> Network:
     started = time.monotonic()
-    net = start_network(fabric, target.switch_cls, target.switch_params(fabric),
-                        host_params(fabric))
+    try:
+        net = start_network(fabric, target.switch_cls, target.switch_params(fabric),
+                            host_params(fabric))
+    except BaseException:
+        cleanup()  # whatever the half-built network's stop left behind
+        raise
     try:
         scratch = net.get(fabric.hosts[0].name).cmd
         features = probe_features(scratch)

@@ -112,8 +112,14 @@ def start_network(fabric: Fabric, switch_cls: type, switch_params: NodeParams,
                       host_params=host_params)
     net = FabricNet(topo=topo, controller=None, link=Link, autoSetMacs=False,
                     autoStaticArp=False, build=False)
-    net.build()
-    net.start()
+    try:
+        net.build()
+        net.start()
+    except BaseException:
+        # A node that failed to start (e.g. a switch process that exited) leaves the
+        # ones started before it running: stop them before the error goes up.
+        stop_network(net)
+        raise
     return net
 
 
