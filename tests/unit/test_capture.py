@@ -24,12 +24,6 @@ from experiments.capture import (
     tcpdump_argv,
 )
 from hosts import protocol, wire
-from topologies.model import load_topology
-
-
-@pytest.fixture(scope="module")
-def fabric():
-    return load_topology("2tier-2plane")
 
 
 def names(targets):

@@ -25,13 +25,7 @@ from experiments.cli import (
 )
 from experiments.faults import Action
 from hosts.protocol import TRANSPORTS
-from topologies.model import load_topology
 from topologies.paths import catalogue
-
-
-@pytest.fixture(scope="module")
-def fabric():
-    return load_topology("2tier-2plane")
 
 
 def one_line_error(call, *args) -> str:

@@ -42,11 +42,6 @@ FIELDS = ["mrc.version", "mrc.type", "mrc.flags", "mrc.plane", "mrc.reason",
 
 
 @pytest.fixture(scope="module")
-def fabric():
-    return load_topology("2tier-2plane")
-
-
-@pytest.fixture(scope="module")
 def dissector_loads():
     """tshark loads the script; fails on a Lua error, skips where root may not run Lua."""
     if TSHARK is None:

@@ -13,12 +13,7 @@ import pytest
 from controller import ebpf_config as cfg
 from controller.tables import all_tables
 from hosts import protocol
-from topologies.model import LinkParams, load_topology
-
-
-@pytest.fixture(scope="module")
-def fabric():
-    return load_topology("2tier-2plane")
+from topologies.model import LinkParams
 
 
 def test_port_configs_follow_the_p4_port_config_values(fabric):

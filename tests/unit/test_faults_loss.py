@@ -19,13 +19,7 @@ from experiments.faults import (
 from experiments.kernel_target import KernelTarget
 from experiments.report import write_report
 from topologies.addressing import parse_usids
-from topologies.model import load_topology
 from topologies.shaping import ShapingFeatures
-
-
-@pytest.fixture(scope="module")
-def fabric():
-    return load_topology("2tier-2plane")
 
 
 def test_loss_on_a_link_acts_on_both_sending_ends_until_cleared(fabric):

@@ -9,12 +9,6 @@ import pytest
 from experiments.faults import Action, FaultError, FaultInjector, parse_faults
 from experiments.workloads import WorkloadError, phases
 from hosts.payload import CHUNK, build, check, message_bytes, message_seed, verify
-from topologies.model import load_topology
-
-
-@pytest.fixture(scope="module")
-def fabric():
-    return load_topology("2tier-2plane")
 
 
 def test_link_flaps_expand_to_down_up_pairs(fabric):

@@ -9,18 +9,12 @@ import sys
 import pytest
 
 from topologies.addressing import host_address
-from topologies.model import load_topology
 from topologies.resolved import (
     ResolvedTopologyError,
     read_resolved_topology,
     resolved_topology,
     write_resolved_topology,
 )
-
-
-@pytest.fixture(scope="module")
-def fabric():
-    return load_topology("2tier-2plane")
 
 
 def test_what_the_writer_writes_the_reader_reads_back(fabric, tmp_path):

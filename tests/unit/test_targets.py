@@ -24,13 +24,7 @@ from experiments.bmv2_target import Bmv2Target
 from experiments.bringup import host_params
 from experiments.kernel_target import KernelTarget
 from experiments.targets import TARGETS, Target, make_target
-from topologies.model import load_topology
 from topologies.nodes import CommandError, run_commands
-
-
-@pytest.fixture(scope="module")
-def fabric():
-    return load_topology("2tier-2plane")
 
 
 def test_blackhole_replaces_the_end_route_and_puts_it_back(fabric):
