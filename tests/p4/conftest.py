@@ -172,3 +172,17 @@ def test(dataplane):
     finally:
         cli([f"set_queue_rate {UNLIMITED_PPS} {port}" for port in range(PORTS)]
             + [f"set_queue_depth {DEFAULT_DEPTH} {port}" for port in range(PORTS)])
+
+
+@pytest.fixture(scope="module")
+def bmv2_network():
+    """2tier-2plane on BMv2, built and programmed as a run does: (network, target)."""
+    from experiments.bmv2_target import Bmv2Target
+    from experiments.bringup import running
+    from experiments.cleanup import find_leftovers
+    from topologies.model import load_topology
+
+    target = Bmv2Target()
+    with running(load_topology("2tier-2plane"), target) as network:
+        yield network, target
+    assert not find_leftovers()

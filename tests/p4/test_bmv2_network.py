@@ -9,27 +9,12 @@ for byte, while a link flaps. Skipped with the reason where BMv2 or p4c is missi
 
 from __future__ import annotations
 
-import pytest
-
 from experiments.checks import check_paths
 from experiments.faults import Action, parse_faults
 from experiments.metrics import read_events
 from experiments.workload_run import run_transport
 from experiments.workloads import phases
 from topologies.paths import all_paths
-
-
-@pytest.fixture(scope="module")
-def bmv2_network():
-    from experiments.bmv2_target import Bmv2Target
-    from experiments.bringup import running
-    from experiments.cleanup import find_leftovers
-    from topologies.model import load_topology
-
-    target = Bmv2Target()
-    with running(load_topology("2tier-2plane"), target) as network:
-        yield network, target
-    assert not find_leftovers()
 
 
 def _through(fabric, usid):

@@ -26,19 +26,6 @@ SWITCH = "p0t0r0"
 PROMPT = r"P4Runtime sh\S* >>>"
 
 
-@pytest.fixture(scope="module")
-def bmv2_fabric():
-    from experiments.bmv2_target import Bmv2Target
-    from experiments.bringup import running
-    from experiments.cleanup import find_leftovers
-    from topologies.model import load_topology
-
-    target = Bmv2Target()
-    with running(load_topology("2tier-2plane"), target) as network:
-        yield network, target
-    assert not find_leftovers()
-
-
 def _key(entry) -> bytes:
     copy = type(entry)()
     copy.CopyFrom(entry)
@@ -52,8 +39,8 @@ def switch_entries(node) -> list[bytes]:
         return sorted(_key(e) for e in session.read_table_entries())
 
 
-def test_the_shell_reads_my_usid_and_leaves_the_controllers_tables(bmv2_fabric):
-    network, target = bmv2_fabric
+def test_the_shell_reads_my_usid_and_leaves_the_controllers_tables(bmv2_network):
+    network, target = bmv2_network
     fabric, node = network.fabric, network.net.get(SWITCH)
     expected = sorted(_key(e) for e in table_entries(
         target.p4info, switch_tables(fabric, fabric.node(SWITCH))))
@@ -81,9 +68,9 @@ def test_the_shell_reads_my_usid_and_leaves_the_controllers_tables(bmv2_fabric):
     assert switch_entries(node) == expected
 
 
-def test_the_interactive_shell_from_a_pty(bmv2_fabric):
+def test_the_interactive_shell_from_a_pty(bmv2_network):
     pexpect = pytest.importorskip("pexpect", reason="pexpect drives the shell")
-    network, target = bmv2_fabric
+    network, target = bmv2_network
     child = pexpect.spawn(sys.executable, ["-m", "experiments.p4shell", "--switch", SWITCH],
                           cwd=str(REPO), encoding="utf-8", timeout=60)
     try:
