@@ -40,7 +40,7 @@ def test_usids_unique_at_the_limits():
 def test_every_node_of_a_topology_has_a_unique_usid_and_macs():
     fabric = load_topology("2tier-8plane")
     nodes = [*fabric.hosts, *fabric.switches]
-    assert len({n.usid for n in nodes}) == len(nodes) == 40
+    assert len({n.usid for n in nodes}) == len(nodes) == 8 + 8 * (2 + 4)
     macs = [p.mac for n in nodes for p in fabric.ports(n.name)]
     assert len(macs) == len(set(macs)) == 2 * len(fabric.links)
     assert all(a.node_usid(n.name) == n.usid for n in nodes)
@@ -63,8 +63,9 @@ def test_catalogue_counts(small):
     pairs = list(itertools.permutations(range(4), 2))
     same = sum(1 for s, d in pairs if s // 2 == d // 2)
     assert len(all_paths(small)) == same * 6 + (len(pairs) - same) * 4 == 56
-    # 2tier-8plane: 32 cross-rack pairs x 16 paths + 24 same-rack pairs x 24 paths
-    assert len(all_paths(load_topology("2tier-8plane"))) == 32 * 16 + 24 * 24 == 1088
+    # 2tier-8plane (4 T1 per plane): 32 cross-rack pairs x 8 planes x 4 spines
+    # + 24 same-rack pairs x 8 planes x (direct + 4 spines)
+    assert len(all_paths(load_topology("2tier-8plane"))) == 32 * 32 + 24 * 40 == 1984
 
 
 def test_paths_by_hand(small):

@@ -124,7 +124,7 @@ def test_lab04_catches_swapped_uplinks_and_a_bad_topology(tmp_path):
     report = run_check("04", folder, tmp_path)
     assert report.failures() == [
         "routes() equals the controller's tables on all 10 switches of 3rack-2plane",
-        "routes() equals the controller's tables on all 32 switches of 2tier-8plane",
+        "routes() equals the controller's tables on all 48 switches of 2tier-8plane",
         "every path of 3rack-2plane reaches its host through your tables"], report.render()
     (folder / "3rack-2plane.yaml").write_text(
         (folder / "3rack-2plane.yaml").read_text().replace("racks: 3", "racks: 2"))

@@ -160,7 +160,7 @@ def test_one_queue_pair_takes_one_path():
 
 @pytest.mark.parametrize("transport, qps", [("roce-8", 8), ("roce-16", 16)])
 def test_queue_pairs_each_keep_one_path_and_spread_over_the_fabric(transport, qps):
-    # h0 -> h7 on 2tier-8plane: 8 planes x 2 spines = 16 paths.
+    # h0 -> h7 on 2tier-8plane: 8 planes x 4 spines = 32 paths.
     net, per_qp, packets = qp_paths(transport, FABRIC8, 0, 7, qps * 20 * 1200)
     assert sorted(per_qp) == list(range(qps))
     assert all(len(paths) == 1 for paths in per_qp.values())  # a QP sticks to its path

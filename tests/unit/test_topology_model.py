@@ -25,7 +25,7 @@ VALID = {
 def test_shipped_topologies_load():
     assert {"2tier-8plane", "2tier-2plane", "2tier-1plane"} <= set(available_topologies())
     big = load_topology("2tier-8plane")
-    assert (len(big.hosts), len(big.switches), len(big.links)) == (8, 32, 96)
+    assert (len(big.hosts), len(big.switches), len(big.links)) == (8, 48, 128)
     assert big.spec.planes == 8 and big.spec.racks >= 2 and big.spec.t1_per_plane >= 2
     assert load_topology("2tier-1plane").spec.planes == 1
 
