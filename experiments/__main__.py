@@ -78,6 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--capture", default=None, metavar="PORTS",
                      help="capture ports into <results>/pcap: 1 (h0 and its plane-0 T0) "
                           "or node[:port],... (docs/wireshark.md)")
+    run.add_argument("--no-fault-free", dest="fault_free", action="store_false",
+                     help="do not play a scenario with faults a second time without them "
+                          "(no slowdown figures; half the time)")
     sub.add_parser("clean", help="remove leftovers of interrupted runs")
     check = sub.add_parser("validate", help="validate a topology file and print its size")
     check.add_argument("--topo", required=True)
@@ -120,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         status, folder = run_experiment(fabric, target, reason, scenario, results,
-                                        capture=args.capture, lock=lock)
+                                        capture=args.capture, lock=lock,
+                                        fault_free=args.fault_free)
     finally:
         lock.release()
     print(f"results: {folder}")

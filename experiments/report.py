@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from experiments.slowdown import describe
+
 ROWS = [
     ("completed and verified", lambda s: f"{s['transfers_done']}/{s['transfers']}"),
     ("workload time (s)", lambda s: s["workload_s"]),
@@ -67,6 +69,12 @@ def write_report(path: Path, summary: dict) -> None:
             lines.append(f"| {label} | " + " | ".join(str(get(t)) for t in transports) + " |")
         lines += ["", "![goodput](goodput.png)", "", "![completion times](fct_cdf.png)", "",
                   "![paths out of service](path_states.png)", ""]
+    if summary.get("slowdown"):
+        lines += ["## Against each transport's own fault-free run", "",
+                  "The same workload on the same network without the faults, played right "
+                  "after: what the faults cost each transport.", ""]
+        lines += [f"- {entry['transport']}: {describe(entry)}" for entry in summary["slowdown"]]
+        lines.append("")
     for note in summary.get("link_emulation", {}).get("notes", []):
         lines.append(f"Note: {note}.")
     path.write_text("\n".join(lines) + "\n")

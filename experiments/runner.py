@@ -7,6 +7,11 @@ with SIGKILL is cleaned up by the next one (or `make clean-net`). The results fo
 gets `summary.json` and `topology.json` (the resolved topology: ports, MACs, uSIDs;
 topologies/resolved.py), and the last line printed is `results: <folder>`.
 
+A scenario with faults is played twice on the same network: with its faults, then
+without them (`fault_free` in summary.json, the agents' files in `fault-free/`), so
+that each transport is measured against its own fault-free run (`slowdown`): a
+baseline that is slower without faults too is not flattered or blamed for it.
+
 Where the eBPF switch program runs (experiments/ebpf_switch.py), each transport's block
 gets what the switch ports counted while it ran (`switch_counters`: trimmed, ECN-marked,
 dropped... summed over host-facing and over fabric ports), and the summary every
@@ -29,16 +34,18 @@ from experiments.capture import start_capture
 from experiments.checks import check_paths
 from experiments.cleanup import cleanup
 from experiments.fabric_lock import FabricLock
-from experiments.metrics import read_events, summarize, workload_ok
+from experiments.metrics import workload_ok
+from experiments.play import play_pass
 from experiments.plots import fct_cdf_plot, goodput_plot, path_state_plot
 from experiments.report import write_report
 from experiments.scenario import Scenario
-from experiments.targets import Target, apply_fault
-from experiments.workload_run import run_transport
+from experiments.slowdown import describe, slowdowns
+from experiments.targets import Target
 from topologies.model import Fabric
 from topologies.resolved import write_resolved_topology
 
 MAX_FAILED_LISTED = 50
+FAULT_FREE = "fault-free"  # the second pass's label and results subfolder
 
 
 class Interrupted(Exception):
@@ -73,13 +80,14 @@ def _raise_interrupted(signum, frame):
 
 def run_experiment(fabric: Fabric, target: Target, reason: str, scenario: Scenario,
                    results_root: Path, progress: Progress | None = None,
-                   capture: str | None = None, lock: FabricLock | None = None
-                   ) -> tuple[int, Path]:
+                   capture: str | None = None, lock: FabricLock | None = None,
+                   fault_free: bool = True) -> tuple[int, Path]:
     """Run one experiment on a created target; returns (exit status, results folder).
 
     `capture` (a spec of experiments/capture.py) records pcaps of those ports into the
     results folder; `lock`, the machine's fabric lock the caller holds, is told the
-    folder so that a second run can name it."""
+    folder so that a second run can name it. `fault_free` (the default) plays a
+    scenario with faults a second time without them (run_workload)."""
     progress = progress or Progress()
     if lock is not None and lock.stale is not None:
         progress(f"took over the lock of a run that died: {lock.stale.describe()}")
@@ -128,7 +136,8 @@ def run_experiment(fabric: Fabric, target: Target, reason: str, scenario: Scenar
         if scenario.workload == "pathcheck":
             status = run_pathcheck(net, fabric, scenario, summary, progress)
         else:
-            status = run_workload(net, fabric, target, scenario, folder, summary, progress)
+            status = run_workload(net, fabric, target, scenario, folder, summary, progress,
+                                      fault_free)
     except (KeyboardInterrupt, Interrupted) as stop:
         progress(f"interrupted ({stop or 'Ctrl-C'}): tearing down")
         summary["error"] = "interrupted"
@@ -191,53 +200,39 @@ def run_pathcheck(net, fabric: Fabric, scenario: Scenario, summary: dict,
 
 
 def run_workload(net, fabric: Fabric, target: Target, scenario: Scenario, folder: Path,
-                 summary: dict, progress: Progress) -> int:
-    """Play the workload once per transport; the run is ok when MRC lost nothing and
-    every fault was applied."""
-    actions, plan = list(scenario.faults), scenario.plan
+                 summary: dict, progress: Progress, fault_free: bool = True) -> int:
+    """Play the workload once per transport under the faults and, when there are faults
+    and `fault_free`, once more without them: each transport's slowdown is its time
+    under the faults against its own fault-free run. The run is ok when MRC lost
+    nothing in either pass and every fault was applied."""
+    actions, plan = scenario.faults, scenario.plan
     summary["scenario_description"] = scenario.description
     summary["workload"] = {"name": scenario.workload, "params": scenario.params,
                            "phases": len(plan), "transfers": sum(map(len, plan)),
                            "bytes": sum(t.size for p in plan for t in p)}
-    runs, events, blocks = [], {}, []
-    for transport in scenario.transports:
-        progress(f"{transport}: {scenario.workload}, {summary['workload']['transfers']} transfers "
-                 f"in {len(plan)} phases, {len(actions)} fault steps")
-        before = ebpf_switch.read_counters(net) if net.ebpf_ports else None
-        run = run_transport(net, fabric, transport, plan, actions,
-                            lambda action: apply_fault(net, fabric, action, target),
-                            folder, scenario.timeout_s, scenario.protocol, progress)
-        events[transport] = read_events(run.event_files)
-        block = summarize(run, events[transport])
-        if before is not None:
-            block["switch_counters"] = ebpf_switch.counter_totals(
-                fabric, before, ebpf_switch.read_counters(net))
-            progress(f"{transport}: eBPF ports "
-                     + ", ".join(f"{k} {v}" for k, v in _total(block["switch_counters"]).items()))
-        progress(f"{transport}: {block['transfers_done']}/{block['transfers']} transfers done "
-                 f"in {block['workload_s']:.2f}s, {block['goodput_mbps']:.1f} Mbit/s, "
-                 f"{block['path_events'].get('retire', 0)} paths retired")
-        for error in block["fault_errors"]:
-            progress(f"{transport}: a fault failed to apply: {error}")
-        runs.append(run)
-        blocks.append(block)
-    summary["transports"] = blocks
-    summary["faults"] = runs[0].faults if runs else []
+    faulty = play_pass(net, fabric, target, scenario.transports, plan, actions, folder,
+                       scenario.timeout_s, scenario.protocol, progress)
+    summary["transports"] = faulty.blocks
+    summary["faults"] = faulty.runs[0].faults if faulty.runs else []
+    clean = None
+    if actions and fault_free:
+        progress("the same workload without faults, for each transport's slowdown")
+        clean = play_pass(net, fabric, target, scenario.transports, plan, (),
+                          folder / FAULT_FREE, scenario.timeout_s, scenario.protocol,
+                          progress, label=FAULT_FREE)
+        summary["fault_free"] = clean.blocks
+        summary["slowdown"] = slowdowns(faulty.blocks, clean.blocks)
+        for entry in summary["slowdown"]:
+            progress(f"{entry['transport']}: slowdown {describe(entry)}")
     with open(folder / "events.jsonl", "w") as out:
-        for transport, evs in events.items():
+        for transport, evs in faulty.events.items():
             for event in evs:
                 out.write(json.dumps(dict(event, transport=transport)) + "\n")
-    goodput_plot(folder / "goodput.png", runs, events)
-    fct_cdf_plot(folder / "fct_cdf.png", runs)
-    path_state_plot(folder / "path_states.png", runs, events)
-    summary["ok"] = workload_ok(blocks)
+    goodput_plot(folder / "goodput.png", faulty.runs, faulty.events)
+    fct_cdf_plot(folder / "fct_cdf.png", faulty.runs)
+    path_state_plot(folder / "path_states.png", faulty.runs, faulty.events)
+    summary["ok"] = workload_ok(faulty.blocks) and (clean is None or workload_ok(clean.blocks))
     return 0 if summary["ok"] else 1
-
-
-def _total(counters: dict[str, dict]) -> dict[str, int]:
-    """The counters of every group of ports (experiments/ebpf_switch.py) added up."""
-    return {name: sum(group[name] for group in counters.values())
-            for name in next(iter(counters.values()))}
 
 
 def require_root() -> None:

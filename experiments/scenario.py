@@ -13,10 +13,11 @@ A scenario is a YAML file in experiments/scenarios/ (or any path):
       - {kind: link-flap, link: [p0t0r0, p0t1s0], at_s: 1.0, down_s: 0.5, count: 4}
 
 `load_scenario(path, fabric)` reads the file and checks every field against the
-topology: the workload's transfers, the fault timeline, the protocol overrides, the
-transports. The `Scenario` it returns holds all of them parsed, so nothing is parsed
-again once the network is built; every mistake is a `ScenarioError`, `WorkloadError`
-or `FaultError` (all `UserError`s) naming the file and the field.
+topology (`check_scenario` does the checking, also for scenarios built in code): the
+workload's transfers, the fault timeline, the protocol overrides, the transports.
+The `Scenario` it returns holds all of them parsed, so nothing is parsed again once
+the network is built; every mistake is a `ScenarioError`, `WorkloadError` or
+`FaultError` (all `UserError`s) naming the file and the field.
 
 `pathcheck` sends datagrams along every path of the catalogue and takes no transports,
 faults, protocol or timeout_s.
@@ -89,7 +90,14 @@ def load_scenario(name_or_path: str, fabric: Fabric) -> Scenario:
     if not path.is_file():
         raise ScenarioError(source, "SCENARIO", "no such scenario file",
                             f"use one of: {', '.join(available_scenarios())}, or a path")
-    data = read_yaml(path, ScenarioError)
+    return check_scenario(read_yaml(path, ScenarioError), source, fabric, default_name=path.stem)
+
+
+def check_scenario(data: object, source: str, fabric: Fabric,
+                   default_name: str = "scenario") -> Scenario:
+    """Check a scenario's fields, as read from YAML, against `fabric`; raises a
+    UserError naming `source`. Suites of experiments that build their scenarios in
+    code (experiments/paper.py) check them here, as a file is checked."""
     if not isinstance(data, dict):
         raise ScenarioError(source, "document", "must be a mapping of fields",
                             "start from experiments/scenarios/link-flap.yaml")
@@ -100,7 +108,7 @@ def load_scenario(name_or_path: str, fabric: Fabric) -> Scenario:
     if workload not in WORKLOADS:
         raise ScenarioError(source, "workload", f"unknown workload {shown(workload)}",
                             f"use one of: {', '.join(WORKLOADS)}")
-    name = data.get("name", path.stem)
+    name = data.get("name", default_name)
     if not isinstance(name, str) or not NAME_RE.fullmatch(name):
         raise ScenarioError(source, "name", f"must be 1-64 letters, digits, '-' or '_' "
                             f"(got {shown(name)})", "e.g. name: link-flap")

@@ -43,6 +43,32 @@ def test_run_on_a_3_plane_3_rack_3_t1_topology(tmp_path):
     assert not find_leftovers()
 
 
+def test_a_scenario_with_faults_is_played_again_without_them(tmp_path):
+    scenario = tmp_path / "flap.yaml"
+    scenario.write_text(yaml.safe_dump({
+        "name": "flap", "workload": "transfer",
+        "params": {"src": 0, "dst": 3, "message_bytes": 600_000},
+        "transports": ["mrc", "roce"], "timeout_s": 30,
+        "faults": [{"kind": "link-flap", "link": ["p0t0r0", "p0t1s0"], "at_s": 0.02,
+                    "down_s": 0.04}],
+    }))
+    proc = run_cli(tmp_path, "--topo", "2tier-2plane", "--dataplane", "kernel",
+                   "--scenario", str(scenario))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    folder = Path(proc.stdout.strip().splitlines()[-1][len("results: "):])
+    summary = json.loads((folder / "summary.json").read_text())
+    assert [b["transport"] for b in summary["fault_free"]] == ["mrc", "roce"]
+    assert all(b["ok"] and b["faults_applied"] == 0 for b in summary["fault_free"])
+    assert all(b["faults_applied"] == 2 for b in summary["transports"])
+    for entry, faulty, clean in zip(summary["slowdown"], summary["transports"],
+                                    summary["fault_free"]):
+        assert entry["faulty_s"] == faulty["workload_s"] and entry["clean_s"] == clean["workload_s"]
+    assert (folder / "fault-free" / "agents").is_dir()
+    assert "## Against each transport's own fault-free run" in (folder / "report.md").read_text()
+    assert "fault-free: mrc:" in proc.stdout
+    assert not find_leftovers()
+
+
 def _start(tmp_path, *args):
     cmd = [sys.executable, "-m", "experiments", "run", "--results", str(tmp_path),
            "--topo", "2tier-2plane", "--dataplane", "kernel", *args]

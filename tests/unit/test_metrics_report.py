@@ -109,3 +109,20 @@ def test_recovery_from_a_path_failure_is_timed_from_the_first_lost_packet():
     assert figures["detect_ms"] == 4.2 and figures["repaired_ms"] == 5.4
     assert figures["rtt_median_ms"] == 0.5 and figures["repaired_rtts"] == 10.8
     assert path_failure_recovery(events, 0, 1, 0, lambda ev: ev & 1) is None
+
+
+def test_the_report_shows_each_transport_against_its_own_fault_free_run(tmp_path):
+    run = synthetic(tmp_path)
+    block = summarize(run, [])
+    summary = {"scenario": "s", "topology": "t", "dataplane": "kernel", "hosts": 2,
+               "switches": 2, "planes": 1, "transports": [block],
+               "slowdown": [{"transport": "mrc", "slowdown": 0.25, "finished": True,
+                             "faulty_s": 1.25, "clean_s": 1.0, "goodput_ratio": 0.8,
+                             "note": ""}]}
+    write_report(tmp_path / "report.md", summary)
+    text = (tmp_path / "report.md").read_text()
+    assert "## Against each transport's own fault-free run" in text
+    assert "- mrc: +25.0% (1.250 s against 1.000 s without faults)" in text
+    del summary["slowdown"]
+    write_report(tmp_path / "report.md", summary)
+    assert "fault-free" not in (tmp_path / "report.md").read_text()

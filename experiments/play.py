@@ -1,0 +1,82 @@
+"""One pass of a workload on a built network: every transport in turn, each summarised.
+
+A pass plays the same plan (the workload's phases) under the same fault timeline once
+per transport (experiments/workload_run.py does one transport) and turns each run into
+its summary block (experiments/metrics.py). Where the eBPF switch program runs, a
+block also gets what the switch ports counted during that transport's run.
+
+The runner plays a scenario's pass with its faults and, when it has faults, a second
+pass without them, so each transport can be compared with its own fault-free run
+(experiments/slowdown.py); `make paper` plays many passes on one network.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from experiments import ebpf_switch
+from experiments.faults import Action
+from experiments.metrics import read_events, summarize
+from experiments.targets import Target, apply_fault
+from experiments.workload_run import TransportRun, run_transport
+from experiments.workloads import Transfer
+from topologies.model import Fabric
+
+
+@dataclass
+class Pass:
+    """What one pass produced: per transport its run, its agents' events and its block."""
+
+    runs: list[TransportRun] = field(default_factory=list)
+    events: dict[str, list[dict]] = field(default_factory=dict)
+    blocks: list[dict] = field(default_factory=list)
+
+    def block(self, transport: str) -> dict:
+        return next(b for b in self.blocks if b["transport"] == transport)
+
+    def run(self, transport: str) -> TransportRun:
+        return next(r for r in self.runs if r.transport == transport)
+
+
+def play_pass(net, fabric: Fabric, target: Target, transports: tuple[str, ...],
+              plan: tuple[tuple[Transfer, ...], ...], actions: tuple[Action, ...],
+              folder: Path, timeout_s: float, protocol: dict, progress,
+              label: str = "") -> Pass:
+    """Play `plan` under `actions` once per transport; the agents' files go to `folder`.
+
+    `label` is put before each progress line (e.g. "fault-free") so that a reader can
+    tell the passes of one run apart."""
+    out = Pass()
+    prefix = f"{label}: " if label else ""
+    transfers = sum(map(len, plan))
+    for transport in transports:
+        progress(f"{prefix}{transport}: {transfers} transfers in {len(plan)} phases, "
+                 f"{len(actions)} fault steps")
+        before = ebpf_switch.read_counters(net) if net.ebpf_ports else None
+        run = run_transport(net, fabric, transport, [list(p) for p in plan], list(actions),
+                            lambda action: apply_fault(net, fabric, action, target),
+                            folder, timeout_s, protocol, progress)
+        events = read_events(run.event_files)
+        block = summarize(run, events)
+        if before is not None:
+            block["switch_counters"] = ebpf_switch.counter_totals(
+                fabric, before, ebpf_switch.read_counters(net))
+            progress(f"{prefix}{transport}: eBPF ports "
+                     + ", ".join(f"{k} {v}" for k, v in _total(block["switch_counters"]).items()))
+        progress(f"{prefix}{transport}: {block['transfers_done']}/{block['transfers']} "
+                 f"transfers done in {block['workload_s']:.2f}s, "
+                 f"{block['goodput_mbps']:.1f} Mbit/s, "
+                 f"{block['path_events'].get('retire', 0)} paths retired")
+        for error in block["fault_errors"]:
+            progress(f"{prefix}{transport}: a fault failed to apply: {error}")
+        out.runs.append(run)
+        out.events[transport] = events
+        out.blocks.append(block)
+    return out
+
+
+def _total(counters: dict[str, dict]) -> dict[str, int]:
+    """The counters of every group of ports (experiments/ebpf_switch.py) added up."""
+    return {name: sum(group[name] for group in counters.values())
+            for name in next(iter(counters.values()))}
