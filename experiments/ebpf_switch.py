@@ -12,8 +12,8 @@ The program (ebpf/mrc_switch.bpf.c, docs/ebpf-switch.md) and its settings
 - `fault_port()` finds the program on any port, or loads it in faults-only mode (it
   then never marks, trims or drops by itself): host ports on every target, and on
   bmv2 the switch ends of the links, which live in the root namespace beside BMv2;
-- `set_loss()` / `set_gray_loss()` write the `loss` and `gray-loss` faults into the
-  maps, and clear them;
+- `set_loss()` / `set_gray_loss()` write the `loss` and `gray-loss` faults (and a
+  one-way `link-down`, a loss of 1.0) into the maps, and clear them;
 - `read_counters()` reads every loaded port's counters for the summary.
 
 Every loaded port is kept in the network's `ebpf_ports` (node, interface) -> EbpfPort,
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from controller import ebpf_config as cfg
 from controller.tables import switch_tables
-from experiments.faults import gray_loss_ports, loss_ports
+from experiments.faults import gray_loss_ports, loss_ports, one_way
 from topologies.ebpf_port import EbpfError, EbpfPort, build, ebpf_available
 from topologies.model import Fabric
 from topologies.network import FabricNet
@@ -80,28 +80,38 @@ def fault_port(net: FabricNet, fabric: Fabric, node: str, intf: str) -> EbpfPort
     program = net.ebpf_ports.get((node, intf))
     if program is not None:
         return program
+    need = "loss, gray-loss and one-way link-down faults need the eBPF switch program"
     if not cfg.OBJECT.exists():
-        raise EbpfError(f"{node} {intf}: loss faults need the eBPF switch program, which is "
-                        f"not built ({cfg.OBJECT}; clang, libbpf-dev: make deps)")
+        raise EbpfError(f"{node} {intf}: {need}, which is not built ({cfg.OBJECT}; clang, "
+                        "libbpf-dev: make deps)")
     (port,) = [p for p in fabric.ports(node) if p.intf == intf]
     program = EbpfPort(net.get(node).cmd, intf)
-    program.load(cfg.OBJECT, cfg.SECTION)
+    try:
+        program.load(cfg.OBJECT, cfg.SECTION)
+    except EbpfError as err:
+        raise EbpfError(f"{node} {intf}: {need}, which this machine did not load: "
+                        + " ".join(str(err).split())) from err
     program.apply(cfg.faults_only_config(fabric.link_params(port.tier)).write())
     net.ebpf_ports[(node, intf)] = program
     return program
 
 
-def prepare_faults(net: FabricNet, fabric: Fabric, actions) -> int:
-    """Load the program, before traffic starts, on every port a loss fault of the
-    timeline will use, so that applying the fault is only a map write. Returns the
-    ports loaded."""
+def fault_ports(fabric: Fabric, actions) -> set[tuple[str, str]]:
+    """(node, interface) of every port whose eBPF maps a step of the timeline writes."""
     ports = set()
     for action in actions:
-        if action.kind == "loss":
+        if action.kind == "loss" or one_way(action):
             ports.update(loss_ports(fabric, action.target))
         elif action.kind == "gray-loss":
             ports.update((n, i) for n, i, _, _ in gray_loss_ports(fabric, action.target))
-    new = [p for p in sorted(ports) if p not in net.ebpf_ports]
+    return ports
+
+
+def prepare_faults(net: FabricNet, fabric: Fabric, actions) -> int:
+    """Load the program, before traffic starts, on every port a loss fault or a one-way
+    link-down of the timeline will use, so that applying the fault is only a map write.
+    Returns the ports loaded."""
+    new = [p for p in sorted(fault_ports(fabric, actions)) if p not in net.ebpf_ports]
     for node, intf in new:
         fault_port(net, fabric, node, intf)
     return len(new)

@@ -17,19 +17,27 @@ news is *local* or *remote*:
   so the route must be withdrawn and the withdrawal must reach the source's T0 (BGP):
   after `reconvergence_s` (1 s by default).
 - **nothing** for a blackhole (the switch drops traffic silently and keeps its control
-  plane up, so routing never moves traffic off it until it comes back) and for loss
-  and gray loss (routing does not see lost packets).
+  plane up, so routing never moves traffic off it until it comes back), for loss and
+  gray loss (routing does not see lost packets), and for a one-way `link-down` (its
+  carrier stays up, so neither end's link state changes; BFD, which would notice the
+  missing hellos in one direction, is not modelled).
 
 The step that ends a fault gives the same paths back, `local-up` or `remote-up`, with
 the same delays: the adjacent switch re-adds its link, remote switches hear the route
-advertised again. A switch reboot is every one of its links failing at once.
+advertised again. A switch reboot or a switch down is every one of its links failing
+at once; a `link-down` both ways, and each link of `links-fail`, is a link flap's down
+step.
+
+A step in place before the workload starts (`Action.before_start`) comes with
+`delay_s: 0` in its route command: routing converged around it long before the job
+started.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from experiments.faults import Action
+from experiments.faults import Action, one_way
 from topologies.model import Fabric
 from topologies.paths import catalogue
 
@@ -46,10 +54,16 @@ class RouteEvent:
     host: int
     kind: str  # local-down, local-up, remote-down, remote-up
     paths: tuple[tuple[int, int, int | None], ...]
+    # When the traffic follows, if not after the kind's delay (hosts/baseline.py): 0 for
+    # a fault in place before the start.
+    delay_s: float | None = None
 
     def command(self) -> dict:
         """The agent's `route` command (hosts/agent.py)."""
-        return {"cmd": "route", "kind": self.kind, "paths": [list(p) for p in self.paths]}
+        command = {"cmd": "route", "kind": self.kind, "paths": [list(p) for p in self.paths]}
+        if self.delay_s is not None:
+            command["delay_s"] = self.delay_s
+        return command
 
 
 def failed_links(action: Action, fabric: Fabric) -> set[Link]:
@@ -59,13 +73,15 @@ def failed_links(action: Action, fabric: Fabric) -> set[Link]:
     if kind == "nic-port-down":
         host, plane = target
         return {("host", fabric.node(host).index, plane)}
-    if kind == "link-flap":
+    if one_way(action):
+        return set()  # one way: the carrier stays up, routing sees nothing (no BFD)
+    if kind in ("link-flap", "link-down"):
         (link,) = [lk for lk in fabric.links if {lk.a, lk.b} == set(target)]
         lower, upper = fabric.node(link.a), fabric.node(link.b)  # `a` is the lower tier
         if link.tier == "host_t0":
             return {("host", lower.index, link.plane)}
         return {("t0t1", link.plane, lower.index, upper.index)}
-    if kind == "switch-reboot":
+    if kind in ("switch-reboot", "switch-down"):
         switch = fabric.node(target[0])
         spines, racks = range(fabric.spec.t1_per_plane), range(fabric.spec.racks)
         if switch.role == "t1":
@@ -108,5 +124,6 @@ def route_events(action: Action, fabric: Fabric) -> list[RouteEvent]:
                     else "remote"
                 found.setdefault((src, f"{where}-{state}"), []).append(
                     (dst, path.plane, path.spine))
-    return [RouteEvent(host, kind, tuple(paths))
+    delay_s = 0.0 if action.before_start else None
+    return [RouteEvent(host, kind, tuple(paths), delay_s)
             for (host, kind), paths in sorted(found.items())]

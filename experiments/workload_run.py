@@ -1,17 +1,20 @@
 """Run a workload with host agents under a fault schedule, once per transport.
 
 For each transport of the scenario (e.g. `mrc`, then `roce-8`) on the same network:
-start fresh agents, start the fault timeline, play the workload's phases (a phase starts
-when the previous one was delivered, verified and acknowledged), restore whatever a
-fault left down, gather the agents' counters, stop them. Transfers that do not finish
-before the scenario's timeout count as failed, as a crashed job would.
+apply the faults in place before the start (`before_start`), start fresh agents, start
+the fault timeline, play the workload's phases (a phase starts when the previous one
+was delivered, verified and acknowledged), restore whatever a fault left down, gather
+the agents' counters, stop them. Transfers that do not finish before the scenario's
+timeout count as failed, as a crashed job would.
 
 The fabric's switches are programmed with static source-routed tables and run no
 routing protocol, so for the baseline transports the fault timeline also plays the
 routing protocol's part: right after each fault step, every host whose routing would
 hear of it gets a `route` command (experiments/reroute.py says which paths, and whether
-local or remote); its agent applies the kind's delay. MRC agents get none: MRC finds
-dead paths by its own packets.
+local or remote); its agent applies the kind's delay. For a fault in place before the
+start the command says `delay_s: 0`: routing converged around it long before the job,
+so the agents start with those paths already gone. MRC agents get none: MRC finds dead
+paths by its own packets.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from experiments.agents import AgentSet
-from experiments.faults import Action, FaultInjector
+from experiments.faults import Action, FaultInjector, apply_before_start
 from experiments.reroute import route_events
 from experiments.workloads import Transfer
 from hosts.protocol import BASELINE_QPS
@@ -68,14 +71,23 @@ class TransportRun:
 def run_transport(net, fabric, transport: str, phases: list[list[Transfer]],
                   actions: list[Action], apply_fault, folder: Path, timeout_s: float,
                   protocol: dict, progress, progress_s: float = 0.05) -> TransportRun:
-    agents = AgentSet(net, fabric, transport, folder / "agents", protocol, progress_s)
-    injector = None
+    baseline = transport in BASELINE_QPS
+    # Faults in place before the start are there before the agents: each agent finds its
+    # ports as the job would (a dead port is dead when it starts).
+    played, early_errors, early = apply_before_start(
+        [a for a in actions if a.before_start], apply_fault)
+    injector = FaultInjector([a for a in actions if not a.before_start], apply_fault,
+                             played=played)
+    agents = None
     try:
+        agents = AgentSet(net, fabric, transport, folder / "agents", protocol, progress_s)
         agents.wait_ready()
+        if baseline:
+            injector.apply = with_routing(apply_fault, agents, fabric)
+            for action in early:
+                tell_routing(agents, action, fabric)
         start = time.monotonic()
         run = TransportRun(transport, start, event_files=agents.event_files)
-        injector = FaultInjector(actions, with_routing(apply_fault, agents, fabric)
-                                 if transport in BASELINE_QPS else apply_fault)
         injector.start(start)
         deadline = start + timeout_s
         for index, phase in enumerate(phases):
@@ -86,13 +98,14 @@ def run_transport(net, fabric, transport: str, phases: list[list[Transfer]],
                 break
         run.end = time.monotonic()
         injector.stop(restore=apply_fault)
-        run.faults, run.fault_errors = injector.log, injector.errors
+        run.faults, run.fault_errors = injector.log, early_errors + injector.errors
         run.stats = agents.stats()
         return run
     finally:
-        if injector is not None:
-            injector.stop()
-        agents.stop()
+        # Whatever happened, nothing of this transport's faults stays for the next one.
+        injector.stop(restore=apply_fault)
+        if agents is not None:
+            agents.stop()
 
 
 def with_routing(apply_fault, agents: AgentSet, fabric):
@@ -100,10 +113,15 @@ def with_routing(apply_fault, agents: AgentSet, fabric):
 
     def apply(action: Action) -> None:
         apply_fault(action)
-        for event in route_events(action, fabric):
-            agents.command(event.host, **event.command())
+        tell_routing(agents, action, fabric)
 
     return apply
+
+
+def tell_routing(agents: AgentSet, action: Action, fabric) -> None:
+    """Send each host what its routing learns of a fault step (a `route` command)."""
+    for event in route_events(action, fabric):
+        agents.command(event.host, **event.command())
 
 
 def _play_phase(agents: AgentSet, phase: list[Transfer], index: int, run: TransportRun,

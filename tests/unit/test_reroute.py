@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.faults import Action
+from experiments.faults import Action, parse_faults
 from experiments.reroute import RouteEvent, route_events
 from experiments.workload_run import with_routing
 from hosts.baseline import RoceSender, Routes, route_delay
@@ -60,11 +60,57 @@ def test_a_t1_reboot_is_local_everywhere_and_a_t0_reboot_local_to_its_rack_only(
     assert t0[(0, "remote-down")] == {(d, 0, s) for d in (2, 3) for s in (0, 1)}
 
 
+def test_a_switch_down_is_what_routing_hears_of_a_reboot():
+    for switch in ("p1t1s1", "p0t0r1"):
+        for up in (False, True):
+            down = route_events(Action(1.0, up, "switch-down", (switch,)), FABRIC)
+            assert down == route_events(Action(1.0, up, "switch-reboot", (switch,)), FABRIC)
+    # A T0 down: its own hosts lose their port of the plane (local), the others every
+    # path into its rack on the plane (remote).
+    t0 = by_host(route_events(Action(1.0, False, "switch-down", ("p0t0r1",)), FABRIC))
+    assert t0[(2, "local-down")] == {(d, 0, s) for d in (0, 1, 3)
+                                     for s in ((0, 1) if d != 3 else (None, 0, 1))}
+    assert t0[(1, "remote-down")] == {(d, 0, s) for d in (2, 3) for s in (0, 1)}
+
+
+def test_a_link_down_both_ways_is_a_flap_and_one_way_routing_never_hears_of():
+    for link in (("p0t0r0", "p0t1s0"), ("h2", "p1t0r1")):
+        for up in (False, True):
+            assert (route_events(Action(1.0, up, "link-down", link), FABRIC)
+                    == route_events(Action(1.0, up, "link-flap", link), FABRIC) != [])
+    for directed in ("p0t0r0>p0t1s0", "p0t1s0>p0t0r0", "h2>p1t0r1"):
+        assert route_events(Action(1.0, False, "link-down", (directed,)), FABRIC) == []
+
+
+def test_each_link_of_links_fail_is_a_flap_of_that_link():
+    actions = parse_faults([{"kind": "links-fail", "count": 3, "at_s": 0.5, "every_s": 0.5,
+                             "seed": 2}], FABRIC)
+    for action in actions:
+        flap = Action(action.t, action.up, "link-flap", action.target)
+        assert route_events(action, FABRIC) == route_events(flap, FABRIC) != []
+
+
+def test_routing_converged_before_the_start_moves_the_queue_pair_at_once():
+    (early,) = parse_faults([{"kind": "link-down", "link": ["p0t0r1", "p0t1s0"],
+                              "before_start": True}], FABRIC)
+    events = route_events(early, FABRIC)
+    assert {e.delay_s for e in events} == {0.0}
+    event = next(e for e in events if e.host == 0)
+    assert event.kind == "remote-down"  # a second of BGP, had it happened during the job
+    assert event.command() == {"cmd": "route", "kind": "remote-down",
+                               "paths": [list(p) for p in event.paths], "delay_s": 0.0}
+    # A step during the job says no delay: the agent applies its kind's.
+    (timed,) = parse_faults([{"kind": "link-down", "link": ["p0t0r1", "p0t1s0"],
+                              "at_s": 1}], FABRIC)
+    assert "delay_s" not in route_events(timed, FABRIC)[0].command()
+
+
 @pytest.mark.parametrize("action", [
     Action(1.0, False, "blackhole", ("p0t1s0",)),
     Action(1.0, True, "blackhole", ("p0t1s0",)),
     Action(1.0, False, "loss", ("h0>p0t0r0",), 0.01),
     Action(1.0, False, "gray-loss", ("h0", "h3", 0, 1), 0.2),
+    Action(1.0, False, "link-down", ("p0t1s0>p0t0r1",)),
 ])
 def test_routing_never_hears_of_a_blackhole_or_of_loss(action):
     assert route_events(action, FABRIC) == []
