@@ -89,9 +89,9 @@ def test_workloads():
     assert all(t.size == 200 for p in ring for t in p)
     assert [t.msg_id for p in ring for t in p if t.src == 0] == list(range(6))
     assert len(phases("all-to-all", {}, 4)[0]) == 12
-    incast = phases("incast", {"receiver": 0, "victim": [2, 1]}, 4)[0]
-    assert [(t.src, t.dst, t.role) for t in incast] == [(1, 0, "data"), (2, 0, "data"),
-                                                         (3, 0, "data"), (2, 1, "victim")]
+    # The victim has hosts of its own: the incast senders are the others.
+    incast = phases("incast", {"receiver": 0, "victim": [3, 1]}, 4)[0]
+    assert [(t.src, t.dst, t.role) for t in incast] == [(2, 0, "data"), (3, 1, "victim")]
     assert [t.src for t in phases("incast", {"receiver": 2, "fan_in": 2}, 4)[0]] == [0, 1]
     assert len(phases("transfer", {"count": 3}, 4)[0]) == 3
 
@@ -104,6 +104,11 @@ def test_workloads():
                                     r"\(got 'three'\)"),
     ("incast", {"fan_in": -3}, r"params\.fan_in: must be"),
     ("incast", {"fan_in": 4}, r"params\.fan_in: must be"),
+    ("incast", {"victim": [3, 1], "fan_in": 2},
+     r"params\.fan_in: must be a number of senders from 1 to 1 \(got 2\)"),
+    ("incast", {"victim": [0, 1]}, r"params\.victim: must not include the incast receiver"),
+    ("incast", {"victim": [2, 0]}, r"params\.victim: must not include the incast receiver"),
+    ("incast", {"victim_bytes": 10}, r"params\.victim_bytes: needs params\.victim"),
     ("transfer", {"count": "two"}, r"params\.count: must be a number of messages"),
     ("transfer", {"count": 3.7}, r"params\.count: must be"),
     ("transfer", {"count": 100_000_000}, r"params\.count: must be .* to 1000"),
