@@ -60,13 +60,25 @@ class ProtocolConfig:
     nscc_target_rtts: float = 1.0  # nscc: high delay is more queueing than this many base RTTs
     nscc_target_min_s: float = 0.0002  # nscc: ... and more than this
     target_delay_s: float = 0.008  # delay: queueing delay the window aims to stay under
+    # ECN load migration (hosts/sender.py): an EV with at least ecn_migrate_marks
+    # ECN echoes among the acks of its latest ecn_migrate_acks packets is replaced by a
+    # fresh EV of its plane on the least used path. 0 marks: never migrate.
+    ecn_migrate_marks: int = 2
+    ecn_migrate_acks: int = 8
+    # [plane, path index] or null: every connection starts with all its active EVs on
+    # that one path (for experiments that force flows onto one path); replacements and
+    # migrations still use every path of the plane.
+    pin_path: tuple[int, int] | None = None
     packet_events: bool = False  # also log "send" and "ack" per packet (slow; debugging)
 
     def __post_init__(self) -> None:
         if isinstance(self.cc, bool):
             object.__setattr__(self, "cc", "delay" if self.cc else "off")
+        self._check_pin_path()
         for f in fields(self):
             value, default = getattr(self, f.name), f.default
+            if f.name == "pin_path":
+                continue
             if isinstance(default, str):
                 ok = isinstance(value, str)
             elif isinstance(default, bool):
@@ -110,10 +122,30 @@ class ProtocolConfig:
             if not getattr(self, name) >= 0:  # also refuses NaN
                 raise ConfigError(f"protocol.{name}: must not be negative "
                                   f"(got {getattr(self, name)!r})")
+        if self.ecn_migrate_marks < 0:
+            raise ConfigError(f"protocol.ecn_migrate_marks: must not be negative "
+                              f"(got {self.ecn_migrate_marks!r})")
+        if not max(1, self.ecn_migrate_marks) <= self.ecn_migrate_acks <= 64:
+            raise ConfigError(f"protocol.ecn_migrate_acks: must be 1..64 and at least "
+                              f"ecn_migrate_marks (got {self.ecn_migrate_acks!r})")
         if self.rto_max_s < self.rto_min_s:
             raise ConfigError("protocol.rto_max_s: must not be below rto_min_s")
         if self.probe_max_s < self.probe_initial_s:
             raise ConfigError("protocol.probe_max_s: must not be below probe_initial_s")
+
+    def _check_pin_path(self) -> None:
+        """null, or [plane, path index] of two non-negative integers (kept as a tuple).
+        Whether the plane exists is checked when a connection starts (the topology is
+        not known here)."""
+        pin = self.pin_path
+        if pin is None:
+            return
+        if (not isinstance(pin, (list, tuple)) or len(pin) != 2
+                or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
+                           for v in pin)):
+            raise ConfigError(f"protocol.pin_path: must be null or [plane, path index], two "
+                              f"non-negative integers (got {pin!r})")
+        object.__setattr__(self, "pin_path", (pin[0], pin[1]))
 
     def evs_for(self, paths_per_plane: int, planes: int = 1) -> int:
         """Active EVs per plane for a connection whose planes offer this many paths

@@ -5,7 +5,10 @@ subset or spread of the plane's paths, random choice bits), in a rotation that
 interleaves the planes so consecutive packets go to different planes. An EV is GOOD,
 SKIP (passed over for one rotation after an ECN echo or a trimmed NACK), ASSUMED_BAD
 (retired after a real loss, probed until it answers) or DENIED (set by an operator,
-never used).
+never used). An EV whose path stays congested is migrated: a fresh EV of the same plane
+on its least used good path takes its slot, and nothing is retired (congestion is not
+failure). A set may start pinned to one path (every active EV on it), so that an
+experiment can force connections onto one path and watch them migrate away.
 
 EVs map to physical paths by the documented rule (hosts/protocol.py, topologies/paths.py):
 plane in the top byte, choice modulo the plane's path count below. EVs that share a path share its
@@ -37,7 +40,7 @@ class Ev:
     """One entropy value and what the sender knows about it."""
 
     __slots__ = ("ev", "plane", "key", "state", "inflight", "outstanding", "srtt", "rttvar",
-                 "last_ack", "last_sent", "ecn_marks", "losses", "active")
+                 "last_ack", "last_sent", "ecn_marks", "losses", "active", "ecn_history")
 
     def __init__(self, ev: int, plane: int, key: PathKey):
         self.ev, self.plane, self.key = ev, plane, key
@@ -51,6 +54,9 @@ class Ev:
         self.ecn_marks = 0
         self.losses = 0
         self.active = False  # in the rotation
+        # The ECN echoes of its latest acknowledged packets, one bit each (1: marked),
+        # newest in bit 0: the sender's migration rule counts them.
+        self.ecn_history = 0
 
     def __repr__(self) -> str:
         return (f"Ev({self.ev:#010x} plane {self.plane} path {self.key[1]} {self.state}"
@@ -69,10 +75,12 @@ class BadPath:
 
 class EvSet:
     def __init__(self, planes: int, paths_per_plane: int, evs_per_plane: int,
-                 rng: random.Random):
+                 rng: random.Random, pin: PathKey | None = None):
         if planes < 1 or paths_per_plane < 1 or evs_per_plane < 1:
             raise EvSetError(f"an EV set needs planes, paths and EVs (got {planes}, "
                              f"{paths_per_plane}, {evs_per_plane})")
+        if pin is not None and not 0 <= pin[0] < planes:
+            raise EvSetError(f"pinned to plane {pin[0]}; the connection has {planes} planes")
         self.planes = planes
         self.paths_per_plane = paths_per_plane
         self.evs_per_plane = evs_per_plane
@@ -94,6 +102,18 @@ class EvSet:
         # a random subset of the paths when the set is smaller than the plane, an even
         # spread with the extra EVs on random paths when it is larger. Different
         # connections draw different orders, so they do not all start on the same spine.
+        if pin is not None:
+            # Pinned: the plane's share of EVs, every one on the pinned path (the path
+            # index names it modulo the plane's path count, as an EV's choice does); the
+            # other planes start empty. Replacements and migrations still draw from every
+            # path of the plane.
+            plane, path = pin[0], pin[1] % paths_per_plane
+            for _ in range(evs_per_plane):
+                ev = self._new_ev(plane, path)
+                ev.active = True
+                self.rotation.append(ev)
+            self._relive()
+            return
         by_plane = []
         for plane in range(planes):
             order = list(range(paths_per_plane))
@@ -217,6 +237,43 @@ class EvSet:
             new = self._new_ev(plane, self.rng.choice([p for p in good if use[p] == least]))
         new.active = True
         self.rotation[index] = new
+
+    def migrate(self, old: Ev) -> Ev | None:
+        """Congestion, not failure: move old's slot to the least used path of its plane
+        not known bad (counting the other active EVs), if that is another path than
+        old's. The slot gets a spare of that path, else a fresh EV; `old` stays GOOD and
+        becomes a spare, `draining` while it has packets in flight (they are still
+        judged for loss), so EVs are reused and the set does not grow with every move.
+        None (nothing changes) if old is not an active usable EV, or if its own path is
+        already the plane's least used: a new EV on the same path would change
+        nothing."""
+        if not old.active or not self.usable(old):
+            return None
+        plane = old.plane
+        use = {p: 0 for p in range(self.paths_per_plane) if (plane, p) not in self.bad}
+        for e in self.rotation:
+            if e.plane == plane and e.key[1] in use and e is not old:
+                use[e.key[1]] += 1
+        least = min(use.values())
+        if use.get(old.key[1]) == least:
+            return None
+        path = self.rng.choice([p for p in use if use[p] == least])
+        spares = self.backups[plane]
+        new = next((e for e in spares if e.key[1] == path and e.state == GOOD), None)
+        if new is None:
+            new = self._new_ev(plane, path)
+        else:
+            spares.remove(new)
+        new.ecn_history = 0
+        index = self.rotation.index(old)
+        old.active = False
+        spares.append(old)
+        if old.outstanding and old not in self.draining:
+            self.draining.append(old)
+        new.active = True
+        self.rotation[index] = new
+        self._relive()
+        return new
 
     def _new_ev(self, plane: int, path: int) -> Ev:
         """A fresh EV of `plane` whose random choice bits name `path` by the rule of

@@ -9,7 +9,10 @@ echoing its EV, so the sender learns per EV what arrived:
   timeout: a real loss -> the EV's path is retired (ASSUMED_BAD), replaced by an EV of
   the same plane, and what was in flight on it goes out again on other EVs;
 - a NACK (the packet was trimmed): retransmit at once on another EV, SKIP the EV once;
-- an ECN echo: SKIP the EV once; neither ever retires anything;
+- an ECN echo: SKIP the EV once; an EV whose acks keep echoing ECN (at least
+  `ecn_migrate_marks` of the acks of its latest `ecn_migrate_acks` packets) is migrated:
+  a fresh EV of its plane on the least used path takes its slot. Neither ever retires
+  anything: congestion is not failure;
 - retired paths are probed with backoff; a PROBE_REPLY reinstates them (with `probes`
   off, as in mrc-no-probe, nothing is ever probed: retired paths stay retired);
 - the local carrier (`set_local_plane`) and the peer's port-state bitmap take whole
@@ -30,7 +33,7 @@ from operator import attrgetter
 
 from hosts import protocol, wire
 from hosts.cc import make_window
-from hosts.config import ProtocolConfig
+from hosts.config import ConfigError, ProtocolConfig
 from hosts.evset import ASSUMED_BAD, GOOD, SKIP, Ev, EvSet, PathKey
 from hosts.protocol import make_ev
 
@@ -111,7 +114,13 @@ class Sender:
         # runs repeat exactly, and different connections (senders do not coordinate)
         # draw different sets. An explicit `seed` (tests) replaces both.
         rng = random.Random(seed or f"ev-set/{config.ev_seed}/{me}/{peer}/{conn_id}")
-        self.evs = EvSet(planes, paths_per_plane, config.evs_for(paths_per_plane, planes), rng)
+        if config.pin_path is not None and config.pin_path[0] >= planes:
+            raise ConfigError(f"protocol.pin_path: plane {config.pin_path[0]}, but the "
+                              f"topology has {planes} planes (0..{planes - 1})")
+        self.evs = EvSet(planes, paths_per_plane, config.evs_for(paths_per_plane, planes), rng,
+                         pin=config.pin_path)
+        self.ecn_mask = (1 << config.ecn_migrate_acks) - 1
+        self.congested: list[Ev] = []  # EVs the migration rule picked during this SACK
         self.local_up = [True] * planes
         self.remote_up = [True] * planes
         self.remote_state = (1 << planes) - 1  # the peer's port-state bitmap, as last seen
@@ -140,7 +149,7 @@ class Sender:
         self.packet_events = config.packet_events
         self.stats = {"data_tx": 0, "retransmits": 0, "acked": 0, "nacks": 0, "ecn_echoes": 0,
                       "losses": 0, "timeouts": 0, "retired": 0, "reinstated": 0, "probes": 0,
-                      "messages_completed": 0, "stale_acks": 0}
+                      "messages_completed": 0, "stale_acks": 0, "migrations": 0}
 
     # ------------------------------------------------------------------ messages
     def send_message(self, msg_id: int, data: bytes, now: float) -> None:
@@ -295,6 +304,10 @@ class Sender:
         if self._ecn_psn >= 0:
             self._ecn_psn = -1
             self.cwnd.on_ack(None, True, now)
+        if self.congested:
+            congested, self.congested = self.congested, []
+            for ev in congested:
+                self._migrate(ev, now)
 
     def _on_sack(self, hdr: wire.Header, ctl: wire.Control, now: float) -> None:
         if hdr.flags & protocol.F_ECN_ECHO:
@@ -373,6 +386,10 @@ class Sender:
             ecn = psn == self._ecn_psn
             if ecn:
                 self._ecn_psn = -1
+            history = ev.ecn_history = (ev.ecn_history << 1 | ecn) & self.ecn_mask
+            if (ecn and self.config.ecn_migrate_marks
+                    and history.bit_count() >= self.config.ecn_migrate_marks):
+                self.congested.append(ev)
             if pkt.retries == 0:
                 self._rtt(ev, now - pkt.sent_at)
                 self.cwnd.on_ack(now - pkt.sent_at, ecn, now)
@@ -429,6 +446,17 @@ class Sender:
             if pkt.ev is ev:  # not already taken back by a retirement in this loop
                 self.stats["losses"] += 1
                 self._loss(pkt, ev, now, "gap")
+
+    def _migrate(self, ev: Ev, now: float) -> None:
+        """The EV's path stays congested: move its slot to the least used path of its
+        plane (hosts/evset.py EvSet.migrate). Its packets in flight are left to arrive."""
+        new = self.evs.migrate(ev)
+        if new is None:
+            return
+        self.stats["migrations"] += 1
+        self.on_event({"t": now, "event": "migrate", "ev": ev.ev, "new_ev": new.ev,
+                       "plane": ev.plane, "path": ev.key[1], "new_path": new.key[1],
+                       "reason": "ecn", "peer": self.peer})
 
     def _loss(self, pkt: Packet, ev: Ev, now: float, reason: str) -> None:
         self._take_back(pkt, front=False)

@@ -9,6 +9,17 @@ the data of `mrc-no-trim` or `single-path`, it drops it. The chaos may differ pe
 (`path_chaos`, keyed by plane and spine). Paths can be black-holed (every path through
 a T1, or one plane port of a host, seen by its agent as carrier loss or not; both
 directions or only towards one host) from a virtual time on, and back.
+
+With `queues` on, DATA also crosses a model of the fabric's output queues: each T0
+uplink to a T1, each T1 downlink to a T0 and each T0 port facing a host is a FIFO
+served at its tier's link rate (the topology's `links`), and a packet that joins one
+meets what the switches do (hosts/protocol.py, p4src/): CE past
+`ecn_threshold_pkts` (never on a port facing a host), trimmed past
+`trim_threshold_pkts` if trimmable, dropped at `queue_pkts` otherwise. Control packets
+and trimmed headers ride the priority queue and wait for nothing. The queues are
+evaluated in the order packets are sent, each hop at the time the packet reaches it:
+a fluid model (work-conserving, FIFO up to the order of sending), not a packet-level
+switch.
 One seeded RNG and a virtual clock make every run repeatable. Used by the tests and the
 labs; runs tens of thousands of packets a second with no root and no Mininet.
 """
@@ -23,6 +34,7 @@ from dataclasses import dataclass, field
 from hosts import protocol, wire
 from hosts.endpoint import make_endpoint
 from hosts.payload import message_bytes, verify
+from hosts.protocol import DATA_FRAME_BYTES, frame_bytes
 from topologies.model import Fabric
 from topologies.paths import path_for_ev
 
@@ -62,6 +74,31 @@ class Outage:
         return path.spine == self.spine
 
 
+class LinkQueue:
+    """One output queue of the fabric: a FIFO served at the link's rate (a fluid of
+    bytes: `busy_until` is when what has joined so far is sent)."""
+
+    __slots__ = ("bytes_per_s", "ecn", "trim", "capacity", "last_hop", "busy_until",
+                 "marked", "max_depth")
+
+    def __init__(self, rate_mbit: float, ecn: int | None, trim: int, capacity: int,
+                 last_hop: bool):
+        self.bytes_per_s = rate_mbit * 1e6 / 8
+        self.ecn, self.trim, self.capacity, self.last_hop = ecn, trim, capacity, last_hop
+        self.busy_until = 0.0
+        self.marked = 0  # packets CE-marked here
+        self.max_depth = 0.0
+
+    def depth(self, t: float) -> float:
+        """Full-size DATA frames waiting at time t."""
+        return max(0.0, self.busy_until - t) * self.bytes_per_s / DATA_FRAME_BYTES
+
+    def join(self, t: float, size: int) -> float:
+        """A frame of `size` bytes joins at t; returns when it has been sent."""
+        self.busy_until = max(self.busy_until, t) + size / self.bytes_per_s
+        return self.busy_until
+
+
 @dataclass
 class SimNet:
     fabric: Fabric
@@ -72,6 +109,7 @@ class SimNet:
     protocol: dict = field(default_factory=dict)
     # Chaos of particular paths, by (plane, spine); spine None is the direct same-rack path.
     path_chaos: dict[tuple[int, int | None], Chaos] = field(default_factory=dict)
+    queues: bool = False  # model the fabric's output queues (module docstring)
 
     def __post_init__(self):
         self.rng = random.Random(self.seed)
@@ -96,6 +134,9 @@ class SimNet:
                 lambda src, msg_id, data, dst=h.index: self._delivered(src, dst, msg_id, data),
                 lambda dst, msg_id, size, src=h.index: self.completed.add((src, dst, msg_id))))
         self._carrier_applied: set[int] = set()
+        # The output queues of `queues`, made on first use: ("up", plane, rack, spine),
+        # ("down", plane, spine, rack) and ("host", plane, host).
+        self.link_queues: dict[tuple, LinkQueue] = {}
 
     def _delivered(self, src: int, dst: int, msg_id: int, data) -> None:
         self.delivered[(src, dst, msg_id)] = verify(src, dst, msg_id, data)
@@ -128,11 +169,55 @@ class SimNet:
                 self.trimmed += 1
             elif rng.random() < chaos.ecn:
                 ce = True
+        sent = self.now
+        if self.queues and is_data and not data[1] & protocol.F_TRIMMED:
+            sent, data, marked = self._through_queues(path, data)
+            if data is None:
+                self.dropped += 1
+                return
+            ce = ce or marked
         copies = 2 if rng.random() < chaos.duplicate else 1
         for _ in range(copies):
-            t = self.now + chaos.delay_s + rng.random() * chaos.jitter_s
+            t = sent + chaos.delay_s + rng.random() * chaos.jitter_s
             self.seq += 1
             heapq.heappush(self.queue, (t, self.seq, dst, plane, src, data, ce))
+
+    def _queue(self, key: tuple) -> LinkQueue:
+        queue = self.link_queues.get(key)
+        if queue is None:
+            spec = self.fabric.spec
+            last_hop = key[0] == "host"
+            link = spec.host_t0 if last_hop else spec.t0_t1
+            queue = self.link_queues[key] = LinkQueue(
+                link.rate_mbit, None if last_hop else spec.ecn_threshold_pkts,
+                spec.trim_threshold_pkts, link.queue_pkts, last_hop)
+        return queue
+
+    def _through_queues(self, path, data: bytes) -> tuple[float, bytes | None, bool]:
+        """A DATA packet through the output queues of its path: (when it leaves the
+        last one, the packet as it leaves (trimmed, or None if dropped), CE-marked)."""
+        src_rack = self.fabric.host(path.src).rack
+        dst_rack = self.fabric.host(path.dst).rack
+        hops = [("host", path.plane, path.dst)]
+        if path.spine is not None:
+            hops[:0] = [("up", path.plane, src_rack, path.spine),
+                        ("down", path.plane, path.spine, dst_rack)]
+        t, ce, size = self.now, False, frame_bytes(len(data))
+        for key in hops:
+            queue = self._queue(key)
+            depth = queue.depth(t)
+            queue.max_depth = max(queue.max_depth, depth)
+            if depth >= queue.trim and self.trimmable:
+                # Cut to its header and sent in the priority queue: it waits no more.
+                self.trimmed += 1
+                return t, wire.trim(data, queue.last_hop), ce
+            if depth >= queue.capacity:
+                return t, None, ce
+            if queue.ecn is not None and depth >= queue.ecn:
+                ce = True
+                queue.marked += 1
+            t = queue.join(t, size)
+        return t, data, ce
 
     def _carrier(self) -> None:
         for i, outage in enumerate(self.outages):
