@@ -1,5 +1,6 @@
 """PNG plots of a workload run: goodput over time with fault markers, completion-time CDF,
-and paths out of service over time. matplotlib with the Agg backend (no display needed)."""
+paths out of service over time, and each flow's throughput over time. matplotlib with
+the Agg backend (no display needed)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,11 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402 - the backend must be chosen first
 
-from experiments.metrics import goodput_series  # noqa: E402
+from experiments.metrics import BIN_S, flow_series, goodput_series  # noqa: E402
+
+# flows.png draws every flow up to this many; beyond (all-to-all on 8 hosts has 56),
+# one line per destination with the sum of its flows, and each victim flow alone.
+MAX_FLOW_LINES = 8
 
 
 def _fault_markers(ax, faults: list[dict]) -> None:
@@ -76,3 +81,54 @@ def path_state_plot(path: Path, runs: list, events: dict[str, list[dict]]) -> No
         _fault_markers(ax, runs[0].faults)
     _save(fig, ax, path, "Paths out of service", "time since workload start (s)",
           "EVs retired")
+
+
+def flow_lines(run, events: list[dict]) -> list[tuple[str, list[tuple[float, float]]]]:
+    """The lines of one transport's panel of flows.png: (label, (t, Mbit/s) series).
+
+    Every flow when there are at most MAX_FLOW_LINES; otherwise each victim flow alone
+    and, per destination, the sum of its other flows (a destination's line is what its
+    NIC took in, and one that falls behind the rest is the one to look at)."""
+    series = flow_series(events, run.start, BIN_S)
+    victims = {(t.src, t.dst) for t in run.transfers if t.role == "victim"}
+
+    def label(flow):
+        return f"{'victim ' if flow in victims else ''}h{flow[0]}->h{flow[1]}"
+
+    if len(series) <= MAX_FLOW_LINES:
+        return [(label(flow), points) for flow, points in sorted(series.items())]
+    lines = [(label(flow), series[flow]) for flow in sorted(victims) if flow in series]
+    by_dst: dict[int, list] = {}
+    for (src, dst), points in sorted(series.items()):
+        if (src, dst) not in victims:
+            by_dst.setdefault(dst, []).append(points)
+    for dst, parts in sorted(by_dst.items()):
+        total = [0.0] * max(map(len, parts))
+        for points in parts:
+            for i, (_, mbps) in enumerate(points):
+                total[i] += mbps
+        lines.append((f"all->h{dst} ({len(parts)} flows)",
+                      [(i * BIN_S, mbps) for i, mbps in enumerate(total)]))
+    return lines
+
+
+def flows_plot(path: Path, runs: list, events: dict[str, list[dict]]) -> None:
+    """Throughput over time per flow (flow_lines), one panel per transport."""
+    fig, axes = plt.subplots(max(1, len(runs)), 1, figsize=(8, 2.2 + 2.3 * len(runs)),
+                             sharex=True, squeeze=False)
+    for ax, run in zip(axes[:, 0], runs):
+        lines = flow_lines(run, events[run.transport])
+        for label, points in lines:
+            ax.plot([t for t, _ in points], [v for _, v in points], label=label,
+                    linewidth=2.0 if label.startswith("victim") else 1.0)
+        _fault_markers(ax, run.faults)
+        ax.set_title(run.transport)
+        ax.set_ylabel("Mbit/s")
+        ax.grid(alpha=0.3)
+        if lines:
+            ax.legend(loc="upper right", fontsize="x-small", ncol=2)
+    axes[-1, 0].set_xlabel("time since workload start (s)")
+    fig.suptitle("Throughput per flow")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -25,7 +25,10 @@ while acks wait (a peer would take that for a broken path).
 
 Every protocol event (send bursts, ack, nack, trim, retire, probe, reinstate, plane
 changes...) goes to the JSON-lines event log named in the config, with monotonic times
-(CLOCK_MONOTONIC is shared by all namespaces, so logs of all hosts line up).
+(CLOCK_MONOTONIC is shared by all namespaces, so logs of all hosts line up). Every
+`progress_s` the log also gets a `progress` sample (Endpoint.progress(): payload bytes
+received in all and per source host, `rx_by_src`), from which experiments/metrics.py
+draws goodput and each flow's throughput over time.
 Garbage, truncated or foreign datagrams are counted and dropped, never fatal.
 """
 
@@ -102,7 +105,6 @@ class Agent:
         self.hosts_by_address: dict[str, int] = {}
         self.counters = {"rx_datagrams": 0, "tx_datagrams": 0, "tx_errors": 0,
                          "foreign": 0, "delivered": 0, "verify_failed": 0}
-        self.rx_bytes = 0
         self.endpoint: Endpoint = make_endpoint(
             config.transport, self.me, self.fabric, config.protocol,
             on_event=self.log, on_delivered=self.delivered, on_completed=self.completed)

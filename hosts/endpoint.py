@@ -241,10 +241,19 @@ class Endpoint:
         return states
 
     def progress(self) -> dict:
-        rx = sum(r.stats["rx_bytes"] for r in self.receivers.values())
+        """A sample for the event log (every `progress_s` in the agent, so kept cheap):
+        payload bytes received in all (`rx_bytes`) and per source host (`rx_by_src`,
+        sources that sent nothing left out), EVs retired, mean smoothed RTT."""
+        rx = 0
+        by_src: dict[int, int] = {}
+        for (peer, _, _), receiver in self.receivers.items():
+            nbytes = receiver.stats["rx_bytes"]
+            if nbytes:
+                rx += nbytes
+                by_src[peer] = by_src.get(peer, 0) + nbytes
         retired = sum(len(s.evs.bad) for s in self.senders.values() if isinstance(s, Sender))
         rtts = [s.srtt for s in self.senders.values() if s.srtt]
-        return {"rx_bytes": rx, "bad_paths": retired,
+        return {"rx_bytes": rx, "rx_by_src": by_src, "bad_paths": retired,
                 "srtt_ms": round(1000 * sum(rtts) / len(rtts), 3) if rtts else None}
 
     # ------------------------------------------------------------------ helpers
