@@ -42,7 +42,7 @@ class MRC(Packet):
         IntField("offset", 0),
         IntField("msg_len", 0),
         ShortField("payload_len", None),
-        ShortField("reserved", 0),
+        ShortField("path_seq", 0),  # DATA: path index, sequence number on the path
     ]
 
     def post_build(self, pkt: bytes, pay: bytes) -> bytes:

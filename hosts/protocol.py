@@ -67,8 +67,32 @@ F_TRIMMED_LASTHOP = 0x02
 F_ECN_ECHO = 0x04
 F_LAST = 0x08
 F_RETRANSMIT = 0x10
+# SACK: the receiver judges the echoed EV persistently bad (the M field of MRC's SACK).
+F_ALWAYS_SKIP = 0x20
 FLAG_NAMES = {F_TRIMMED: "TRIMMED", F_TRIMMED_LASTHOP: "TRIMMED_LASTHOP",
-              F_ECN_ECHO: "ECN_ECHO", F_LAST: "LAST", F_RETRANSMIT: "RETRANSMIT"}
+              F_ECN_ECHO: "ECN_ECHO", F_LAST: "LAST", F_RETRANSMIT: "RETRANSMIT",
+              F_ALWAYS_SKIP: "ALWAYS_SKIP"}
+# Flags only hosts read: the P4 program does not need them, so p4src/include/headers.p4
+# does not repeat them.
+HOST_ONLY_FLAGS = frozenset({F_ALWAYS_SKIP})
+# A DATA packet's `path_seq` (header offset 30, 16 bits): the index of its path within
+# its plane (the EV's choice modulo the plane's path count) in the high byte, and how many
+# DATA packets the connection sent on that path before it in the low byte (both modulo
+# 256), so the receiver sees which packets of a path are missing. Zero in control packets.
+PATH_SEQ_SHIFT = 8
+PATH_SEQ_MASK = 0xFF
+
+
+def make_path_seq(path: int, seq: int) -> int:
+    return (path & PATH_SEQ_MASK) << PATH_SEQ_SHIFT | (seq & PATH_SEQ_MASK)
+
+
+def path_seq_path(path_seq: int) -> int:
+    return path_seq >> PATH_SEQ_SHIFT & PATH_SEQ_MASK
+
+
+def path_seq_seq(path_seq: int) -> int:
+    return path_seq & PATH_SEQ_MASK
 
 R_TRIMMED, R_TRIMMED_LASTHOP, R_GAP = 1, 2, 3
 REASON_NAMES = {R_TRIMMED: "TRIMMED", R_TRIMMED_LASTHOP: "TRIMMED_LASTHOP", R_GAP: "GAP"}

@@ -7,6 +7,19 @@ PSN + 64-bit bitmap + the packet's EV echoed + ECN echo) or, for a trimmed packe
 NACK for exactly that PSN. The endpoint chooses the EV each answer goes back on
 (hosts/reverse.py).
 
+The receiver also judges each path. A DATA packet carries the index of its path within
+its plane and its sequence number on that path (`path_seq`), so the receiver sees which
+packets a path should have brought and did not (the EVs of one path share its fate, and
+judging the path gathers evidence several times faster than judging each EV). A path is
+persistently bad when, among its latest `M_WINDOW` judged sequence numbers (a number is
+judged once `M_REORDER` later ones of the same path have arrived: packets of one path
+overtake each other only by a little), at least `M_MIN_JUDGED` are judged and at least
+`M_MISSING_FRACTION` of them, and no fewer than `M_MIN_MISSING`, never arrived. Every
+SACK answering a packet of such a path carries `ALWAYS_SKIP` (the M field of MRC's
+SACK, about the EV it echoes); the sender retires the path at once. A late packet fills
+its hole again, and a path silent for `M_IDLE_S` starts afresh (a path retired and later
+reinstated by a probe is judged on what it carries after its return).
+
 Arrived PSNs above the cumulative one are kept as one integer bitmap (bit i: PSN
 `cum + i`), so recording a packet, advancing `cum` and building the SACK bitmap are a
 few integer operations, whatever the reordering.
@@ -34,6 +47,20 @@ from hosts import protocol, wire
 MAX_PSN_AHEAD = 1 << 16
 _BITMAP_MASK = (1 << protocol.BITMAP_BITS) - 1
 
+# The receiver's verdict on a path (the SACK's M field, ALWAYS_SKIP): see the docstring.
+M_WINDOW = 32  # latest judged sequence numbers of a path looked at
+M_REORDER = 4  # later arrivals on the same path before a missing number counts
+M_MIN_JUDGED = 16  # judged numbers needed before any verdict
+M_MISSING_FRACTION = 1 / 8  # missing among the judged ones that makes a path bad
+M_MIN_MISSING = 2  # and never fewer than this: a single loss is the sender's to judge
+# A path silent this long starts afresh: shorter than the sender's first probe of a
+# retired path (probe_initial_s, 50 ms by default), so a reinstated path is not judged
+# on the packets it lost when it failed.
+M_IDLE_S = 0.04
+_M_SPAN = M_WINDOW + M_REORDER
+_M_MASK = (1 << _M_SPAN) - 1
+_SEQ_SPACE = protocol.PATH_SEQ_MASK + 1
+
 DeliveredCallback = Callable[[int, bytearray], None]  # (msg_id, message bytes)
 # The answer type of a packet that gets none (an in-order receiver's drop after its NACK).
 NO_ANSWER = 0
@@ -46,6 +73,43 @@ class MessageBuffer:
         self.data = bytearray(size)
         self.received = 0
         self.size = size
+
+
+class PathWindow:
+    """What arrived of one path's latest sequence numbers: bit i of `bits` is number
+    `top - i`; `span` is how many numbers the window has seen since it started."""
+
+    __slots__ = ("top", "bits", "span", "last_at")
+
+    def __init__(self, seq: int, now: float):
+        self.top, self.bits, self.span, self.last_at = seq, 1, 1, now
+
+    def arrive(self, seq: int, now: float) -> None:
+        self.last_at = now
+        ahead = (seq - self.top) % _SEQ_SPACE
+        if ahead == 0:
+            return  # a duplicate
+        if ahead < _SEQ_SPACE // 2:
+            self.top = seq
+            self.bits = (self.bits << ahead | 1) & _M_MASK
+            self.span = min(_M_SPAN, self.span + ahead)
+        else:
+            behind = _SEQ_SPACE - ahead
+            if behind < self.span:
+                self.bits |= 1 << behind  # a late packet fills its hole
+
+    def missing(self) -> tuple[int, int]:
+        """(judged numbers, missing among them)."""
+        judged = max(0, self.span - M_REORDER)
+        if not judged:
+            return 0, 0
+        arrived = (self.bits >> M_REORDER & ((1 << judged) - 1)).bit_count()
+        return judged, judged - arrived
+
+    def bad(self) -> bool:
+        judged, missing = self.missing()
+        return (judged >= M_MIN_JUDGED and missing >= M_MIN_MISSING
+                and missing >= M_MISSING_FRACTION * judged)
 
 
 class Receiver:
@@ -69,9 +133,11 @@ class Receiver:
         self.messages: dict[int, MessageBuffer] = {} if messages is None else messages
         self.delivered: set[int] = set() if delivered is None else delivered
         self.ecn_marks = 0  # CE-marked data packets since the last SACK body
+        # By (plane, path): what the M verdict looks at.
+        self.path_windows: dict[tuple[int, int], PathWindow] = {}
         self.stats = {"data_rx": 0, "duplicates": 0, "trimmed_rx": 0, "out_of_order_drops": 0,
                       "messages_delivered": 0, "rx_bytes": 0, "ce_rx": 0, "inconsistent": 0,
-                      "out_of_window": 0, "naks": 0}
+                      "out_of_window": 0, "naks": 0, "always_skip_tx": 0}
 
     @property
     def above(self) -> set[int]:
@@ -87,6 +153,8 @@ class Receiver:
         """Take one DATA packet; returns (answer type, flags, reason) for the endpoint
         (answer type NO_ANSWER: send nothing)."""
         flags = hdr.flags
+        # A trimmed packet arrived too (its path carried it, congested): it counts.
+        bad_path = not self.in_order and self._judge(hdr, now)
         if flags & protocol.F_TRIMMED:
             self.stats["trimmed_rx"] += 1
             if flags & protocol.F_TRIMMED_LASTHOP:
@@ -94,8 +162,11 @@ class Receiver:
             return protocol.NACK, 0, protocol.R_TRIMMED
         stats = self.stats
         echo = 0
+        if bad_path:
+            echo = protocol.F_ALWAYS_SKIP
+            stats["always_skip_tx"] += 1
         if ce:
-            echo = protocol.F_ECN_ECHO
+            echo |= protocol.F_ECN_ECHO
             self.ecn_marks += 1
             stats["ce_rx"] += 1
         distance = hdr.psn - self.cum
@@ -125,6 +196,19 @@ class Receiver:
             self.bits = bits >> run
             self.cum += run
         return protocol.SACK, echo, 0
+
+    def _judge(self, hdr: wire.Header, now: float) -> bool:
+        """Record the packet's sequence number on its path; True if the path is now
+        judged persistently bad."""
+        windows = self.path_windows
+        key = (hdr.plane, protocol.path_seq_path(hdr.path_seq))
+        seq = protocol.path_seq_seq(hdr.path_seq)
+        window = windows.get(key)
+        if window is None or now - window.last_at > M_IDLE_S:
+            windows[key] = PathWindow(seq, now)
+            return False
+        window.arrive(seq, now)
+        return window.bad()
 
     def _place(self, hdr: wire.Header, payload) -> bool:
         """Copy the payload into its message; False if it contradicts the message."""

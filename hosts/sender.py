@@ -13,6 +13,9 @@ echoing its EV, so the sender learns per EV what arrived:
   `ecn_migrate_marks` of the acks of its latest `ecn_migrate_acks` packets) is migrated:
   a fresh EV of its plane on the least used path takes its slot. Neither ever retires
   anything: congestion is not failure;
+- a SACK with ALWAYS_SKIP (the receiver judges the echoed EV persistently bad: it is
+  missing a share of what was sent on its path, hosts/receiver.py): a real loss verdict, the
+  EV's path is retired at once (reason `always-skip`);
 - retired paths are probed with backoff; a PROBE_REPLY reinstates them (with `probes`
   off, as in mrc-no-probe, nothing is ever probed: retired paths stay retired);
 - the local carrier (`set_local_plane`) and the peer's port-state bitmap take whole
@@ -121,6 +124,9 @@ class Sender:
                          pin=config.pin_path)
         self.ecn_mask = (1 << config.ecn_migrate_acks) - 1
         self.congested: list[Ev] = []  # EVs the migration rule picked during this SACK
+        # DATA packets sent on each path so far: their `path_seq` (the receiver's view of
+        # what each path should have brought it).
+        self.path_sent: dict[PathKey, int] = {}
         self.local_up = [True] * planes
         self.remote_up = [True] * planes
         self.remote_state = (1 << planes) - 1  # the peer's port-state bitmap, as last seen
@@ -149,7 +155,8 @@ class Sender:
         self.packet_events = config.packet_events
         self.stats = {"data_tx": 0, "retransmits": 0, "acked": 0, "nacks": 0, "ecn_echoes": 0,
                       "losses": 0, "timeouts": 0, "retired": 0, "reinstated": 0, "probes": 0,
-                      "messages_completed": 0, "stale_acks": 0, "migrations": 0}
+                      "messages_completed": 0, "stale_acks": 0, "migrations": 0,
+                      "always_skip_rx": 0}
 
     # ------------------------------------------------------------------ messages
     def send_message(self, msg_id: int, data: bytes, now: float) -> None:
@@ -252,6 +259,8 @@ class Sender:
         self.tx_count += 1
         pkt.tx_seq = self.tx_count
         ev.last_sent = now
+        sent = self.path_sent.get(ev.key, 0)
+        self.path_sent[ev.key] = sent + 1
         ev.inflight += 1
         ev.outstanding.append(pkt)
         self.inflight += 1
@@ -265,7 +274,8 @@ class Sender:
         msg = pkt.msg
         return wire.encode_data(flags, ev.plane, self.conn_id, ev.ev, msg.msg_id, pkt.psn,
                                 pkt.offset, msg.size,
-                                msg.data[pkt.offset:pkt.offset + pkt.length])
+                                msg.data[pkt.offset:pkt.offset + pkt.length],
+                                protocol.make_path_seq(ev.key[1], sent))
 
     def _take_back(self, pkt: Packet, front: bool) -> None:
         """A transmission is over without an ack: queue the packet again."""
@@ -308,6 +318,12 @@ class Sender:
             congested, self.congested = self.congested, []
             for ev in congested:
                 self._migrate(ev, now)
+        if hdr.flags & protocol.F_ALWAYS_SKIP:
+            # After the acks above, so what this SACK acknowledges is not sent again.
+            self.stats["always_skip_rx"] += 1
+            ev = self.evs.by_ev.get(ctl.echo_ev)
+            if ev is not None:
+                self._retire_path(ev, now, "always-skip")
 
     def _on_sack(self, hdr: wire.Header, ctl: wire.Control, now: float) -> None:
         if hdr.flags & protocol.F_ECN_ECHO:
@@ -462,6 +478,11 @@ class Sender:
         self._take_back(pkt, front=False)
         self.cwnd.on_loss(now)
         ev.losses += 1
+        self._retire_path(ev, now, reason)
+
+    def _retire_path(self, ev: Ev, now: float, reason: str) -> None:
+        """A real loss verdict on `ev`: retire every EV of its path (unless that would
+        break the ev_min_active floor) and send what was in flight on them elsewhere."""
         if ev.state not in (GOOD, SKIP):
             return
         evs = self.evs

@@ -52,6 +52,7 @@ class Header(NamedTuple):
     offset: int
     msg_len: int
     payload_len: int
+    path_seq: int = 0  # DATA: its path and sequence number on it (docs/protocol.md)
 
 
 class Control(NamedTuple):
@@ -64,10 +65,11 @@ class Control(NamedTuple):
 
 
 def encode_data(flags: int, plane: int, conn_id: int, ev: int, msg_id: int, psn: int,
-                offset: int, msg_len: int, payload: bytes | memoryview) -> bytes:
+                offset: int, msg_len: int, payload: bytes | memoryview,
+                path_seq: int = 0) -> bytes:
     """A DATA packet: header + payload (one copy of the payload)."""
     return HEADER.pack(_VT_DATA, flags, plane, 0, conn_id, ev, msg_id, psn, offset,
-                       msg_len, len(payload), 0) + payload
+                       msg_len, len(payload), path_seq) + payload
 
 
 def encode_control(kind: int, flags: int, plane: int, reason: int, conn_id: int, ev: int,
@@ -88,14 +90,14 @@ def decode(data: bytes | bytearray | memoryview, max_msg_len: int = MAX_MSG_LEN
     if size < MRC_HEADER_BYTES:
         raise WireError(f"truncated: {size} bytes, header needs {MRC_HEADER_BYTES}")
     (vt, flags, plane, reason, conn_id, ev, msg_id, psn, offset, msg_len, payload_len,
-     _) = HEADER.unpack_from(data)
+     path_seq) = HEADER.unpack_from(data)
     if vt == _VT_DATA:
         if msg_len > max_msg_len:
             raise WireError(f"DATA msg_len {msg_len} above the limit {max_msg_len}")
         if offset + payload_len > msg_len:
             raise WireError("DATA payload reaches past the end of the message")
         header = _tuple_new(Header, (DATA, flags, plane, reason, conn_id, ev, msg_id, psn,
-                                     offset, msg_len, payload_len))
+                                     offset, msg_len, payload_len, path_seq))
         if flags & F_TRIMMED:
             if size != MRC_HEADER_BYTES:
                 raise WireError("trimmed DATA with payload bytes behind the header")
@@ -112,7 +114,7 @@ def decode(data: bytes | bytearray | memoryview, max_msg_len: int = MAX_MSG_LEN
     if size != CONTROL_PACKET_BYTES:
         raise WireError(f"{TYPE_NAMES[kind]} must be {CONTROL_PACKET_BYTES} bytes, got {size}")
     header = _tuple_new(Header, (kind, flags, plane, reason, conn_id, ev, msg_id, psn, offset,
-                                 msg_len, payload_len))
+                                 msg_len, payload_len, path_seq))
     return header, _tuple_new(Control, CONTROL.unpack_from(data, MRC_HEADER_BYTES)), None
 
 

@@ -35,7 +35,8 @@ FIELDS = ["mrc.version", "mrc.type", "mrc.flags", "mrc.plane", "mrc.reason",
           "mrc.conn_id.sender", "mrc.conn_id.receiver", "mrc.ev", "mrc.ev.plane",
           "mrc.msg_id", "mrc.psn", "mrc.offset", "mrc.msg_len", "mrc.payload_len",
           "mrc.payload_present", "mrc.trimmed_bytes", "mrc.flags.trimmed",
-          "mrc.flags.trimmed_lasthop", "mrc.cum_psn", "mrc.sack_base", "mrc.bitmap",
+          "mrc.flags.trimmed_lasthop", "mrc.flags.always_skip", "mrc.path_seq",
+          "mrc.path_seq.path", "mrc.path_seq.seq", "mrc.cum_psn", "mrc.sack_base", "mrc.bitmap",
           "mrc.bitmap_count", "mrc.echo_ev", "mrc.ecn_marks", "mrc.port_state",
           "mrc.planes_up", "usid.block", "usid.sid", "usid.node", "usid.active",
           "usid.path", "usid.src_node", "usid.names", "_ws.col.Info", "_ws.expert.message"]
@@ -87,7 +88,8 @@ def packets(fabric):
     return [
         ("data", frame(h0, p0s1.address, MRC(
             type=protocol.DATA, flags=protocol.F_LAST | protocol.F_RETRANSMIT, plane=0,
-            conn_id=conn, ev=ev, msg_id=4, psn=41, offset=48000, msg_len=49200),
+            conn_id=conn, ev=ev, msg_id=4, psn=41, offset=48000, msg_len=49200,
+            path_seq=protocol.make_path_seq(1, 7)),
             bytes(range(256)) * 4 + bytes(176))),
         # After the first T0 shifted its uSID out: p0t1s1 is now the active one.
         ("shifted", frame(h0, usid_address(p0s1.usids[1:]), MRC(
@@ -99,7 +101,8 @@ def packets(fabric):
             plane=1, conn_id=conn, ev=p1s0.ev, msg_id=4, psn=43, offset=1200, msg_len=49200,
             payload_len=1200))),
         ("sack", frame(h3, back[1].address, MRC(
-            type=protocol.SACK, flags=protocol.F_ECN_ECHO, plane=0, conn_id=conn, ev=ev,
+            type=protocol.SACK, flags=protocol.F_ECN_ECHO | protocol.F_ALWAYS_SKIP, plane=0,
+            conn_id=conn, ev=ev,
             msg_id=4, psn=41), MRCControl(
             cum_psn=40, sack_base=40, bitmap=0x8000_0000_0000_0003, echo_ev=ev, ecn_marks=2,
             port_state=0b11))),
@@ -170,6 +173,8 @@ def test_every_header_field_of_a_data_packet(decoded):
     assert number(d["mrc.offset"]) == 48000 and number(d["mrc.msg_len"]) == 49200
     assert number(d["mrc.payload_len"]) == number(d["mrc.payload_present"]) == 1200
     assert d["mrc.trimmed_bytes"] == "" and not flag(d["mrc.flags.trimmed"])
+    assert number(d["mrc.path_seq"]) == 0x0107 and not flag(d["mrc.flags.always_skip"])
+    assert number(d["mrc.path_seq.path"]) == 1 and number(d["mrc.path_seq.seq"]) == 7
     assert d["_ws.col.Info"] == ("DATA psn=41 ev=0x0000000f off=48000 len=1200 "
                                  "[LAST,RETRANSMIT]")
 
@@ -188,7 +193,8 @@ def test_a_trimmed_header_is_shown_as_trimmed(decoded):
 def test_the_control_body_of_a_sack(decoded):
     d = decoded["sack"]
     assert number(d["mrc.type"]) == protocol.SACK
-    assert number(d["mrc.flags"]) == protocol.F_ECN_ECHO
+    assert number(d["mrc.flags"]) == protocol.F_ECN_ECHO | protocol.F_ALWAYS_SKIP
+    assert flag(d["mrc.flags.always_skip"])
     assert number(d["mrc.cum_psn"]) == 40 and number(d["mrc.sack_base"]) == 40
     assert number(d["mrc.bitmap"]) == 0x8000_0000_0000_0003
     assert number(d["mrc.bitmap_count"]) == 3
@@ -210,7 +216,7 @@ def test_every_packet_type_reason_and_flag_has_the_protocols_name(decoded):
     shown = decoded["data"]["_ws.col.Info"] + decoded["trimmed"]["_ws.col.Info"]
     shown += decoded["sack"]["_ws.col.Info"]
     for bit in (protocol.F_TRIMMED, protocol.F_TRIMMED_LASTHOP, protocol.F_ECN_ECHO,
-                protocol.F_LAST, protocol.F_RETRANSMIT):
+                protocol.F_LAST, protocol.F_RETRANSMIT, protocol.F_ALWAYS_SKIP):
         assert protocol.FLAG_NAMES[bit] in shown
     status = decoded["plane_status"]
     assert number(status["mrc.port_state"]) == 0b01 and status["mrc.planes_up"] == "0"

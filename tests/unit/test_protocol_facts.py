@@ -74,7 +74,18 @@ def test_every_type_and_flag_is_known_to_the_switch():
     for kind, name in protocol.TYPE_NAMES.items():
         assert consts.get(f"MRC_TYPE_{name}", (0, None))[1] == kind, name
     for flag, name in protocol.FLAG_NAMES.items():
+        if flag in protocol.HOST_ONLY_FLAGS:
+            # Only hosts read it; headers.p4 may still name it, with the same value.
+            assert consts.get(f"MRC_FLAG_{name}", (0, flag))[1] == flag, name
+            continue
         assert consts.get(f"MRC_FLAG_{name}", (0, None))[1] == flag, name
+
+
+def test_flag_bits_are_distinct_single_bits():
+    bits = list(protocol.FLAG_NAMES)
+    assert len(set(bits)) == len(bits) and all(b and b & (b - 1) == 0 and b < 0x100
+                                                for b in bits)
+    assert protocol.HOST_ONLY_FLAGS <= set(bits)
 
 
 def test_switch_only_constants_exist():

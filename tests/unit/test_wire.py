@@ -136,18 +136,21 @@ u8, u16, u32 = st.integers(0, 0xFF), st.integers(0, 0xFFFF), st.integers(0, 0xFF
 
 
 @settings(max_examples=150, deadline=None, derandomize=True, database=None)
-@given(flags=st.integers(0, 0x1F).filter(lambda f: not f & protocol.F_TRIMMED), plane=u8,
+@given(flags=st.integers(0, 0xFF).filter(lambda f: not f & protocol.F_TRIMMED), plane=u8,
        conn_id=u32, ev=u32, msg_id=u32, psn=u32, payload=st.binary(max_size=64),
-       offset=st.integers(0, 1 << 20), extra=st.integers(0, 1000))
+       offset=st.integers(0, 1 << 20), extra=st.integers(0, 1000), path_seq=u16)
 def test_struct_and_scapy_agree_on_any_data_header(flags, plane, conn_id, ev, msg_id, psn,
-                                                   payload, offset, extra):
+                                                   payload, offset, extra, path_seq):
     msg_len = offset + len(payload) + extra
-    data = wire.encode_data(flags, plane, conn_id, ev, msg_id, psn, offset, msg_len, payload)
+    data = wire.encode_data(flags, plane, conn_id, ev, msg_id, psn, offset, msg_len, payload,
+                            path_seq)
     hdr, _, view = wire.decode(data)
     assert hdr == (protocol.DATA, flags, plane, 0, conn_id, ev, msg_id, psn, offset, msg_len,
-                   len(payload)) and bytes(view) == payload
+                   len(payload), path_seq) and bytes(view) == payload
+    assert data[30:32] == path_seq.to_bytes(2, "big")  # docs/protocol.md: offset 30
     built = MRC(type=protocol.DATA, flags=flags, plane=plane, conn_id=conn_id, ev=ev,
-                msg_id=msg_id, psn=psn, offset=offset, msg_len=msg_len) / payload
+                msg_id=msg_id, psn=psn, offset=offset, msg_len=msg_len,
+                path_seq=path_seq) / payload
     assert bytes(built) == data
     parsed = MRC(data)
     assert (int(parsed.flags), parsed.conn_id, parsed.ev, parsed.payload_len) == (

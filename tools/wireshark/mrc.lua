@@ -31,7 +31,7 @@ local F_TRIMMED = 0x01
 local TYPE_NAMES = { [1] = "DATA", [2] = "SACK", [3] = "NACK", [4] = "PROBE",
                      [5] = "PROBE_REPLY", [6] = "PLANE_STATUS" }
 local FLAG_BITS = { { 0x01, "TRIMMED" }, { 0x02, "TRIMMED_LASTHOP" }, { 0x04, "ECN_ECHO" },
-                    { 0x08, "LAST" }, { 0x10, "RETRANSMIT" } }
+                    { 0x08, "LAST" }, { 0x10, "RETRANSMIT" }, { 0x20, "ALWAYS_SKIP" } }
 local REASON_NAMES = { [0] = "none", [1] = "TRIMMED", [2] = "TRIMMED_LASTHOP", [3] = "GAP" }
 
 -- Arithmetic stand-ins for bit operations (Lua 5.2 has none built in that 5.4 keeps).
@@ -54,6 +54,9 @@ local f = {
                              8, nil, 0x04),
   last = ProtoField.bool("mrc.flags.last", "LAST: last packet of its message", 8, nil, 0x08),
   retransmit = ProtoField.bool("mrc.flags.retransmit", "RETRANSMIT", 8, nil, 0x10),
+  always_skip = ProtoField.bool("mrc.flags.always_skip",
+                                "ALWAYS_SKIP: the receiver judges the echoed EV persistently bad",
+                                8, nil, 0x20),
   plane = ProtoField.uint8("mrc.plane", "Plane", base.DEC),
   reason = ProtoField.uint8("mrc.reason", "NACK reason", base.DEC, REASON_NAMES),
   conn_id = ProtoField.uint32("mrc.conn_id", "Connection", base.HEX),
@@ -70,7 +73,12 @@ local f = {
   offset = ProtoField.uint32("mrc.offset", "Offset in the message", base.DEC),
   msg_len = ProtoField.uint32("mrc.msg_len", "Message length", base.DEC),
   payload_len = ProtoField.uint16("mrc.payload_len", "Payload length (as sent)", base.DEC),
-  reserved = ProtoField.uint16("mrc.reserved", "Reserved", base.HEX),
+  path_seq = ProtoField.uint16("mrc.path_seq", "Path and sequence number on it (DATA)",
+                               base.HEX),
+  path_seq_path = ProtoField.uint16("mrc.path_seq.path", "Path index within the plane",
+                                    base.DEC, nil, 0xFF00),
+  path_seq_seq = ProtoField.uint16("mrc.path_seq.seq", "Sequence number on the path",
+                                   base.DEC, nil, 0x00FF),
   payload_present = ProtoField.uint32("mrc.payload_present", "Payload bytes present",
                                       base.DEC),
   trimmed_bytes = ProtoField.uint32("mrc.trimmed_bytes", "Payload bytes cut by a switch",
@@ -153,7 +161,8 @@ function mrc.dissector(tvb, pinfo, tree)
   local names = flag_names(flags)
   local flag_item = t:add(f.flags, tvb(1, 1))
   flag_item:append_text(#names > 0 and " (" .. table.concat(names, ", ") .. ")" or "")
-  for _, field in ipairs({ f.trimmed, f.trimmed_lasthop, f.ecn_echo, f.last, f.retransmit }) do
+  for _, field in ipairs({ f.trimmed, f.trimmed_lasthop, f.ecn_echo, f.last, f.retransmit,
+                           f.always_skip }) do
     flag_item:add(field, tvb(1, 1))
   end
   t:add(f.plane, tvb(2, 1))
@@ -170,7 +179,11 @@ function mrc.dissector(tvb, pinfo, tree)
   t:add(f.msg_len, tvb(24, 4))
   local payload_len = tvb(28, 2):uint()
   local len_item = t:add(f.payload_len, tvb(28, 2))
-  t:add(f.reserved, tvb(30, 2))
+  local path_seq = t:add(f.path_seq, tvb(30, 2))
+  if kind == DATA then
+    path_seq:add(f.path_seq_path, tvb(30, 2))
+    path_seq:add(f.path_seq_seq, tvb(30, 2))
+  end
 
   local name = TYPE_NAMES[kind] or ("type " .. kind)
   local psn = tvb(16, 4):uint()
