@@ -113,14 +113,16 @@ def flow_lines(run, events: list[dict]) -> list[tuple[str, list[tuple[float, flo
 
 
 def flows_plot(path: Path, runs: list, events: dict[str, list[dict]]) -> None:
-    """Throughput over time per flow (flow_lines), one panel per transport."""
+    """Throughput over time per flow (flow_lines), one panel per transport, on one
+    scale so that the panels compare; each bin is drawn at its middle."""
     fig, axes = plt.subplots(max(1, len(runs)), 1, figsize=(8, 2.2 + 2.3 * len(runs)),
-                             sharex=True, squeeze=False)
+                             sharex=True, sharey=True, squeeze=False)
     for ax, run in zip(axes[:, 0], runs):
         lines = flow_lines(run, events[run.transport])
         for label, points in lines:
-            ax.plot([t for t, _ in points], [v for _, v in points], label=label,
+            ax.plot([t + BIN_S / 2 for t, _ in points], [v for _, v in points], label=label,
                     linewidth=2.0 if label.startswith("victim") else 1.0)
+        ax.set_ylim(bottom=0)
         _fault_markers(ax, run.faults)
         ax.set_title(run.transport)
         ax.set_ylabel("Mbit/s")
