@@ -11,6 +11,7 @@ from experiments.metrics import (
     flow_mbps,
     flow_series,
     flow_throughput,
+    goodput_series,
     phase_figures,
     summarize,
     victim_throughput,
@@ -206,3 +207,12 @@ def test_endpoint_progress_counts_bytes_per_source(fabric, transport):
     series = flow_series(events, 0.0, 0.05)
     assert {flow: round(sum(v for _, v in points) * 0.05 / 8 * 1e6)
             for flow, points in series.items()} == sizes
+
+
+def test_goodput_counts_on_after_an_agent_restart():
+    rx = [0, 125_000, 250_000, 100_000, 225_000]  # restarted before the fourth sample
+    # Samples mid-bin: goodput_series counts a sample's bytes in the bin it falls in.
+    events = [{"t": START + 0.05 + 0.1 * i, "event": "progress", "host": 1, "rx_bytes": n}
+              for i, n in enumerate(rx)]
+    assert [g for _, g in goodput_series(events, START)] == pytest.approx(
+        [0.0, 10.0, 10.0, 8.0, 10.0])
