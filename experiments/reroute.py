@@ -28,6 +28,11 @@ advertised again. A switch reboot or a switch down is every one of its links fai
 at once; a `link-down` both ways, and each link of `links-fail`, is a link flap's down
 step.
 
+Faults overlap: a T0 may come back while a host port behind it is still down. A
+`RoutingState` (one per transport run) counts the faults holding each link down, so a
+step takes away only paths that were still up and gives back only paths no other
+fault still holds.
+
 A step in place before the workload starts (`Action.before_start`) comes with
 `delay_s: 0` in its route command: routing converged around it long before the job
 started.
@@ -35,6 +40,7 @@ started.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from experiments.faults import Action, one_way
@@ -100,9 +106,13 @@ def path_links(fabric: Fabric, src: int, dst: int, plane: int,
     return [("host", src, plane), *middle, ("host", dst, plane)]
 
 
-def route_events(action: Action, fabric: Fabric) -> list[RouteEvent]:
+def route_events(action: Action, fabric: Fabric,
+                 held: frozenset[Link] | set[Link] = frozenset()) -> list[RouteEvent]:
     """Per host, the paths routing takes away (a down step) or gives back (an up
-    step), local and remote apart; hosts that learn nothing are left out."""
+    step), local and remote apart; hosts that learn nothing are left out.
+
+    `held`: links that other faults hold down. A path over one of them is gone
+    already: this step neither takes it away nor gives it back (`RoutingState`)."""
     failed = failed_links(action, fabric)
     if not failed:
         return []
@@ -116,7 +126,7 @@ def route_events(action: Action, fabric: Fabric) -> list[RouteEvent]:
             for path in catalogue(fabric, src, dst):
                 links = path_links(fabric, src, dst, path.plane, path.spine)
                 hit = next((i for i, link in enumerate(links) if link in failed), None)
-                if hit is None:
+                if hit is None or any(link in held for link in links):
                     continue
                 # The source's port (0) and its T0's uplink (1, on a path through a
                 # spine) fail next to whoever forwards the flow first: local.
@@ -127,3 +137,24 @@ def route_events(action: Action, fabric: Fabric) -> list[RouteEvent]:
     delay_s = 0.0 if action.before_start else None
     return [RouteEvent(host, kind, tuple(paths), delay_s)
             for (host, kind), paths in sorted(found.items())]
+
+
+class RoutingState:
+    """The links faults hold down during one run, so that overlapping faults give a
+    path back only when the last one holding it ends (a T0 coming back does not
+    revive a path to a host whose port is still down)."""
+
+    def __init__(self, fabric: Fabric):
+        self.fabric = fabric
+        self.holds: Counter[Link] = Counter()  # link -> faults holding it down
+
+    def events(self, action: Action) -> list[RouteEvent]:
+        """What routing tells each host of this step, given the other faults."""
+        links = failed_links(action, self.fabric)
+        if action.up:
+            self.holds.subtract(links)
+            self.holds = +self.holds  # drop links no fault holds any more
+            return route_events(action, self.fabric, set(self.holds))
+        events = route_events(action, self.fabric, set(self.holds))
+        self.holds.update(links)
+        return events

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from experiments.agents import AgentSet
 from experiments.faults import Action, FaultInjector, apply_before_start
-from experiments.reroute import route_events
+from experiments.reroute import RoutingState
 from experiments.workloads import Transfer
 from hosts.protocol import BASELINE_QPS
 
@@ -83,9 +83,10 @@ def run_transport(net, fabric, transport: str, phases: list[list[Transfer]],
         agents = AgentSet(net, fabric, transport, folder / "agents", protocol, progress_s)
         agents.wait_ready()
         if baseline:
-            injector.apply = with_routing(apply_fault, agents, fabric)
+            routing = RoutingState(fabric)
             for action in early:
-                tell_routing(agents, action, fabric)
+                tell_routing(agents, routing, action)
+            injector.apply = with_routing(apply_fault, agents, fabric, routing)
         start = time.monotonic()
         run = TransportRun(transport, start, event_files=agents.event_files)
         injector.start(start)
@@ -108,19 +109,21 @@ def run_transport(net, fabric, transport: str, phases: list[list[Transfer]],
             agents.stop()
 
 
-def with_routing(apply_fault, agents: AgentSet, fabric):
-    """`apply_fault`, then tell each host what its routing learns of the step."""
+def with_routing(apply_fault, agents: AgentSet, fabric, routing: RoutingState | None = None):
+    """`apply_fault`, then tell each host what its routing learns of the step
+    (`routing`: the faults already in place, e.g. before the start)."""
+    routing = routing or RoutingState(fabric)
 
     def apply(action: Action) -> None:
         apply_fault(action)
-        tell_routing(agents, action, fabric)
+        tell_routing(agents, routing, action)
 
     return apply
 
 
-def tell_routing(agents: AgentSet, action: Action, fabric) -> None:
+def tell_routing(agents: AgentSet, routing: RoutingState, action: Action) -> None:
     """Send each host what its routing learns of a fault step (a `route` command)."""
-    for event in route_events(action, fabric):
+    for event in routing.events(action):
         agents.command(event.host, **event.command())
 
 

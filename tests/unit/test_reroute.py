@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from experiments.faults import Action, parse_faults
-from experiments.reroute import RouteEvent, route_events
+from experiments.reroute import RouteEvent, RoutingState, route_events
 from experiments.workload_run import with_routing
 from hosts.baseline import RoceSender, Routes, route_delay
 from hosts.config import ProtocolConfig
@@ -103,6 +103,29 @@ def test_routing_converged_before_the_start_moves_the_queue_pair_at_once():
     (timed,) = parse_faults([{"kind": "link-down", "link": ["p0t0r1", "p0t1s0"],
                               "at_s": 1}], FABRIC)
     assert "delay_s" not in route_events(timed, FABRIC)[0].command()
+
+
+def test_a_path_comes_back_only_when_the_last_fault_holding_it_ends():
+    routing = RoutingState(FABRIC)
+    port = Action(0.0, False, "nic-port-down", ("h1", 0), before_start=True)
+    t0 = Action(1.0, False, "switch-down", ("p0t0r1",))
+    first = by_host(routing.events(port))
+    assert first[(2, "remote-down")] == {(1, 0, 0), (1, 0, 1)}
+    # The T0 of rack 1 going down takes h2's other plane-0 paths, not those to h1 again.
+    down = by_host(routing.events(t0))
+    assert down[(2, "local-down")] == {(0, 0, 0), (0, 0, 1), (3, 0, None), (3, 0, 0),
+                                       (3, 0, 1)}
+    # Back: h2 gets its plane-0 paths again, except those to h1, whose port is still down.
+    up = by_host(routing.events(Action(3.0, True, "switch-down", ("p0t0r1",))))
+    assert up[(2, "local-up")] == down[(2, "local-down")]
+    assert all(dst != 1 for paths in up.values() for dst, plane, _ in paths if plane == 0)
+    last = by_host(routing.events(Action(4.0, True, "nic-port-down", ("h1", 0))))
+    assert last[(2, "remote-up")] == {(1, 0, 0), (1, 0, 1)}
+    assert routing.holds == {}
+    # The same link held by two faults: the first to end gives nothing back.
+    routing.events(Action(0.0, False, "link-down", ("p0t0r0", "p0t1s0")))
+    assert routing.events(Action(0.0, False, "switch-down", ("p0t1s0",)))  # its other link
+    assert by_host(routing.events(Action(1.0, True, "link-down", ("p0t0r0", "p0t1s0")))) == {}
 
 
 @pytest.mark.parametrize("action", [
