@@ -90,3 +90,9 @@ lab-start: deps ## copy a lab's skeleton into its work/ folder: make lab-start L
 lab-check: deps ## check your lab: make lab-check LAB=02 (SOLUTION=1: the lab's solution)
 	@echo "== lab-check: LAB=$(LAB)$(if $(SOLUTION), (solution))"
 	@$(PY) -m labs check $(LAB) $(if $(SOLUTION),--solution) $(ARGS)
+
+# ---------------------------------------------------------------- the MRC paper (docs/paper.md)
+.PHONY: paper
+paper: deps ## the MRC paper's section-5 experiments: results/<run>/paper.md (root; ONLY=row,...)
+	@echo "== paper: TOPO=$(TOPO) DATAPLANE=$(or $(filter-out auto,$(DATAPLANE)),kernel)"
+	@$(PY) -m experiments.paper --topo $(TOPO) --dataplane $(or $(filter-out auto,$(DATAPLANE)),kernel) $(if $(ONLY),--only $(ONLY))

@@ -68,7 +68,8 @@ def write_report(path: Path, summary: dict) -> None:
         for label, get in rows:
             lines.append(f"| {label} | " + " | ".join(str(get(t)) for t in transports) + " |")
         lines += ["", "![goodput](goodput.png)", "", "![completion times](fct_cdf.png)", "",
-                  "![paths out of service](path_states.png)", ""]
+                  "![paths out of service](path_states.png)", "",
+                  "![throughput per flow](flows.png)", ""]
     if summary.get("slowdown"):
         lines += ["## Against each transport's own fault-free run", "",
                   "The same workload on the same network without the faults, played right "

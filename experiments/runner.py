@@ -36,7 +36,7 @@ from experiments.cleanup import cleanup
 from experiments.fabric_lock import FabricLock
 from experiments.metrics import workload_ok
 from experiments.play import play_pass
-from experiments.plots import fct_cdf_plot, goodput_plot, path_state_plot
+from experiments.plots import fct_cdf_plot, flows_plot, goodput_plot, path_state_plot
 from experiments.report import write_report
 from experiments.scenario import Scenario
 from experiments.slowdown import describe, slowdowns
@@ -63,9 +63,10 @@ class Progress:
         print(f"[{time.monotonic() - self.start:6.1f}s] {message}", file=self.stream, flush=True)
 
 
-def results_folder(root: Path, fabric: Fabric, scenario: Scenario) -> Path:
+def results_folder(root: Path, fabric: Fabric, name: str) -> Path:
+    """A new folder `<stamp>-<topology>-<name>` under `root` (name: the scenario's)."""
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    base = root / f"{stamp}-{fabric.name}-{scenario.name}"
+    base = root / f"{stamp}-{fabric.name}-{name}"
     folder, n = base, 1
     while folder.exists():
         n += 1
@@ -74,7 +75,8 @@ def results_folder(root: Path, fabric: Fabric, scenario: Scenario) -> Path:
     return folder
 
 
-def _raise_interrupted(signum, frame):
+def raise_interrupted(signum, frame) -> None:
+    """A signal handler: SIGTERM and SIGHUP end a run as Ctrl-C does."""
     raise Interrupted(signal.Signals(signum).name)
 
 
@@ -93,11 +95,11 @@ def run_experiment(fabric: Fabric, target: Target, reason: str, scenario: Scenar
         progress(f"took over the lock of a run that died: {lock.stale.describe()}")
     dataplane = target.name
     for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _raise_interrupted)
+        signal.signal(sig, raise_interrupted)
     found = cleanup()
     if found:
         progress(f"removed leftovers of an earlier run: {found.describe()}")
-    folder = results_folder(results_root, fabric, scenario)
+    folder = results_folder(results_root, fabric, scenario.name)
     if lock is not None:
         lock.set_folder(folder)
     spec = fabric.spec
@@ -231,6 +233,7 @@ def run_workload(net, fabric: Fabric, target: Target, scenario: Scenario, folder
     goodput_plot(folder / "goodput.png", faulty.runs, faulty.events)
     fct_cdf_plot(folder / "fct_cdf.png", faulty.runs)
     path_state_plot(folder / "path_states.png", faulty.runs, faulty.events)
+    flows_plot(folder / "flows.png", faulty.runs, faulty.events)
     summary["ok"] = workload_ok(faulty.blocks) and (clean is None or workload_ok(clean.blocks))
     return 0 if summary["ok"] else 1
 

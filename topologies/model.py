@@ -12,6 +12,7 @@ what is wrong and how to fix it.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -200,6 +201,19 @@ def build_fabric(spec: TopologySpec) -> Fabric:
     frozen = {n: tuple(sorted(ps, key=lambda port: port.number)) for n, ps in ports.items()}
     nodes = {n.name: n for n in (*hosts, *switches)}
     return Fabric(spec, hosts, tuple(switches), tuple(links), frozen, nodes)
+
+
+def with_rate_cap(fabric: Fabric, rate_mbit: float) -> Fabric:
+    """`fabric` with no link faster than `rate_mbit`, everything else the same: for
+    runs whose machine cannot drive the topology's rates (BMv2's CPU, or many Python
+    agents on few cores), so that the network, not the CPU, is the bottleneck."""
+    spec = fabric.spec
+    if max(spec.host_t0.rate_mbit, spec.t0_t1.rate_mbit) <= rate_mbit:
+        return fabric
+    return build_fabric(dataclasses.replace(
+        spec, host_t0=dataclasses.replace(spec.host_t0,
+                                          rate_mbit=min(rate_mbit, spec.host_t0.rate_mbit)),
+        t0_t1=dataclasses.replace(spec.t0_t1, rate_mbit=min(rate_mbit, spec.t0_t1.rate_mbit))))
 
 
 # --------------------------------------------------------------------------- loading

@@ -1,0 +1,142 @@
+"""`make paper`: its rows are valid scenarios on the shipped topologies, its judges decide
+by their stated criteria, and paper.md has every row with its verdict."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from experiments.paper import FEATURES, checked_rows, cpu_fair_rate, main, write_paper
+from experiments.paper_judge import JUDGES, Measured
+from experiments.paper_rows import BASELINE, rows
+from experiments.play import Pass
+from topologies.model import load_topology, with_rate_cap
+
+
+@pytest.mark.parametrize("topology", ["2tier-8plane", "2tier-2plane", "2tier-1plane"])
+def test_every_row_is_a_valid_scenario_on_the_shipped_topologies(topology):
+    fabric = load_topology(topology)
+    fabric = with_rate_cap(fabric, cpu_fair_rate(fabric, 2))
+    table = checked_rows(fabric, None)
+    keys = [row.key for row, _, _ in table]
+    assert len(keys) == len(set(keys)) >= 14
+    for row, scenario, reference in table:
+        assert row.judge in JUDGES and set(row.needs) <= set(FEATURES)
+        assert "mrc" in scenario.transports and scenario.plan
+        if row.reference == "fault-free":
+            assert reference.transports == scenario.transports and not reference.faults
+            assert reference.plan == scenario.plan
+
+
+def test_the_cpu_fair_rate_keeps_the_agents_under_their_budget():
+    eight = load_topology("2tier-8plane")
+    assert cpu_fair_rate(eight, 2) == 2.5  # 8 hosts x 8 planes share 160 Mbit/s
+    capped = with_rate_cap(eight, 2.5)
+    assert capped.spec.host_t0.rate_mbit == capped.spec.t0_t1.rate_mbit == 2.5
+    two = load_topology("2tier-2plane")
+    assert with_rate_cap(two, cpu_fair_rate(two, 2)) is two  # 20 Mbit/s is within it
+
+
+def block(transport, seconds, ok=True, nbytes=1_000_000, **extra):
+    return {"transport": transport, "ok": ok, "workload_s": seconds,
+            "goodput_mbps": nbytes * 8 / seconds / 1e6, **extra}
+
+
+def measured(key, faulty, clean=None, times=()):
+    fabric = load_topology("2tier-8plane")
+    (row,) = rows(fabric, lambda k: k == key)
+    ref = None if clean is None else Pass(blocks=clean)
+    return Measured(row, fabric, Pass(blocks=faulty), ref, list(times))
+
+
+def test_slowdown_rows_pass_within_the_limit_and_fail_beyond_it():
+    clean = [block("mrc", 2.0), block(BASELINE, 3.0)]
+    ok = JUDGES["slowdown_at_most"](measured("t0-t1-link-flaps",
+                                            [block("mrc", 2.08), block(BASELINE, 9.0)], clean))
+    assert ok.passed and "mrc +4.0% (limit 5%)" in ok.measured and "+200.0%" in ok.measured
+    slow = JUDGES["slowdown_at_most"](measured("t0-t1-link-flaps",
+                                              [block("mrc", 2.2), block(BASELINE, 3.0)], clean))
+    assert not slow.passed
+    unfinished = JUDGES["slowdown_at_most"](measured(
+        "t0-t1-link-flaps", [block("mrc", 2.0, ok=False), block(BASELINE, 3.0)], clean))
+    assert not unfinished.passed
+
+
+def test_a_silent_t1_row_needs_the_baseline_to_wait_for_the_reboot():
+    clean = [block("mrc", 2.0), block(BASELINE, 3.0)]
+    times = [(0.6, False), (2.1, True)]
+    stalled = JUDGES["silent_t1"](measured("silent-t1", [block("mrc", 2.1),
+                                                         block(BASELINE, 4.0)], clean, times))
+    assert stalled.passed and "the T1 came back at 2.10 s" in stalled.measured
+    # A baseline that finished before the T1 came back never stalled on it.
+    early = JUDGES["silent_t1"](measured("silent-t1", [block("mrc", 2.1),
+                                                       block(BASELINE, 2.0)], clean, times))
+    assert not early.passed
+
+
+def test_loss_rows_compare_each_transport_with_its_loss_free_run():
+    clean = [block("mrc", 2.0), block("roce-16", 2.5), block("roce", 8.0)]
+    ok = JUDGES["loss_ratio"](measured("random-loss-1pct", [
+        block("mrc", 6.0), block("roce-16", 20.0), block("roce", 80.0, ok=False)], clean))
+    assert ok.passed  # mrc keeps 1/3; roce keeps 1/10, below half of mrc's
+    baseline_close = JUDGES["loss_ratio"](measured("random-loss-1pct", [
+        block("mrc", 6.0), block("roce-16", 20.0), block("roce", 16.0)], clean))
+    assert not baseline_close.passed  # roce keeps 1/2: not "far below"
+
+
+def test_the_ring_row_orders_mrc_roce16_and_roce():
+    row = "ring-allreduce-qps"
+    assert JUDGES["qp_order"](measured(row, [block("mrc", 2.0), block("roce-16", 2.05),
+                                             block("roce", 5.0)])).passed
+    assert not JUDGES["qp_order"](measured(row, [block("mrc", 3.0), block("roce-16", 2.0),
+                                                 block("roce", 5.0)])).passed
+
+
+def test_the_size_sweep_needs_mrc_at_least_as_fast_at_every_size():
+    def with_phases(transport, times):
+        return block(transport, sum(times), phases=[
+            {"message_bytes": size, "duration_s": t} for size, t in zip((10, 100), times)])
+
+    row = "all-to-all-sizes"
+    ok = JUDGES["sizes"](measured(row, [with_phases("mrc", (0.1, 1.0)),
+                                        with_phases("roce", (0.2, 1.0)),
+                                        with_phases("roce-16", (0.1, 1.3))]))
+    assert ok.passed and "0.01 kB: mrc 0.10 s, roce-16 0.10 s" in ok.measured
+    assert not JUDGES["sizes"](measured(row, [with_phases("mrc", (0.1, 1.2)),
+                                              with_phases("roce", (0.2, 1.0)),
+                                              with_phases("roce-16", (0.1, 1.3))])).passed
+
+
+def test_the_incast_victim_is_measured_against_the_same_flow_alone():
+    alone = [block("mrc", 1.0, nbytes=1_250_000), block(BASELINE, 1.0, nbytes=1_250_000)]
+    under = [block("mrc", 3.0, victim_throughput={"during_incast_mbps": 9.5}),
+             block(BASELINE, 3.0, victim_throughput={"during_incast_mbps": 4.0})]
+    verdict = JUDGES["victim"](measured("incast-victim", under, alone))
+    assert verdict.passed and verdict.figures["victim_share"] == {"mrc": 0.95, BASELINE: 0.4}
+    under[0]["victim_throughput"]["during_incast_mbps"] = 8.0
+    assert not JUDGES["victim"](measured("incast-victim", under, alone)).passed
+
+
+def test_paper_md_has_every_row_with_its_verdict(tmp_path):
+    results = [{"key": "a", "section": "5.1", "claim": "c", "criterion": "k", "differs": "d",
+                "verdict": "PASS", "measured": "m1", "plot": "a.png"},
+               {"key": "b", "section": "5.2", "claim": "c2", "criterion": "k2", "differs": "d2",
+                "verdict": "NOT RUN", "measured": "not on this data plane: it has no faults"}]
+    meta = {"topology": "t", "dataplane": "kernel", "started_at": "now", "duration_s": 12.0,
+            "cores": 2, "link_rate_mbit": 2.5, "link_rate_reason": "r", "hosts": 8,
+            "planes": 8, "t1_per_plane": 4, "link_emulation": {"ecn": "eBPF virtual queue"}}
+    write_paper(tmp_path, meta, results)
+    text = (tmp_path / "paper.md").read_text()
+    assert "| a (5.1) | c | k | m1 | **PASS** |" in text
+    assert "| b (5.2) | c2 | k2 | not on this data plane: it has no faults | **NOT RUN** |" in text
+    assert "Verdicts: 1 PASS, 1 NOT RUN." in text and "![a](a.png)" in text
+    assert [r["key"] for r in json.loads((tmp_path / "paper.json").read_text())["rows"]] == \
+        ["a", "b"]
+
+
+def test_an_unknown_row_is_one_line_and_exit_2(capsys):
+    assert main(["--only", "t1-down,no-such-row"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no-such-row" in err[0] and "t1-down" in err[0]
+
