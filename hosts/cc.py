@@ -24,7 +24,12 @@ much queueing the packet met. The queueing delay is the RTT less the lowest RTT 
 
 Quick adapt: after a loss or a trimmed packet, the window drops at once to what was
 actually acknowledged in the last round trip (at most once per round trip), instead of
-shrinking step by step while the queue overflows.
+shrinking step by step while the queue overflows. It also fires when a packet's
+queueing delay passes `nscc_qa_delay_s`, ECN or not: such a queue sits where no switch
+marks, on the port facing the receiver (an incast; switches never mark there) or in
+the receiving host itself (a software agent that falls behind). Without this ceiling
+the "high delay, no ECN" case grows the window by one packet per round trip for as
+long as the incast lasts, and the queue grows past the retransmission timeout.
 
 `DelayWindow` (`cc: delay`) is the simpler window the testbed began with: it grows by
 one packet per round trip while the RTT stays below the base RTT plus `target_delay_s`
@@ -107,10 +112,10 @@ class Nscc:
 
     __slots__ = ("cwnd", "limit", "target_rtts", "target_min", "base_rtt", "last_cut",
                  "epoch_start", "epoch_acked", "last_epoch_acked", "last_adapt", "enabled",
-                 "last_case")
+                 "last_case", "qa_delay")
 
     def __init__(self, initial: float, limit: int, target_rtts: float, target_min_s: float,
-                 enabled: bool = True):
+                 enabled: bool = True, qa_delay_s: float = float("inf")):
         self.cwnd = float(min(initial, limit))
         self.limit = limit
         self.target_rtts = target_rtts
@@ -125,6 +130,7 @@ class Nscc:
         self.last_adapt = float("-inf")
         self.enabled = enabled
         self.last_case = ""  # which case the last ack fell in (for tests and logs)
+        self.qa_delay = qa_delay_s  # queueing delay that quick-adapts, ECN or not
 
     def allows(self, inflight: int) -> bool:
         return inflight < (self.cwnd if self.enabled else self.limit)
@@ -156,7 +162,12 @@ class Nscc:
         # Without a fresh sample (a retransmission's ack) the delay is unknown: an ECN
         # echo alone holds, and nothing grows on a guess.
         high = delay is not None and delay > target
-        if ecn and high:
+        if high and delay > max(self.qa_delay, target):
+            # A queue no switch marks (the last hop, the receiving host): see the module
+            # docstring.
+            self.last_case = "delay-quick-adapt"
+            self.quick_adapt(now)
+        elif ecn and high:
             self.last_case = "decrease"
             if now - self.last_cut > self._round_trip():
                 factor = max(NSCC_MIN_FACTOR, 1.0 - NSCC_DECREASE_GAIN * (delay - target) / rtt)
@@ -196,4 +207,5 @@ def make_window(config: ProtocolConfig) -> DelayWindow | Nscc:
     if config.cc == "delay":
         return DelayWindow(config.cwnd_initial, config.window, config.target_delay_s)
     return Nscc(config.cwnd_initial, config.window, config.nscc_target_rtts,
-                config.nscc_target_min_s, enabled=config.cc != "off")
+                config.nscc_target_min_s, enabled=config.cc != "off",
+                qa_delay_s=config.nscc_qa_delay_s)

@@ -51,14 +51,18 @@ class ProtocolConfig:
     reconvergence_s: float = 1.0  # baselines: BGP reconvergence after a remote failure
     local_failover_s: float = 0.005  # baselines: ECMP failover after a failure next door
     pace: bool = True  # pace each plane at its link rate (no local queue overflow)
-    # Congestion window below `window` (hosts/cc.py): delay, nscc or off (true and
-    # false, as older scenario files say, mean delay and off). The default stays the
-    # delay window: with nscc, an 8-plane incast on a two-core machine retires hundreds
-    # of EVs on spurious timeouts (docs/protocol.md, "Congestion window").
-    cc: str = "delay"
+    # Congestion window below `window` (hosts/cc.py): nscc, delay or off (true and
+    # false, as older scenario files say, mean delay and off). nscc is the default since
+    # its delay ceiling (nscc_qa_delay_s) bounds the queues no switch marks; without it
+    # an incast into a receiving agent that falls behind retired hundreds of EVs on
+    # spurious timeouts (docs/protocol.md, "Congestion window").
+    cc: str = "nscc"
     cwnd_initial: int = 16
     nscc_target_rtts: float = 1.0  # nscc: high delay is more queueing than this many base RTTs
     nscc_target_min_s: float = 0.0002  # nscc: ... and more than this
+    # nscc: queueing delay that quick-adapts the window even without ECN (a queue where
+    # no switch marks: the last hop of an incast, or a receiving agent falling behind).
+    nscc_qa_delay_s: float = 0.008
     target_delay_s: float = 0.008  # delay: queueing delay the window aims to stay under
     # ECN load migration (hosts/sender.py): an EV with at least ecn_migrate_marks
     # ECN echoes among the acks of its latest ecn_migrate_acks packets is replaced by a
@@ -110,7 +114,7 @@ class ProtocolConfig:
                               f"EVs per connection (got {self.evs_per_plane!r})")
         timers = ("reorder_min_s", "plane_reorder_min_s", "rto_min_s", "rto_initial_s", "rto_max_s",
                   "probe_initial_s", "probe_max_s", "tick_s", "target_delay_s",
-                  "nscc_target_min_s", "reverse_probe_s")
+                  "nscc_target_min_s", "nscc_qa_delay_s", "reverse_probe_s")
         for name in timers:
             if not getattr(self, name) > 0:
                 raise ConfigError(f"protocol.{name}: must be a positive number of seconds "

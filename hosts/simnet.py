@@ -16,10 +16,11 @@ served at its tier's link rate (the topology's `links`), and a packet that joins
 meets what the switches do (hosts/protocol.py, p4src/): CE past
 `ecn_threshold_pkts` (never on a port facing a host), trimmed past
 `trim_threshold_pkts` if trimmable, dropped at `queue_pkts` otherwise. Control packets
-and trimmed headers ride the priority queue and wait for nothing. The queues are
-evaluated in the order packets are sent, each hop at the time the packet reaches it:
-a fluid model (work-conserving, FIFO up to the order of sending), not a packet-level
-switch.
+and trimmed headers ride the priority queue and wait for nothing. Each hop is an
+event at the time the packet reaches it, so every queue sees its arrivals in time
+order (a FIFO of bytes served at the link rate; the queue depth is counted in full-size
+frames). With `host_rx_pps` set, each host's agent also takes in at most that many
+packets a second, queueing the rest (a software agent falling behind).
 One seeded RNG and a virtual clock make every run repeatable. Used by the tests and the
 labs; runs tens of thousands of packets a second with no root and no Mininet.
 """
@@ -37,6 +38,9 @@ from hosts.payload import message_bytes, verify
 from hosts.protocol import DATA_FRAME_BYTES, frame_bytes
 from topologies.model import Fabric
 from topologies.paths import path_for_ev
+
+# The stages of a packet's way through the simulated network (SimNet._arrive).
+HOP, AGENT, DELIVER = 0, 1, 2
 
 
 @dataclass
@@ -110,6 +114,10 @@ class SimNet:
     # Chaos of particular paths, by (plane, spine); spine None is the direct same-rack path.
     path_chaos: dict[tuple[int, int | None], Chaos] = field(default_factory=dict)
     queues: bool = False  # model the fabric's output queues (module docstring)
+    # Packets a second each host's agent takes in (None: no limit): a software agent
+    # that falls behind queues what arrives in its socket buffers, where no switch marks
+    # or trims, and every packet (data or control) waits its turn.
+    host_rx_pps: float | None = None
 
     def __post_init__(self):
         self.rng = random.Random(self.seed)
@@ -137,6 +145,7 @@ class SimNet:
         # The output queues of `queues`, made on first use: ("up", plane, rack, spine),
         # ("down", plane, spine, rack) and ("host", plane, host).
         self.link_queues: dict[tuple, LinkQueue] = {}
+        self.rx_busy_until: dict[int, float] = {}  # host -> when its agent is free (host_rx_pps)
 
     def _delivered(self, src: int, dst: int, msg_id: int, data) -> None:
         self.delivered[(src, dst, msg_id)] = verify(src, dst, msg_id, data)
@@ -169,18 +178,67 @@ class SimNet:
                 self.trimmed += 1
             elif rng.random() < chaos.ecn:
                 ce = True
-        sent = self.now
-        if self.queues and is_data and not data[1] & protocol.F_TRIMMED:
-            sent, data, marked = self._through_queues(path, data)
-            if data is None:
-                self.dropped += 1
-                return
-            ce = ce or marked
+        hops = self._hops(path) if self.queues and is_data and not data[1] & protocol.F_TRIMMED \
+            else ()
         copies = 2 if rng.random() < chaos.duplicate else 1
         for _ in range(copies):
-            t = sent + chaos.delay_s + rng.random() * chaos.jitter_s
-            self.seq += 1
-            heapq.heappush(self.queue, (t, self.seq, dst, plane, src, data, ce))
+            delay = chaos.delay_s + rng.random() * chaos.jitter_s
+            if hops:
+                self._push(self.now, HOP, (hops, 0, delay, dst, plane, src, data, ce))
+            else:
+                self._push(self.now + delay, AGENT if self.host_rx_pps else DELIVER,
+                           (dst, plane, src, data, ce))
+
+    def _push(self, t: float, stage: int, item: tuple) -> None:
+        self.seq += 1
+        heapq.heappush(self.queue, (t, self.seq, stage, item))
+
+    def _hops(self, path) -> tuple:
+        """The output queues a DATA packet of `path` joins, in order."""
+        last = ("host", path.plane, path.dst)
+        if path.spine is None:
+            return (last,)
+        src_rack = self.fabric.host(path.src).rack
+        dst_rack = self.fabric.host(path.dst).rack
+        return (("up", path.plane, src_rack, path.spine),
+                ("down", path.plane, path.spine, dst_rack), last)
+
+    def _arrive(self, t: float, stage: int, item: tuple) -> None:
+        """One event of a packet's way, at time t, in time order: it reaches its next
+        output queue (HOP), the receiving agent's queue (AGENT), or the agent (DELIVER)."""
+        if stage == DELIVER:
+            dst, plane, src, data, ce = item
+            self.hosts[dst].on_datagram(plane, src, data, ce, t)
+            return
+        if stage == AGENT:
+            dst = item[0]
+            free = self.rx_busy_until.get(dst, 0.0)
+            done = self.rx_busy_until[dst] = max(free, t) + 1 / self.host_rx_pps
+            self._push(done, DELIVER, item)
+            return
+        hops, index, delay, dst, plane, src, data, ce = item
+        if index < len(hops):
+            queue = self._queue(hops[index])
+            depth = queue.depth(t)
+            queue.max_depth = max(queue.max_depth, depth)
+            if depth >= queue.trim and self.trimmable:
+                # Cut to its header and sent in the priority queue: it waits no more.
+                self.trimmed += 1
+                data, index = wire.trim(data, queue.last_hop), len(hops)
+            elif depth >= queue.capacity:
+                self.dropped += 1
+                return
+            else:
+                if queue.ecn is not None and depth >= queue.ecn:
+                    ce = True
+                    queue.marked += 1
+                t = queue.join(t, frame_bytes(len(data)))
+                index += 1
+            if index < len(hops):
+                self._push(t, HOP, (hops, index, delay, dst, plane, src, data, ce))
+                return
+        # Out of the fabric: the propagation delay and jitter, then the receiving agent.
+        self._push(t + delay, AGENT if self.host_rx_pps else DELIVER, (dst, plane, src, data, ce))
 
     def _queue(self, key: tuple) -> LinkQueue:
         queue = self.link_queues.get(key)
@@ -192,32 +250,6 @@ class SimNet:
                 link.rate_mbit, None if last_hop else spec.ecn_threshold_pkts,
                 spec.trim_threshold_pkts, link.queue_pkts, last_hop)
         return queue
-
-    def _through_queues(self, path, data: bytes) -> tuple[float, bytes | None, bool]:
-        """A DATA packet through the output queues of its path: (when it leaves the
-        last one, the packet as it leaves (trimmed, or None if dropped), CE-marked)."""
-        src_rack = self.fabric.host(path.src).rack
-        dst_rack = self.fabric.host(path.dst).rack
-        hops = [("host", path.plane, path.dst)]
-        if path.spine is not None:
-            hops[:0] = [("up", path.plane, src_rack, path.spine),
-                        ("down", path.plane, path.spine, dst_rack)]
-        t, ce, size = self.now, False, frame_bytes(len(data))
-        for key in hops:
-            queue = self._queue(key)
-            depth = queue.depth(t)
-            queue.max_depth = max(queue.max_depth, depth)
-            if depth >= queue.trim and self.trimmable:
-                # Cut to its header and sent in the priority queue: it waits no more.
-                self.trimmed += 1
-                return t, wire.trim(data, queue.last_hop), ce
-            if depth >= queue.capacity:
-                return t, None, ce
-            if queue.ecn is not None and depth >= queue.ecn:
-                ce = True
-                queue.marked += 1
-            t = queue.join(t, size)
-        return t, data, ce
 
     def _carrier(self) -> None:
         for i, outage in enumerate(self.outages):
@@ -245,8 +277,8 @@ class SimNet:
                 break
             self.now = min(max(min(wakes), self.now + 1e-6), until)  # never past `until`
             while self.queue and self.queue[0][0] <= self.now:
-                _, _, dst, plane, src, data, ce = heapq.heappop(self.queue)
-                self.hosts[dst].on_datagram(plane, src, data, ce, self.now)
+                _, _, stage, item = heapq.heappop(self.queue)
+                self._arrive(self.now, stage, item)
         return self.now
 
     def all_done(self, transfers) -> bool:

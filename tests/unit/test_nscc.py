@@ -77,6 +77,27 @@ def test_quick_adapt_drops_to_what_was_delivered_in_the_last_round_trip():
     assert w.cwnd < 40
 
 
+def test_delay_past_the_ceiling_quick_adapts_without_ecn():
+    w = Nscc(20.0, 64, target_rtts=1.0, target_min_s=0.0001, qa_delay_s=0.008)
+    w.on_ack(BASE, False, 0.0)
+    w.cwnd = 40.0
+    for i in range(6):  # six packets acknowledged in the round trip before
+        w.on_ack(BASE + 0.5 * BASE, False, 0.0101 + i * 0.0001)
+    w.on_ack(BASE + 0.009, False, 0.0125)  # 9 ms of queueing no switch marked
+    assert w.last_case == "delay-quick-adapt" and w.cwnd == 6  # what was delivered
+    w.on_ack(BASE + 0.009, False, 0.0126)  # once per round trip
+    assert w.cwnd == 6
+    w.on_ack(BASE + 0.004, False, 0.03)  # high but under the ceiling: the fair increase
+    assert w.last_case == "fair-increase" and w.cwnd == pytest.approx(6 + 1 / 6)
+
+
+def test_the_ceiling_is_never_below_the_target():
+    w = Nscc(20.0, 64, target_rtts=4.0, target_min_s=0.0001, qa_delay_s=0.002)
+    w.on_ack(BASE, False, 0.0)
+    w.on_ack(BASE + 0.003, False, 1.0)  # above the ceiling, below the 4 ms target
+    assert w.last_case == "proportional-increase"
+
+
 def test_the_target_follows_the_base_rtt():
     w = Nscc(10, 64, target_rtts=2.0, target_min_s=0.0001)
     assert w.target == 0.0001  # nothing measured yet
@@ -86,8 +107,9 @@ def test_the_target_follows_the_base_rtt():
 
 
 def test_cc_setting_chooses_the_window():
-    assert isinstance(make_window(ProtocolConfig()), DelayWindow)
-    assert isinstance(make_window(ProtocolConfig(cc="nscc")), Nscc)
+    assert isinstance(make_window(ProtocolConfig()), Nscc)  # the default
+    assert isinstance(make_window(ProtocolConfig(cc="delay")), DelayWindow)
+    assert make_window(ProtocolConfig()).qa_delay == ProtocolConfig().nscc_qa_delay_s
     off = make_window(ProtocolConfig(cc="off", window=50))
     assert off.allows(49) and not off.allows(50)
     assert ProtocolConfig(cc=False).cc == "off" and ProtocolConfig(cc=True).cc == "delay"
