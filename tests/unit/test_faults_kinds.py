@@ -266,3 +266,41 @@ def test_before_start_steps_are_logged_at_0_and_restored_with_the_rest():
                         Action(0, True, "nic-port-down", ("h1", 0))]
     injector.stop(restore=restored.append)  # a second stop restores nothing again
     assert len(restored) == 2
+
+
+# ---------------------------------------------------------------------- where eBPF cannot run
+class Node:
+    """A node whose shell answers every command as a kernel without cls_bpf would."""
+
+    @staticmethod
+    def cmd(command: str) -> str:
+        from topologies.ebpf_port import _STATUS
+
+        return f"Error: Specified qdisc kind is unknown.\n{_STATUS}2"
+
+
+class Net:
+    def __init__(self):
+        self.ebpf_ports = {}
+
+    def get(self, name):
+        return Node()
+
+
+def test_a_one_way_cut_where_ebpf_cannot_run_fails_with_the_reason(fabric, monkeypatch,
+                                                                   tmp_path):
+    from experiments import ebpf_switch
+    from topologies.ebpf_port import EbpfError
+
+    (down,) = parse_faults([{"kind": "link-down", "link": ["h0", "p0t0r0"], "from": "h0",
+                             "at_s": 0}], fabric)
+    monkeypatch.setattr(ebpf_switch.cfg, "OBJECT", tmp_path / "missing.o")
+    with pytest.raises(EbpfError, match=r"^h0 h0-eth0: loss, gray-loss and one-way link-down "
+                                        r"faults need the eBPF switch program, which is not "
+                                        r"built"):
+        apply_fault(Net(), fabric, down, Recorder())
+    (tmp_path / "missing.o").write_bytes(b"")
+    with pytest.raises(EbpfError, match=r"which this machine did not load: tc qdisc replace "
+                                        r"dev h0-eth0 clsact: Error: Specified qdisc kind is "
+                                        r"unknown\.$"):
+        apply_fault(Net(), fabric, down, Recorder())
