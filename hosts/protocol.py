@@ -103,11 +103,17 @@ ECN_NOT_ECT = 0b00
 ECN_ECT0 = 0b10
 ECN_CE = 0b11
 ECN_MASK = 0b11
-# DSCP classes of packet trimming (docs/protocol.md). A switch trims only DATA packets
-# of DSCP_TRIMMABLE. DSCP_NO_TRIM is 0, what every unmarked packet carries, so a switch
-# never trims traffic that did not ask for it; DSCP_TRIMMABLE is AF11 (10).
+# DSCP classes (docs/protocol.md), as a switch configures trimming and ECN per traffic
+# class. A switch trims only DATA packets of DSCP_TRIMMABLE. DSCP_NO_TRIM is 0, what
+# every unmarked packet carries, so a switch never trims traffic that did not ask for
+# it; DSCP_TRIMMABLE is AF11 (10). Both are MRC's classes: no ECN mark on a port facing
+# a host, where a mark would say nothing about the path. DSCP_ROCE is AF31 (26), the
+# class RoCE deployments commonly give RoCEv2: never trimmed, and marked at every hop,
+# the last one included, since DCQCN needs the last hop's marks to slow the senders of
+# an incast before the receiver's port overflows.
 DSCP_NO_TRIM = 0
 DSCP_TRIMMABLE = 10
+DSCP_ROCE = 26
 
 
 def traffic_class(dscp: int, ecn: int) -> int:
@@ -138,10 +144,11 @@ QP_PSN_SHIFT = 24
 QP_SEQ_MASK = (1 << QP_PSN_SHIFT) - 1
 MAX_QPS = 1 << (32 - QP_PSN_SHIFT)
 # The DSCP each transport's DATA packets carry. The baseline stands for RoCE on an
-# ECMP fabric, which switches do not trim.
+# ECMP fabric, whose switches do not trim it and mark it at every hop (DSCP_ROCE);
+# mrc-no-trim is MRC without trimming, so it keeps MRC's ECN rule (DSCP_NO_TRIM).
 DATA_DSCP = {"mrc": DSCP_TRIMMABLE, "mrc-no-trim": DSCP_NO_TRIM,
-             "mrc-no-probe": DSCP_TRIMMABLE, "roce": DSCP_NO_TRIM, "roce-8": DSCP_NO_TRIM,
-             "roce-16": DSCP_NO_TRIM, "single-path": DSCP_NO_TRIM}
+             "mrc-no-probe": DSCP_TRIMMABLE, "roce": DSCP_ROCE, "roce-8": DSCP_ROCE,
+             "roce-16": DSCP_ROCE, "single-path": DSCP_ROCE}
 # Control packets (SACK, NACK, PROBE...) are never trimmed, whatever the transport.
 CONTROL_DSCP = DSCP_NO_TRIM
 # Every packet leaves ECT(0), control packets too: a switch marks rather than drops

@@ -152,6 +152,24 @@ def test_traffic_classes():
     assert set(protocol.DATA_DSCP) == set(protocol.TRANSPORTS)
 
 
+def test_each_transport_rides_the_class_of_its_ecn_and_trimming_rules():
+    # Three classes, three switch rules: a shared value would make a switch treat one
+    # transport by another's rules.
+    classes = (protocol.DSCP_NO_TRIM, protocol.DSCP_TRIMMABLE, protocol.DSCP_ROCE)
+    assert len(set(classes)) == 3 and all(0 <= dscp < 64 for dscp in classes)
+    # The baseline is RoCE: never trimmed, marked at every hop (DCQCN).
+    for transport in protocol.BASELINE_QPS:
+        assert protocol.DATA_DSCP[transport] == protocol.DSCP_ROCE
+        assert not protocol.trimmable(transport)
+    # Every MRC transport stays out of the RoCE class, mrc-no-trim included: it is MRC
+    # without trimming, not a RoCE flow.
+    mrc = set(protocol.TRANSPORTS) - set(protocol.BASELINE_QPS)
+    assert mrc and all(protocol.DATA_DSCP[t] != protocol.DSCP_ROCE for t in mrc)
+    assert protocol.DATA_DSCP["mrc-no-trim"] == protocol.DSCP_NO_TRIM
+    assert protocol.trimmable("mrc") and not protocol.trimmable("mrc-no-trim")
+    assert protocol.CONTROL_DSCP != protocol.DSCP_ROCE
+
+
 # ---------------------------------------------------------------------- the grep
 SOURCES = ("hosts", "topologies", "controller", "experiments", "bench", "labs", "tests")
 # Each pattern finds a protocol fact written out again. They run over the code with its
