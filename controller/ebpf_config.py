@@ -217,6 +217,7 @@ def program_defines() -> dict[str, int]:
         "MRC_TRIMMED_FRAME_BYTES": protocol.TRIMMED_FRAME_BYTES,
         "MRC_TRIMMED_L4_BYTES": protocol.TRIMMED_L4_BYTES,
         "MRC_DSCP_TRIMMABLE": protocol.DSCP_TRIMMABLE,
+        "MRC_DSCP_ROCE": protocol.DSCP_ROCE,
         "MRC_ECN_CE": protocol.ECN_CE,
         "VQ_MAX_IDLE_USEC": VQ_MAX_IDLE_USEC,
         "COUNTER_COUNT": len(COUNTERS),

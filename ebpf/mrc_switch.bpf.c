@@ -12,7 +12,8 @@
  *     over the trim threshold is cut to its headers exactly as p4src/include/egress.p4
  *     does; untrimmable data is dropped once the virtual queue reaches the queue limit;
  *   - an ECN-capable packet of the data class that finds the virtual queue at or over
- *     the ECN threshold is marked CE, on ports that do not face a host only;
+ *     the ECN threshold is marked CE: on a port facing a host only if it is of the
+ *     RoCE DSCP class (ECN is configured per traffic class, as in p4src/include/egress.p4);
  *   - control packets and trimmed headers go to the port's priority class (an htb class
  *     chosen through skb->priority), data to the data class;
  *   - random loss per port and "gray" loss per destination address prefix, for fault
@@ -21,7 +22,7 @@
  *
  * Every value comes from the maps, written from Python (controller/ebpf_config.py), and
  * the protocol facts (UDP port, packet type, flags, header and trimmed lengths, the
- * trimmable DSCP, counter indexes) come from the compiler command line (-D, built
+ * trimmable and RoCE DSCPs, counter indexes) come from the compiler command line (-D, built
  * from hosts/protocol.py by controller/ebpf_config.py),
  * so none of them is written down here a second time. Each `tc filter add ... obj`
  * load gets its own instance of every map: one program, one set of maps per port.
@@ -38,7 +39,8 @@
 #if !defined(MRC_UDP_PORT) || !defined(MRC_TYPE_DATA) || !defined(MRC_FLAG_TRIMMED) \
     || !defined(MRC_FLAG_TRIMMED_LASTHOP) || !defined(MRC_HEADER_LEN) \
     || !defined(MRC_TRIMMED_FRAME_BYTES) || !defined(MRC_TRIMMED_L4_BYTES) \
-    || !defined(MRC_DSCP_TRIMMABLE) || !defined(MRC_ECN_CE) || !defined(VQ_MAX_IDLE_USEC) \
+    || !defined(MRC_DSCP_TRIMMABLE) || !defined(MRC_DSCP_ROCE) || !defined(MRC_ECN_CE) \
+    || !defined(VQ_MAX_IDLE_USEC) \
     || !defined(COUNTER_FORWARDED) || !defined(COUNTER_TRIMMED) \
     || !defined(COUNTER_ECN_MARKED) || !defined(COUNTER_DROPPED) \
     || !defined(COUNTER_FAULT_DROPPED) || !defined(COUNTER_COUNT)
@@ -67,7 +69,8 @@ struct port_config {
     __u32 drop_threshold_bytes;  /* drop untrimmable data at or above (queue limit) */
     __u32 classid_control;       /* skb->priority of control packets and trimmed headers */
     __u32 classid_data;          /* skb->priority of everything else */
-    __u8 host_facing;            /* last hop: no ECN marks, TRIMMED_LASTHOP when trimming */
+    __u8 host_facing;            /* last hop: ECN marks for the RoCE class only,
+                                  * TRIMMED_LASTHOP when trimming */
     __u8 enabled;                /* 0 until the configuration is written: pass all */
     __u8 pad[2];
 };
@@ -209,10 +212,14 @@ int mrc_port(struct __sk_buff *skb)
         trim = 1;
     else if (class == CLASS_MRC_DATA && backlog >= cfg->drop_threshold_bytes)
         drop = 1;
-    else if ((class == CLASS_MRC_DATA || class == CLASS_IPV6) && !cfg->host_facing
+    else if ((class == CLASS_MRC_DATA || class == CLASS_IPV6)
+             && (!cfg->host_facing || dscp == MRC_DSCP_ROCE)
              && ecn != 0 && backlog >= cfg->ecn_threshold_bytes)
-        /* Never on a port facing a host: the last hop is shared by every path to the
-         * host, so a mark there says nothing about the path (egress.p4). */
+        /* ECN per traffic class (egress.p4). MRC's classes are never marked on a port
+         * facing a host: the last hop is shared by every path to the host, so a mark
+         * there says nothing about the path. The RoCE class is marked at every hop, as
+         * a RoCE fabric marks it: DCQCN needs the last hop's marks to slow the senders
+         * of an incast before the receiver's port overflows. */
         mark = 1;
     if (!drop)
         backlog += trim ? MRC_TRIMMED_FRAME_BYTES : skb->len;

@@ -1,7 +1,8 @@
 /*
  * mrc-testbed switch: SRv6 micro-SID shift-and-forward with static tables, ECN
- * marking off the last hop, and trimming of the data packets that ask for it
- * (DSCP_TRIMMABLE) into a strict-priority queue.
+ * marking (off the last hop, but at every hop for the RoCE class DSCP_ROCE), and
+ * trimming of the data packets that ask for it (DSCP_TRIMMABLE) into a strict-priority
+ * queue.
  *
  * Target: v1model on BMv2 simple_switch_grpc, started with `--priority-queues 8`.
  * Tables are written once at start-up by controller/ over P4Runtime and never change:

@@ -51,11 +51,14 @@ const bit<2> ECN_NOT_ECT = 0;
 const bit<2> ECN_ECT0 = 2;
 const bit<2> ECN_CE = 3;
 
-// DSCP classes (top six bits of the IPv6 traffic class): the switch trims only DATA
-// packets that ask for it; untrimmable data over the trim threshold joins the data
-// queue whole, and is dropped if the queue is full.
+// DSCP classes (top six bits of the IPv6 traffic class), as a switch configures
+// trimming and ECN per traffic class: the switch trims only DATA packets that ask for
+// it (DSCP_TRIMMABLE); untrimmable data over the trim threshold joins the data queue
+// whole, and is dropped if the queue is full. DSCP_ROCE, the RoCE baseline's data, is
+// never trimmed and is the one class ECN-marked on a port facing a host too (egress).
 const bit<6> DSCP_NO_TRIM = 0;
 const bit<6> DSCP_TRIMMABLE = 10;
+const bit<6> DSCP_ROCE = 26;
 
 // Number of ports counted and tracked per switch.
 const bit<32> MAX_PORTS = 256;

@@ -68,8 +68,8 @@ control MrcIngress(inout headers_t hdr, inout local_metadata_t meta,
 
     /*
      * Per-port settings, written once by the controller: the port's MAC, whether it
-     * faces a host (no ECN marks there, TRIMMED_LASTHOP when trimming there), and the
-     * ECN and trim thresholds of its queue.
+     * faces a host (ECN marks there for DSCP_ROCE only, TRIMMED_LASTHOP when trimming
+     * there), and the ECN and trim thresholds of its queue.
      */
     action set_port_config(mac_addr_t port_mac, bit<1> host_facing, qdepth_t ecn_threshold,
                            qdepth_t trim_threshold) {

@@ -41,6 +41,7 @@ FRAME = protocol.DATA_FRAME_BYTES
 PAYLOAD = protocol.DEFAULT_MTU_PAYLOAD
 TRIMMABLE = protocol.traffic_class(protocol.DSCP_TRIMMABLE, protocol.ECN_ECT0)
 NO_TRIM = protocol.traffic_class(protocol.DSCP_NO_TRIM, protocol.ECN_ECT0)
+ROCE = protocol.traffic_class(protocol.DSCP_ROCE, protocol.ECN_ECT0)
 PATH_A = "fcbb:bb00:2001:1001:8003::"
 PATH_B = "fcbb:bb00:2000:1001:8003::"
 
@@ -232,6 +233,32 @@ def test_never_marked_on_a_port_facing_a_host(sockets, port):
     out = exchange(sockets, [data(psn) for psn in range(4)])
     assert [p[IPv6].tc for p in out] == [TRIMMABLE] * 4
     assert counters(port)["ecn_marked"] == 0
+
+
+def test_the_roce_class_is_marked_on_a_port_facing_a_host_and_mrc_data_is_not(sockets,
+                                                                              port):
+    # ECN per traffic class: the RoCE class is marked at every hop (DCQCN), MRC's
+    # classes never on the last hop. Each burst finds the same backlog, and the RoCE
+    # class is not trimmable: a trim threshold it passes does not cut it.
+    port.apply(port_config(host_facing=True, ecn=2 * FRAME, trim=FRAME).write())
+    sent = [data(psn, tc=ROCE) for psn in range(4)]
+    out = exchange(sockets, sent)
+    marks = [p[IPv6].tc & protocol.ECN_MASK for p in out]
+    assert marks == [protocol.ECN_ECT0] * 2 + [protocol.ECN_CE] * 2
+    expected = copy.deepcopy(sent[3])
+    expected[IPv6].tc = protocol.traffic_class(protocol.DSCP_ROCE, protocol.ECN_CE)
+    assert bytes(out[3]) == bytes(expected)  # only the ECN bits changed
+    assert counters(port)["ecn_marked"] == 2
+    port.apply(port_config(host_facing=True, ecn=2 * FRAME).write())
+    for tc in (TRIMMABLE, NO_TRIM):
+        port.apply(cfg.vqueue_reset())
+        out = exchange(sockets, [data(psn, tc=tc) for psn in range(4)])
+        assert [p[IPv6].tc for p in out] == [tc] * 4
+    # Not-ECT RoCE data is never marked either.
+    port.apply(cfg.vqueue_reset())
+    out = exchange(sockets, [data(psn, tc=protocol.DSCP_ROCE << 2) for psn in range(4)])
+    assert [p[IPv6].tc for p in out] == [protocol.DSCP_ROCE << 2] * 4
+    assert counters(port)["ecn_marked"] == 2 and counters(port)["trimmed"] == 0
 
 
 # ---------------------------------------------------------------------- priority

@@ -1,4 +1,5 @@
-"""PTF tests of the P4 switch on BMv2: shift-and-forward, drops, hop limit, ECN, trimming.
+"""PTF tests of the P4 switch on BMv2: shift-and-forward, drops, hop limit, ECN (per
+traffic class), trimming.
 
 Packets are built with scapy (and the MRC layer of hosts/mrc_scapy.py) and sent into
 the switch with ptf.testutils; the expected packets are built the same way, field by
@@ -147,6 +148,37 @@ def test_never_marked_on_the_last_hop_nor_when_not_ect(test):
         testutils.send_packet(test, 0, frame(UP_TO_S1, psn=i))  # Not-ECT
     out = collect(test, 3, 2.0)
     assert len(out) == 40 and all(p[IPv6].tc & 0b11 == 0 for p in out)
+
+
+def test_the_roce_class_is_marked_on_the_last_hop_and_mrc_data_is_not(test, switch):
+    # ECN is configured per traffic class: a RoCE fabric marks every hop for DCQCN, an
+    # MRC fabric never marks the last one. The same congested port to h1 serves both.
+    def marked_so_far() -> int:
+        counters = read_counters(switch["grpc"], 1, switch["p4info"])
+        return counters["MrcEgress.ecn_marked_packets"].get(1, 0)
+
+    before = marked_so_far()
+    test.slow(1, 50)
+    burst = [frame(DOWN_TO_H1, in_port=2, ecn=ECT0, psn=i, dscp=protocol.DSCP_ROCE)
+             for i in range(40)]
+    for pkt in burst:
+        testutils.send_packet(test, 2, pkt)
+    out = collect(test, 1, 2.0)
+    assert [p[MRC].psn for p in out] == list(range(40))  # never trimmed, nothing lost
+    marks = [p[IPv6].tc & 0b11 for p in out]
+    # As on the uplink above: the packets that found 16 or more ahead of them carry CE.
+    assert marks[:8] == [ECT0] * 8 and marks.count(CE) >= 16
+    assert bytes(out[-1]) == bytes(forwarded(burst[-1], 1, "fcbb:bb00:8001::", ecn=CE))
+    assert marked_so_far() - before == marks.count(CE)
+    # The same burst of MRC data, trimmable or not, through the same queue: no mark.
+    for dscp in (protocol.DSCP_TRIMMABLE, protocol.DSCP_NO_TRIM):
+        test.slow(1, 50)
+        for i in range(40):
+            testutils.send_packet(test, 2, frame(DOWN_TO_H1, in_port=2, ecn=ECT0, psn=i,
+                                                 dscp=dscp))
+        out = collect(test, 1, 2.0)
+        assert len(out) == 40 and all(p[IPv6].tc & 0b11 == ECT0 for p in out), dscp
+    assert marked_so_far() - before == marks.count(CE)
 
 
 # ---------------------------------------------------------------------- trimming

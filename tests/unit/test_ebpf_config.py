@@ -106,6 +106,7 @@ def test_every_fact_the_program_uses_comes_from_the_compiler_command():
     assert used == set(defines)
     assert defines["MRC_UDP_PORT"] == protocol.MRC_UDP_PORT
     assert defines["MRC_DSCP_TRIMMABLE"] == protocol.DSCP_TRIMMABLE
+    assert defines["MRC_DSCP_ROCE"] == protocol.DSCP_ROCE
     assert defines["MRC_TRIMMED_FRAME_BYTES"] == protocol.TRIMMED_FRAME_BYTES
     assert sorted(defines[f"COUNTER_{n.upper()}"] for n in cfg.COUNTERS) == list(
         range(defines["COUNTER_COUNT"]))
