@@ -12,8 +12,8 @@
  *     over the trim threshold is cut to its headers exactly as p4src/include/egress.p4
  *     does; untrimmable data is dropped once the virtual queue reaches the queue limit;
  *   - an ECN-capable packet of the data class that finds the virtual queue at or over
- *     the ECN threshold is marked CE: on a port facing a host only if it is of the
- *     RoCE DSCP class (ECN is configured per traffic class, as in p4src/include/egress.p4);
+ *     the ECN threshold is marked CE, on a port facing a host only if it is of the
+ *     RoCE DSCP class (ECN per traffic class, as in p4src/include/egress.p4);
  *   - control packets and trimmed headers go to the port's priority class (an htb class
  *     chosen through skb->priority), data to the data class;
  *   - random loss per port and "gray" loss per destination address prefix, for fault
@@ -22,10 +22,10 @@
  *
  * Every value comes from the maps, written from Python (controller/ebpf_config.py), and
  * the protocol facts (UDP port, packet type, flags, header and trimmed lengths, the
- * trimmable and RoCE DSCPs, counter indexes) come from the compiler command line (-D, built
- * from hosts/protocol.py by controller/ebpf_config.py),
- * so none of them is written down here a second time. Each `tc filter add ... obj`
- * load gets its own instance of every map: one program, one set of maps per port.
+ * trimmable and RoCE DSCPs, counter indexes) come from the compiler command line (-D,
+ * built from hosts/protocol.py by controller/ebpf_config.py), so none of them is
+ * written down here a second time. Each `tc filter add ... obj` load gets its own
+ * instance of every map: one program, one set of maps per port.
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
