@@ -9,19 +9,16 @@ under real transfers: each changes what is measured.
   plane, and the T0 comes back with its tables;
 - a link down before the start is down when the first packet is sent: nothing crosses
   it during the whole run, and the log records it at t=0;
-- links-fail, end to end through the run command: its links go down one after another
-  and the summary's fault log shows them.
-One-way cuts need the eBPF switch program: skipped with the reason where it cannot run.
+- links-fail, from a scenario file: its links go down one after another, as the fault
+  log shows, and come back when the run ends.
+The tests that cut one way or read the ports' counters need the eBPF switch program:
+skipped with the reason where it cannot run.
 """
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import time
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 import yaml
@@ -29,11 +26,11 @@ import yaml
 from experiments import ebpf_switch
 from experiments.faults import parse_faults
 from experiments.metrics import read_events
+from experiments.scenario import load_scenario
 from experiments.targets import KernelTarget, apply_fault
 from experiments.workload_run import run_transport
 from experiments.workloads import phases
 
-REPO = Path(__file__).resolve().parents[2]
 TRANSFER = {"src": 0, "dst": 3, "message_bytes": 2_000_000}
 
 
@@ -170,25 +167,28 @@ def test_a_link_down_before_the_start_carries_nothing_of_the_run(with_ebpf, tmp_
     assert carrier(net, *UPLINK) == carrier(net, *DOWNLINK) == "1"
 
 
-def test_links_fail_from_a_scenario_file(tmp_path):
-    scenario = tmp_path / "links.yaml"
-    scenario.write_text(yaml.safe_dump({
+def test_links_fail_from_a_scenario_file(kernel_network, tmp_path):
+    net, fabric = kernel_network
+    path = tmp_path / "links.yaml"
+    path.write_text(yaml.safe_dump({
         "name": "links", "workload": "transfer", "transports": ["mrc"], "timeout_s": 30,
         "params": {"src": 0, "dst": 3, "message_bytes": 3_000_000},
         "faults": [{"kind": "links-fail", "count": 4, "at_s": 0.1, "every_s": 0.2,
                     "seed": 5}]}))
-    cmd = [sys.executable, "-m", "experiments", "run", "--results", str(tmp_path),
-           "--topo", "2tier-2plane", "--dataplane", "kernel", "--scenario", str(scenario),
-           "--no-fault-free"]
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    folder = Path(proc.stdout.strip().splitlines()[-1][len("results: "):])
-    summary = json.loads((folder / "summary.json").read_text())
-    faults = summary["faults"]
+    scenario = load_scenario(str(path), fabric)
+    run = run_transport(net, fabric, "mrc", [list(p) for p in scenario.plan],
+                        list(scenario.faults),
+                        lambda a: apply_fault(net, fabric, a, KernelTarget()),
+                        tmp_path / "run", scenario.timeout_s, {}, print)
+    assert run.ok and not run.fault_errors, run
+    faults = run.faults
     assert [f["fault"] for f in faults] == ["link-down"] * 4
     assert [f["up"] for f in faults] == [False] * 4
     assert len({tuple(f["target"]) for f in faults}) == 4
     times = [f["t"] for f in faults]
     assert times == sorted(times) and 0.5 <= times[-1] - times[0] < 1.0
-    (mrc,) = summary["transports"]
-    assert mrc["ok"] and mrc["path_events"].get("retire", 0) > 0
+    events = read_events(run.event_files)
+    assert [e for e in events if e["event"] == "retire"]
+    # The run brought the four links back.
+    for a, b in (f["target"] for f in faults):
+        assert carrier(net, a, next(p.intf for p in fabric.ports(a) if p.peer == b)) == "1"
