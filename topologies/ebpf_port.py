@@ -69,6 +69,24 @@ def build(command: list[str], output: Path, sources: Iterable[Path]) -> bool:
     return True
 
 
+# tc needs a BPF filesystem at /sys/fs/bpf of the node's own view. A Mininet node gets
+# a fresh sysfs over /sys (mnexec mounts one in the node's mount namespace), which
+# hides a bpffs mounted earlier at /sys/fs/bpf in the root namespace (tc mounts one
+# there itself, e.g. for a BMv2 run's host ports); without one, tc fails with "Unable
+# to load program". So mount one unless the latest mount at /sys or below it is one.
+BPFFS = "/sys/fs/bpf"
+_ENSURE_BPFFS = (f"awk '$2==\"/sys\"||$2==\"{BPFFS}\"{{t=($2==\"{BPFFS}\"&&$3==\"bpf\")}} "
+                 f"END{{exit !t}}' /proc/self/mounts || mount -t bpf bpf {BPFFS}")
+
+
+def _attach(run: Run, intf: str, obj: Path, section: str) -> None:
+    """Attach the program to `intf`'s egress hook, replacing any earlier one."""
+    run(f"{_ENSURE_BPFFS} 2>/dev/null")  # if this fails, tc's own error says why
+    _checked(run, f"tc qdisc replace dev {intf} clsact")
+    _checked(run, f"tc filter replace dev {intf} egress pref 1 handle 1 bpf da obj {obj} "
+                  f"sec {section}")
+
+
 def ebpf_available(run: Run, obj: Path, section: str) -> tuple[bool, str]:
     """Whether the program can run here, and if not why: tried on the loopback of a
     scratch namespace (run = its cmd), as shaping.probe_features tries qdiscs."""
@@ -77,9 +95,7 @@ def ebpf_available(run: Run, obj: Path, section: str) -> tuple[bool, str]:
     if shutil.which("bpftool") is None:
         return False, "no eBPF switch program: bpftool is not installed"
     try:
-        _checked(run, "tc qdisc replace dev lo clsact")
-        _checked(run, f"tc filter replace dev lo egress pref 1 handle 1 bpf da obj {obj} "
-                      f"sec {section}")
+        _attach(run, "lo", obj, section)
     except EbpfError as err:
         reason = str(err).splitlines()[-1] if str(err) else "load failed"
         return False, f"no eBPF switch program: tc could not load it ({reason})"
@@ -99,9 +115,7 @@ class EbpfPort:
     def load(self, obj: Path, section: str) -> None:
         """Attach the program to the port's egress (replacing any earlier one) and find
         its maps."""
-        _checked(self.run, f"tc qdisc replace dev {self.intf} clsact")
-        _checked(self.run, f"tc filter replace dev {self.intf} egress pref 1 handle 1 "
-                           f"bpf da obj {obj} sec {section}")
+        _attach(self.run, self.intf, obj, section)
         filters = json.loads(_checked(self.run, f"tc -j filter show dev {self.intf} egress"))
         prog_ids = [f["options"]["prog"]["id"] for f in filters
                     if "prog" in f.get("options", {})]
