@@ -18,7 +18,9 @@ overtake each other only by a little), at least `M_MIN_JUDGED` are judged and at
 SACK answering a packet of such a path carries `ALWAYS_SKIP` (the M field of MRC's
 SACK, about the EV it echoes); the sender retires the path at once. A late packet fills
 its hole again, and a path silent for `M_IDLE_S` starts afresh (a path retired and later
-reinstated by a probe is judged on what it carries after its return).
+reinstated by a probe is judged on what it carries after its return), as does a path
+that brings a trimmed packet: a congested switch sends trimmed headers ahead of the
+data queued before them, so what is missing then is late, not lost.
 
 Arrived PSNs above the cumulative one are kept as one integer bitmap (bit i: PSN
 `cum + i`), so recording a packet, advancing `cum` and building the SACK bitmap are a
@@ -153,16 +155,19 @@ class Receiver:
         """Take one DATA packet; returns (answer type, flags, reason) for the endpoint
         (answer type NO_ANSWER: send nothing)."""
         flags = hdr.flags
-        # A trimmed packet arrived too (its path carried it, congested): it counts.
-        bad_path = not self.in_order and self._judge(hdr, now)
         if flags & protocol.F_TRIMMED:
+            # Its path carried it, congested: a switch there is sending trimmed headers
+            # ahead of the data queued before them, so the numbers now missing are
+            # still on their way. The path's judgement starts afresh from this packet.
+            if not self.in_order:
+                self._restart(hdr, now)
             self.stats["trimmed_rx"] += 1
             if flags & protocol.F_TRIMMED_LASTHOP:
                 return protocol.NACK, 0, protocol.R_TRIMMED_LASTHOP
             return protocol.NACK, 0, protocol.R_TRIMMED
         stats = self.stats
         echo = 0
-        if bad_path:
+        if not self.in_order and self._judge(hdr, now):
             echo = protocol.F_ALWAYS_SKIP
             stats["always_skip_tx"] += 1
         if ce:
@@ -209,6 +214,11 @@ class Receiver:
             return False
         window.arrive(seq, now)
         return window.bad()
+
+    def _restart(self, hdr: wire.Header, now: float) -> None:
+        """Judge the packet's path afresh from its sequence number on (congestion)."""
+        key = (hdr.plane, protocol.path_seq_path(hdr.path_seq))
+        self.path_windows[key] = PathWindow(protocol.path_seq_seq(hdr.path_seq), now)
 
     def _place(self, hdr: wire.Header, payload) -> bool:
         """Copy the payload into its message; False if it contradicts the message."""
