@@ -45,7 +45,10 @@ class ProtocolConfig:
     probe_initial_s: float = 0.05  # first probe of a retired path, then doubling
     probe_max_s: float = 0.8
     probes: bool = True  # mrc-no-probe turns them off: retired EVs stay retired
-    reverse_probe_s: float = 0.005  # EV probes of the reverse set (hosts/reverse.py)
+    # EV probes of the reverse set (hosts/reverse.py), per plane and peer: a receiver of
+    # seven peers on eight planes sends over a thousand a second at 50 ms; at 5 ms its
+    # probes and their replies filled a 2.5 Mbit/s host link and its agent's CPU.
+    reverse_probe_s: float = 0.05
     tick_s: float = 0.002  # timer granularity of the event loop
     ack_every: int = 8  # in-order data packets one SACK may answer (within a receive batch)
     reconvergence_s: float = 1.0  # baselines: BGP reconvergence after a remote failure
