@@ -55,7 +55,8 @@ class Network:
             ecn, trimming = ("RED qdisc" if self.features.red else False), False
         notes = self.features.missing(red_needed=not (switch_queues or self.ebpf_switch_ports))
         if not self.ebpf.available:
-            lost = "loss faults" if switch_queues else "trimming and loss faults"
+            lost = ("loss, gray-loss and one-way link-down faults" if switch_queues
+                    else "trimming, and loss, gray-loss and one-way link-down faults")
             notes.append(f"{self.ebpf.reason}: no {lost}")
         return {"rate": True, "queue_limit": True, "delay": self.features.netem,
                 "ecn": ecn, "trimming": trimming,

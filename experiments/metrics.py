@@ -23,7 +23,7 @@ from pathlib import Path
 
 # MRC's path events, and the RoCE-like baseline's: go-back-N NAKs received ("nak") and
 # sent on a gap ("gap"), queue pairs moved by routing ("reroute"), DCQCN rate cuts.
-PATH_EVENTS = ("retire", "reinstate", "skip", "probe", "nack", "trim", "timeout",
+PATH_EVENTS = ("retire", "reinstate", "skip", "migrate", "probe", "nack", "trim", "timeout",
                "plane-down", "plane-up", "nak", "gap", "reroute", "rate-cut")
 
 

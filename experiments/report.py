@@ -17,6 +17,7 @@ ROWS = [
     ("timed out", lambda s: s["timed_out"]),
     ("paths retired / reinstated", lambda s: f"{s['path_events'].get('retire', 0)} / "
                                              f"{s['path_events'].get('reinstate', 0)}"),
+    ("EVs migrated by ECN", lambda s: s["path_events"].get("migrate", 0)),
     ("NACKs (trimmed packets)", lambda s: s["path_events"].get("nack", 0)),
     ("retransmit timeouts", lambda s: s["path_events"].get("timeout", 0)),
     ("go-back-N NAKs (baseline)", lambda s: s["path_events"].get("nak", 0)),

@@ -16,7 +16,9 @@ Control channel: JSON lines on stdin (commands) and stdout (answers and notifica
     -> {"cmd": "route", "kind": "remote-down", "paths": [[3, 0, 1], [2, 0, 1]]}
        what the fabric's routing tells this host (experiments/reroute.py): paths as
        [destination, plane, spine or null] gone or back; the baseline's queue pairs
-       follow after the kind's delay (hosts/baseline.py), MRC takes no notice
+       follow after the kind's delay (hosts/baseline.py), or after `delay_s` if the
+       command gives one (0: routing had converged before the job started); MRC
+       takes no notice
     -> {"cmd": "quit"}
 
 A message to send is made from its seed (hosts/payload.py), and a delivered one checked
@@ -182,7 +184,9 @@ class Agent:
             elif kind == "route":
                 paths = [(int(dst), int(plane), None if spine is None else int(spine))
                          for dst, plane, spine in cmd["paths"]]
-                self.endpoint.route_event(str(cmd["kind"]), paths, time.monotonic())
+                delay = cmd.get("delay_s")
+                self.endpoint.route_event(str(cmd["kind"]), paths, time.monotonic(),
+                                          None if delay is None else float(delay))
             elif kind == "quit":
                 self.running = False
             else:

@@ -86,10 +86,15 @@ class Routes:
         self._pending: list[tuple[float, int, bool, tuple]] = []  # (due, seq, up, what)
         self._seq = 0
 
-    def event(self, kind: str, paths: Iterable[PathKey], now: float) -> float:
+    def event(self, kind: str, paths: Iterable[PathKey], now: float,
+              delay_s: float | None = None) -> float:
         """Routing learned that `paths` went down or came back; returns when the
-        traffic follows."""
-        due = now + route_delay(kind, self.local_failover_s, self.reconvergence_s)
+        traffic follows: after the kind's delay, or `delay_s` when given (0 for a fault
+        in place before the job started: routing had long converged)."""
+        if delay_s is not None and not delay_s >= 0:
+            raise ValueError(f"a route event's delay must be 0 or more seconds (got {delay_s})")
+        due = now + (route_delay(kind, self.local_failover_s, self.reconvergence_s)
+                     if delay_s is None else delay_s)
         self._push(due, kind.endswith("-up"), ("paths", tuple(map(tuple, paths))))
         return due
 

@@ -201,12 +201,13 @@ class Endpoint:
                     self.control_out.append((p, peer, ev, wire.encode_control(
                         protocol.PLANE_STATUS, 0, p, 0, self._conn_id(peer), ev, 0, 0, ctl)))
 
-    def route_event(self, kind: str, paths, now: float) -> None:
+    def route_event(self, kind: str, paths, now: float, delay_s: float | None = None) -> None:
         """The fabric's routing learned that `paths` ((destination, plane, spine or
         None) each) went down or came back (`kind`: local-down, local-up, remote-down,
         remote-up; hosts/baseline.py). The baseline's queue pairs follow after the
-        kind's delay; MRC finds paths by its own packets and takes no notice."""
-        due = self.routes.event(kind, paths, now)
+        kind's delay, or `delay_s` if given; MRC finds paths by its own packets and
+        takes no notice."""
+        due = self.routes.event(kind, paths, now, delay_s)
         self.on_event({"t": now, "event": "route", "kind": kind, "paths": len(paths),
                        "effective": due})
 

@@ -126,3 +126,13 @@ def test_reroutes_around_a_dead_spine_when_routing_reconverges():
     assert net.all_done([(0, 3, 0)])
     (reroute,) = [e for e in net.events if e["event"] == "reroute"]
     assert reroute["t"] == pytest.approx(1.01, abs=0.003)
+
+
+def test_a_route_event_with_a_given_delay_takes_effect_then():
+    from hosts.baseline import Routes
+
+    routes = Routes(local_failover_s=0.005, reconvergence_s=1.0)
+    assert routes.event("remote-down", [(3, 0, 1)], 10.0) == pytest.approx(11.0)
+    assert routes.event("remote-down", [(3, 0, 1)], 10.0, delay_s=0.0) == 10.0
+    with pytest.raises(ValueError):
+        routes.event("local-down", [(3, 0, 1)], 10.0, delay_s=-1.0)

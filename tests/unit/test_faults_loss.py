@@ -158,8 +158,8 @@ def test_link_emulation_says_what_emulates_ecn_trimming_and_faults():
     assert (off["ecn"], off["trimming"], off["faults"]) == (False, False, False)
     assert off["ebpf"] == {"available": False,
                            "reason": "no eBPF switch program: bpftool is not installed"}
-    assert ("no eBPF switch program: bpftool is not installed: no trimming and loss faults"
-            in off["notes"])
+    assert ("no eBPF switch program: bpftool is not installed: no trimming, and loss, "
+            "gray-loss and one-way link-down faults" in off["notes"])
     assert _network(kernel, False, False, red=True).link_emulation()["ecn"] == "RED qdisc"
 
 

@@ -19,7 +19,9 @@ from hosts.netio import received_traffic_class, set_traffic_classes
 def test_mrc_data_is_trimmable_and_mrc_no_trim_data_is_not():
     classes = {t: protocol.data_traffic_class(t) for t in protocol.TRANSPORTS}
     assert classes["mrc"] >> 2 == classes["mrc-no-probe"] >> 2 == protocol.DSCP_TRIMMABLE
-    assert classes["mrc-no-trim"] >> 2 == classes["single-path"] >> 2 == protocol.DSCP_NO_TRIM
+    assert classes["mrc-no-trim"] >> 2 == protocol.DSCP_NO_TRIM
+    # The baseline is RoCE: its own class, which switches mark at every hop.
+    assert classes["single-path"] >> 2 == classes["roce-8"] >> 2 == protocol.DSCP_ROCE
     assert classes["mrc"] != classes["mrc-no-trim"]
     # Everything stays ECT(0): switches mark it rather than drop it.
     assert {c & protocol.ECN_MASK for c in classes.values()} == {protocol.ECN_ECT0}
