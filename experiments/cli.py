@@ -42,7 +42,7 @@ from mininet.cli import CLI
 from controller.tables import switch_tables
 from experiments.agents import AgentError, AgentSet
 from experiments.faults import Action
-from experiments.reroute import route_events
+from experiments.reroute import RoutingState
 from experiments.targets import apply_fault
 from hosts.protocol import MAX_MSG_LEN, TRANSPORTS, ev_choice
 from topologies.errors import UserError
@@ -258,6 +258,9 @@ class FabricSession:
         self.agents: AgentSet | None = None
         self.msg_ids = itertools.count()
         self.faults: dict[tuple, Action] = {}
+        # What the fabric's routing holds down, over the whole session: overlapping
+        # faults give a path back only when the last one holding it ends.
+        self.routing = RoutingState(self.fabric)
 
     # -------------------------------------------------------------- agents
     def agents_for(self, transport: str) -> AgentSet:
@@ -338,8 +341,9 @@ class FabricSession:
     # -------------------------------------------------------------- faults
     def fault(self, action: Action) -> str:
         apply_fault(self.net, self.fabric, action, self.target)
+        events = self.routing.events(action)
         if self.agents is not None:  # what each host's routing learns (the baselines move)
-            for event in route_events(action, self.fabric):
+            for event in events:
                 self.agents.command(event.host, **event.command())
         key = fault_key(action)
         if action.up:
