@@ -35,7 +35,7 @@ from controller.program import program_switch
 from controller.tables import switch_tables
 from hosts.protocol import DATA_FRAME_BYTES, link_mbit
 from topologies.bmv2 import Bmv2Error, Bmv2Switch
-from topologies.model import Fabric, build_fabric
+from topologies.model import Fabric, with_rate_cap
 
 if TYPE_CHECKING:
     from topologies.network import FabricNet, NodeParams
@@ -156,12 +156,7 @@ class Bmv2Target:
         self.rate = choose_rate(fabric, *machine_capacity())
         if not self.rate.capped:
             return fabric
-        spec = fabric.spec
-        cap = self.rate.rate_mbit
-        return build_fabric(dataclasses.replace(
-            spec, host_t0=dataclasses.replace(spec.host_t0,
-                                              rate_mbit=min(cap, spec.host_t0.rate_mbit)),
-            t0_t1=dataclasses.replace(spec.t0_t1, rate_mbit=min(cap, spec.t0_t1.rate_mbit))))
+        return with_rate_cap(fabric, self.rate.rate_mbit)
 
     def switch_params(self, fabric: Fabric) -> NodeParams:
         return {s.name: {"device_id": i + 1, "grpc_port": GRPC_BASE + i,
