@@ -38,6 +38,14 @@ class Endpoint:
                  on_event, on_delivered, on_completed):
         if transport not in TRANSPORTS:
             raise ValueError(f"unknown transport {transport!r}; use one of {TRANSPORTS}")
+        # A packet may wait behind a full queue at a hop, so a timeout shorter than one
+        # full queue's drain at the host link's rate cannot tell loss from queueing (64
+        # frames take 265 ms at 2.5 Mbit/s, where a 50 ms floor retired thousands of
+        # paths in an all-to-all that lost nothing). The floor rises to that drain time.
+        link = fabric.spec.host_t0
+        drain = link.queue_pkts / protocol.link_pps(link.rate_mbit, protocol.DATA_FRAME_BYTES)
+        if drain > config.rto_min_s:
+            config = replace(config, rto_min_s=min(drain, config.rto_max_s))
         self.me, self.fabric, self.transport, self.config = me, fabric, transport, config
         self.on_event, self.on_delivered, self.on_completed = on_event, on_delivered, on_completed
         self.planes = fabric.spec.planes

@@ -518,3 +518,18 @@ def test_queueing_a_large_message_is_cheap():
     sender.send_message(0, bytes(50_000_000), 0.0)  # 500,000 packets of 100 bytes
     assert len(sender.packets) == 0 and sender.busy and sender.has_work()
     assert len(sender.poll(0.0, budget=10)) == 10 and len(sender.packets) == 10
+
+
+def test_the_timeout_floor_is_never_below_a_full_queues_drain_time():
+    from hosts.endpoint import Endpoint
+    from topologies.model import load_topology, with_rate_cap
+
+    def floor(fabric) -> float:
+        endpoint = Endpoint(0, fabric, "mrc", ProtocolConfig(), lambda e: None,
+                            lambda *a: None, lambda *a: None)
+        return endpoint.config.rto_min_s
+
+    fabric = load_topology("2tier-2plane")  # 64 frames at 20 Mbit/s drain in 33 ms
+    assert floor(fabric) == ProtocolConfig().rto_min_s == 0.05
+    slow = with_rate_cap(fabric, 2.5)  # ... at 2.5 Mbit/s in 265 ms
+    assert floor(slow) == pytest.approx(64 * 1294 * 8 / 2.5e6)
