@@ -43,9 +43,15 @@ class Endpoint:
         # frames take 265 ms at 2.5 Mbit/s, where a 50 ms floor retired thousands of
         # paths in an all-to-all that lost nothing). The floor rises to that drain time.
         link = fabric.spec.host_t0
-        drain = link.queue_pkts / protocol.link_pps(link.rate_mbit, protocol.DATA_FRAME_BYTES)
-        if drain > config.rto_min_s:
-            config = replace(config, rto_min_s=min(drain, config.rto_max_s))
+        pps = protocol.link_pps(link.rate_mbit, protocol.DATA_FRAME_BYTES)
+        if link.queue_pkts / pps > config.rto_min_s:
+            config = replace(config, rto_min_s=min(link.queue_pkts / pps, config.rto_max_s))
+        # NSCC lets ECN lead: its delay ceiling must lie above the queue at which switches
+        # start marking, or slow links (4 ms a frame at 2.5 Mbit/s) cut every window
+        # before any mark, and ECN load balancing never starts.
+        ecn_delay = fabric.spec.ecn_threshold_pkts / pps
+        if ecn_delay > config.nscc_qa_delay_s:
+            config = replace(config, nscc_qa_delay_s=ecn_delay)
         self.me, self.fabric, self.transport, self.config = me, fabric, transport, config
         self.on_event, self.on_delivered, self.on_completed = on_event, on_delivered, on_completed
         self.planes = fabric.spec.planes

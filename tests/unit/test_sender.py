@@ -520,16 +520,19 @@ def test_queueing_a_large_message_is_cheap():
     assert len(sender.poll(0.0, budget=10)) == 10 and len(sender.packets) == 10
 
 
-def test_the_timeout_floor_is_never_below_a_full_queues_drain_time():
+def test_timers_are_never_shorter_than_the_queues_they_must_see_through():
     from hosts.endpoint import Endpoint
     from topologies.model import load_topology, with_rate_cap
 
-    def floor(fabric) -> float:
+    def floor(fabric) -> ProtocolConfig:
         endpoint = Endpoint(0, fabric, "mrc", ProtocolConfig(), lambda e: None,
                             lambda *a: None, lambda *a: None)
-        return endpoint.config.rto_min_s
+        return endpoint.config
 
     fabric = load_topology("2tier-2plane")  # 64 frames at 20 Mbit/s drain in 33 ms
-    assert floor(fabric) == ProtocolConfig().rto_min_s == 0.05
+    assert floor(fabric).rto_min_s == ProtocolConfig().rto_min_s == 0.05
     slow = with_rate_cap(fabric, 2.5)  # ... at 2.5 Mbit/s in 265 ms
-    assert floor(slow) == pytest.approx(64 * 1294 * 8 / 2.5e6)
+    assert floor(slow).rto_min_s == pytest.approx(64 * 1294 * 8 / 2.5e6)
+    # NSCC's delay ceiling stays above the ECN threshold's queue (16 frames: 66 ms).
+    assert floor(fabric).nscc_qa_delay_s == pytest.approx(16 * 1294 * 8 / 20e6)  # 8.3 ms
+    assert floor(slow).nscc_qa_delay_s == pytest.approx(16 * 1294 * 8 / 2.5e6)
