@@ -532,7 +532,7 @@ def test_timers_are_never_shorter_than_the_queues_they_must_see_through():
     fabric = load_topology("2tier-2plane")  # 64 frames at 20 Mbit/s drain in 33 ms
     assert floor(fabric).rto_min_s == ProtocolConfig().rto_min_s == 0.05
     slow = with_rate_cap(fabric, 2.5)  # ... at 2.5 Mbit/s in 265 ms
-    assert floor(slow).rto_min_s == pytest.approx(64 * 1294 * 8 / 2.5e6)
+    assert floor(slow).rto_min_s == pytest.approx(64 * protocol.DATA_FRAME_BYTES * 8 / 2.5e6)
     # NSCC's delay ceiling stays above the ECN threshold's queue (16 frames: 66 ms).
-    assert floor(fabric).nscc_qa_delay_s == pytest.approx(16 * 1294 * 8 / 20e6)  # 8.3 ms
-    assert floor(slow).nscc_qa_delay_s == pytest.approx(16 * 1294 * 8 / 2.5e6)
+    assert floor(fabric).nscc_qa_delay_s == pytest.approx(16 * protocol.DATA_FRAME_BYTES * 8 / 20e6)  # 8.3 ms
+    assert floor(slow).nscc_qa_delay_s == pytest.approx(16 * protocol.DATA_FRAME_BYTES * 8 / 2.5e6)
