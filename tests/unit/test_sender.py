@@ -534,5 +534,6 @@ def test_timers_are_never_shorter_than_the_queues_they_must_see_through():
     slow = with_rate_cap(fabric, 2.5)  # ... at 2.5 Mbit/s in 265 ms
     assert floor(slow).rto_min_s == pytest.approx(64 * protocol.DATA_FRAME_BYTES * 8 / 2.5e6)
     # NSCC's delay ceiling stays above the ECN threshold's queue (16 frames: 66 ms).
-    assert floor(fabric).nscc_qa_delay_s == pytest.approx(16 * protocol.DATA_FRAME_BYTES * 8 / 20e6)  # 8.3 ms
-    assert floor(slow).nscc_qa_delay_s == pytest.approx(16 * protocol.DATA_FRAME_BYTES * 8 / 2.5e6)
+    frame_bits = protocol.DATA_FRAME_BYTES * 8
+    assert floor(fabric).nscc_qa_delay_s == pytest.approx(16 * frame_bits / 20e6)  # 8.3 ms
+    assert floor(slow).nscc_qa_delay_s == pytest.approx(16 * frame_bits / 2.5e6)
