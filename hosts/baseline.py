@@ -23,12 +23,13 @@ It stands for RoCEv2 on an ECMP fabric, the network MRC is compared with:
 - **DCQCN.** Each QP sends at its own rate, line rate at first. An ECN echo (the CNP of
   DCQCN, here carried on the SACK or NACK that answers a CE-marked packet) cuts it:
   `target = rate; rate *= 1 - alpha / 2; alpha = (1 - g) alpha + g`, at most once per
-  `DCQCN_PERIOD_S`. Each period without a cut decays alpha (`alpha *= 1 - g`) and
-  recovers the rate toward the target (`rate = (rate + target) / 2`), after
-  `DCQCN_FAST_STEPS` such steps also raising the target by `DCQCN_AI` of the line rate
-  (additive increase). Simplified from Zhu et al. (SIGCOMM 2015): one timer drives
-  both alpha and the increase (no byte counter, no hyper increase), and its period is
-  of the order of the emulated fabric's round trip (milliseconds), not DCQCN's 55 us.
+  `DCQCN_PERIOD_S` or one smoothed round trip, whichever is longer. Each period
+  without a cut decays alpha (`alpha *= 1 - g`) and recovers the rate toward the
+  target (`rate = (rate + target) / 2`), after `DCQCN_FAST_STEPS` such steps also
+  raising the target by `DCQCN_AI` of the line rate (additive increase). Simplified
+  from Zhu et al. (SIGCOMM 2015): one timer drives both alpha and the increase (no
+  byte counter, no hyper increase), and its period is of the order of the emulated
+  fabric's round trip (milliseconds), not DCQCN's 55 us.
 - **Routing.** The QPs move only on what the fabric's routing would tell the host
   (`Routes`): a failure next to the switch that forwards the flow (the host's own port,
   its T0's uplink) after `local_failover_s` (hardware ECMP fails over in
@@ -463,15 +464,24 @@ class RoceSender:
         """Congestion notification: cut the QP's rate (at most once per period)."""
         self.stats["cnp_rx"] += 1
         self._dcqcn_steps(qp, now)
-        if now - qp.last_cut < DCQCN_PERIOD_S:
+        period = self._dcqcn_period()
+        if now - qp.last_cut < period:
             return
         qp.target = qp.rate
         qp.rate = max(DCQCN_MIN_RATE, qp.rate * (1 - qp.alpha / 2))
         qp.alpha = (1 - DCQCN_G) * qp.alpha + DCQCN_G
-        qp.steps, qp.last_cut, qp.timer = 0, now, now + DCQCN_PERIOD_S
+        qp.steps, qp.last_cut, qp.timer = 0, now, now + period
         self.stats["rate_cuts"] += 1
         self.on_event({"t": now, "event": "rate-cut", "rate": round(qp.rate, 4),
                        "alpha": round(qp.alpha, 4), "peer": self.peer, "qp": qp.index})
+
+    def _dcqcn_period(self) -> float:
+        """DCQCN's timer period: DCQCN_PERIOD_S, but never under one smoothed round
+        trip. DCQCN's 55 us period is several round trips of the fabric it was made for;
+        on a slow emulated link (a 2.5 Mbit/s frame takes 4 ms, a round trip tens) a
+        fixed 4 ms period cut a QP several times for the marks of one window, until
+        one flow of eight crawled for over half a minute."""
+        return max(DCQCN_PERIOD_S, self.srtt)
 
     def _dcqcn_steps(self, qp: QueuePair, now: float) -> None:
         """Every period without a cut: alpha decays, the rate recovers toward the
@@ -484,7 +494,7 @@ class RoceSender:
             qp.rate = min(1.0, (qp.rate + qp.target) / 2)
             # Back at line rate: nothing left to recover, the timer sleeps (alpha keeps
             # the value it has, as it would after a long quiet spell at full rate).
-            qp.timer = None if qp.rate >= 1.0 - 1e-6 else qp.timer + DCQCN_PERIOD_S
+            qp.timer = None if qp.rate >= 1.0 - 1e-6 else qp.timer + self._dcqcn_period()
             if qp.timer is None:
                 qp.rate = qp.target = 1.0
 

@@ -136,3 +136,18 @@ def test_a_route_event_with_a_given_delay_takes_effect_then():
     assert routes.event("remote-down", [(3, 0, 1)], 10.0, delay_s=0.0) == 10.0
     with pytest.raises(ValueError):
         routes.event("local-down", [(3, 0, 1)], 10.0, delay_s=-1.0)
+
+
+def test_dcqcn_cuts_a_queue_pair_at_most_once_per_round_trip():
+    events = []
+    s = sender(events)
+    qp = s.qps[0]
+    s.srtt = 0.03  # a slow link: a round trip is many DCQCN periods
+    for t in (1.0, 1.01, 1.02):  # the marks of one window
+        s._cnp(qp, t)
+    assert s.stats["rate_cuts"] == 1
+    s._cnp(qp, 1.031)
+    assert s.stats["rate_cuts"] == 2
+    s.srtt = 0.001  # a fast link: the fixed period rules
+    s._cnp(qp, 1.031 + 0.0045)
+    assert s.stats["rate_cuts"] == 3
