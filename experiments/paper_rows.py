@@ -156,7 +156,10 @@ def rows(fabric: Fabric, only: Callable[[str], bool] = lambda key: True) -> list
             "MRC finishes, and its goodput against its fault-free run drops by at most "
             "the share of T0-T1 links lost, plus 5%.",
             f"{failing} of {links_total} T0-T1 links fail, {0.6 * d / failing:.2f} s apart "
-            f"(the paper: 20 of thousands, 1 s apart); {DIFFERS_EMULATION}.",
+            f"(the paper: 20 of thousands, 1 s apart), so a T0 may keep one uplink of "
+            f"{spec.t1_per_plane} in a plane; MRC keeps its planes equally loaded "
+            f"(section 4), so the plane that lost most sets the pace of every flow; "
+            f"{DIFFERS_EMULATION}.",
             with_faults(cross_flows, {"kind": "links-fail", "count": failing, "at_s": 0.1 * d,
                               "every_s": round(0.6 * d / failing, 3), "seed": 1}),
             "proportional", params={"lost": failing / links_total, "slack": 0.05}),
