@@ -133,7 +133,8 @@ def run_rows(net, fabric: Fabric, target, table, folder: Path, features: dict,
             if not scenario.faults:  # a later row may be measured against this pass
                 references.setdefault(_pass_key(scenario), faulty)
             times = [(a.t, a.up) for a in scenario.faults]
-            verdict = JUDGES[row.judge](Measured(row, fabric, faulty, against, times))
+            verdict = JUDGES[row.judge](Measured(row, fabric, faulty, against, times,
+                                                 scenario.faults))
             goodput_plot(folder / f"{row.key}.png", faulty.runs, faulty.events)
             entry.update(verdict="PASS" if verdict.passed else "FAIL",
                          measured=verdict.measured, figures=verdict.figures,

@@ -28,6 +28,7 @@ class Measured:
     faulty: Pass
     reference: Pass | None
     fault_times: list[tuple[float, bool]] = field(default_factory=list)  # (t, up) steps
+    faults: tuple = ()  # the row's timeline (experiments/faults.py Action)
 
 
 @dataclass
@@ -73,6 +74,43 @@ def proportional(m: Measured) -> Verdict:
     passed = mrc["finished"] and ratio is not None and ratio >= floor
     return Verdict(passed, {"slowdown": entries, "floor": round(floor, 4)},
                    f"goodput against fault-free: mrc {_ratio(ratio)} (at least {floor:.2f}); "
+                   + _others(m, entries, "goodput_ratio", _ratio))
+
+
+def worst_plane_loss(fabric: Fabric, faults) -> float:
+    """The largest share of one T0's uplinks in one plane that the faults take down at
+    once (link-down and link-flap steps of T0-T1 links)."""
+    down: set[tuple[str, str]] = set()
+    worst = 0.0
+    for action in faults:
+        if action.kind not in ("link-down", "link-flap"):
+            continue
+        a, b = action.target[:2]
+        t0 = a if fabric.node(a).role == "t0" else b
+        if fabric.node(t0).role != "t0" or fabric.node(a if t0 == b else b).role != "t1":
+            continue
+        (down.discard if action.up else down.add)((t0, a if t0 == b else b))
+        per_t0: dict[str, int] = {}
+        for node, _ in down:
+            per_t0[node] = per_t0.get(node, 0) + 1
+        worst = max(worst, max(per_t0.values(), default=0) / fabric.spec.t1_per_plane)
+    return worst
+
+
+def plane_bound(m: Measured) -> Verdict:
+    """Goodput against fault-free at least the capacity left in the plane that lost
+    most uplinks at one T0: MRC loads its planes equally (the paper's section 4), so
+    that plane sets the pace of every flow through it."""
+    lost = worst_plane_loss(m.fabric, m.faults)
+    floor = 1 - lost - m.row.params["slack"]
+    entries = _slowdowns(m)
+    mrc = entries["mrc"]
+    ratio = mrc["goodput_ratio"]
+    passed = mrc["finished"] and ratio is not None and ratio >= floor
+    return Verdict(passed, {"slowdown": entries, "worst_plane_loss": round(lost, 4),
+                            "floor": round(floor, 4)},
+                   f"goodput against fault-free: mrc {_ratio(ratio)} (at least {floor:.2f}: "
+                   f"one T0 lost {lost:.0%} of its uplinks in a plane); "
                    + _others(m, entries, "goodput_ratio", _ratio))
 
 
@@ -226,6 +264,7 @@ def victim(m: Measured) -> Verdict:
                    + ", ".join(f"{t} {_ratio(v)}" for t, v in figures.items()))
 
 
-JUDGES = {f.__name__: f for f in (slowdown_at_most, proportional, silent_t1, steady_state,
+JUDGES = {f.__name__: f for f in (slowdown_at_most, proportional, plane_bound, silent_t1,
+                                  steady_state,
                                   gray_loss, ecn_migration, qp_order, loss_ratio, sizes,
                                   victim)}

@@ -140,3 +140,25 @@ def test_an_unknown_row_is_one_line_and_exit_2(capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no-such-row" in err[0] and "t1-down" in err[0]
 
+
+
+def test_link_rows_are_bounded_by_the_plane_that_lost_most():
+    from experiments.paper_judge import worst_plane_loss
+
+    fabric = with_rate_cap(load_topology("2tier-8plane"), 2.5)
+    table = {row.key: (row, s) for row, s, _ in checked_rows(fabric, None)}
+    row, start = table["broken-at-start"]
+    assert worst_plane_loss(fabric, start.faults) == 0.25  # one uplink of 4, four planes
+    _, failing = table["links-failing"]
+    worst = worst_plane_loss(fabric, failing.faults)
+    assert 0.25 <= worst <= 0.75  # each plane keeps one whole T1
+    clean = [block("mrc", 2.0), block(BASELINE, 3.0)]
+
+    def judged(seconds):
+        m = Measured(row, fabric, Pass(blocks=[block("mrc", seconds), block(BASELINE, 3.0)]),
+                     Pass(blocks=clean), [], start.faults)
+        return JUDGES["plane_bound"](m)
+
+    assert judged(2.6).passed  # 0.77 of fault-free: above 1 - 0.25 - 0.05
+    verdict = judged(3.0)  # 0.67
+    assert not verdict.passed and "one T0 lost 25% of its uplinks" in verdict.measured
