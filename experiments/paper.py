@@ -35,14 +35,21 @@ from datetime import datetime
 from pathlib import Path
 
 from experiments import ebpf_switch
-from experiments.bringup import bring_up, tear_down
+from experiments.bringup import bring_up
 from experiments.cleanup import cleanup
 from experiments.dataplane import choose
 from experiments.paper_judge import JUDGES, Measured
 from experiments.paper_rows import Row, rows
 from experiments.play import Pass, play_pass
 from experiments.plots import goodput_plot
-from experiments.runner import Interrupted, Progress, raise_interrupted, results_folder
+from experiments.runner import (
+    Interrupted,
+    Progress,
+    ctrl_c_held,
+    raise_interrupted,
+    results_folder,
+    tear_down_all,
+)
 from experiments.scenario import Scenario, check_scenario
 from topologies.errors import UserError
 from topologies.model import Fabric, load_topology, with_rate_cap
@@ -210,25 +217,15 @@ def run_paper(fabric: Fabric, target, reason: str, table, results_root: Path,
         if network.ebpf.available:
             ebpf_switch.prepare_faults(net, fabric,
                                        tuple(a for _, s, _ in table for a in s.faults))
-        features = {name: meta["link_emulation"].get(name) for name in ("faults", "trimming",
-                                                                        "ecn")}
+        features = {name: meta["link_emulation"].get(name) for name in FEATURES}
         results = run_rows(net, fabric, target, table, folder, features, progress)
         status = 1 if any(r["verdict"] == "ERROR" for r in results) else 0
     except (KeyboardInterrupt, Interrupted) as stop:
         progress(f"interrupted ({stop or 'Ctrl-C'}): tearing down")
         status = INTERRUPTED
     finally:
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-        try:
-            if net is not None:
-                progress("tearing down")
-                try:
-                    tear_down(net)
-                except Exception as err:  # noqa: BLE001 - cleanup() removes the rest
-                    progress(f"teardown: {err.__class__.__name__} {err}; removing leftovers")
-            cleanup()
-        finally:
-            signal.signal(signal.SIGINT, previous)
+        with ctrl_c_held():
+            tear_down_all(net, progress)
         meta["duration_s"] = round(time.monotonic() - progress.start, 1)
         write_paper(folder, meta, results)
     return status, folder

@@ -25,6 +25,7 @@ import os
 import signal
 import sys
 import time
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
@@ -149,9 +150,7 @@ def run_experiment(fabric: Fabric, target: Target, reason: str, scenario: Scenar
         summary["error"] = f"{err.__class__.__name__}: {err}"
         status = 1
     finally:
-        # A second Ctrl-C must not cut the teardown short.
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-        try:
+        with ctrl_c_held():
             if pcaps is not None:  # before the teardown, so every tcpdump can flush
                 try:
                     summary["captures"] = [r.as_dict() for r in pcaps.stop()]
@@ -162,15 +161,7 @@ def run_experiment(fabric: Fabric, target: Target, reason: str, scenario: Scenar
                     summary["ebpf_counters"] = ebpf_switch.read_counters(net)
                 except Exception as err:  # noqa: BLE001 - reported; the teardown goes on
                     progress(f"eBPF counters: {err.__class__.__name__} {err}")
-            if net is not None:
-                progress("tearing down")
-                try:
-                    tear_down(net)
-                except Exception as err:  # noqa: BLE001 - reported; cleanup() removes the rest
-                    progress(f"teardown: {err.__class__.__name__} {err}; removing leftovers")
-            cleanup()
-        finally:
-            signal.signal(signal.SIGINT, previous)
+            tear_down_all(net, progress)
         if net is not None:
             summary.update(target.summary_fields())  # again: a reboot writes tables too
         summary["duration_s"] = round(time.monotonic() - progress.start, 3)
@@ -178,6 +169,28 @@ def run_experiment(fabric: Fabric, target: Target, reason: str, scenario: Scenar
         if scenario.workload != "pathcheck":
             write_report(folder / "report.md", summary)
     return status, folder
+
+
+@contextmanager
+def ctrl_c_held():
+    """Ignore Ctrl-C inside: a second Ctrl-C must not cut a teardown short."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def tear_down_all(net, progress: Progress) -> None:
+    """Stop the network if it was built, then remove whatever is left of it (and of any
+    earlier run); a failed stop is reported and cleanup() removes the rest."""
+    if net is not None:
+        progress("tearing down")
+        try:
+            tear_down(net)
+        except Exception as err:  # noqa: BLE001 - reported; cleanup() removes the rest
+            progress(f"teardown: {err.__class__.__name__} {err}; removing leftovers")
+    cleanup()
 
 
 def run_pathcheck(net, fabric: Fabric, scenario: Scenario, summary: dict,

@@ -55,3 +55,16 @@ def kernel_network():
     with running(load_topology("2tier-2plane"), KernelTarget()) as network:
         yield network.net, network.fabric
     assert not find_leftovers()
+
+
+@pytest.fixture(scope="module")
+def fabric_with_ebpf(kernel_network):
+    """`kernel_network` with the eBPF switch program on its ports, or a skip saying why
+    the program could not run here."""
+    from experiments import ebpf_switch
+
+    net, fabric = kernel_network
+    if not net.ebpf_ports:
+        status = ebpf_switch.prepare(net.get(fabric.hosts[0].name).cmd)
+        pytest.skip(status.reason)
+    return net, fabric

@@ -27,15 +27,6 @@ from experiments.workload_run import run_transport
 from experiments.workloads import phases
 
 
-@pytest.fixture(scope="module")
-def fabric_with_ebpf(kernel_network):
-    net, fabric = kernel_network
-    if not net.ebpf_ports:
-        status = ebpf_switch.prepare(net.get(fabric.hosts[0].name).cmd)
-        pytest.skip(status.reason)
-    return net, fabric
-
-
 def play(net, fabric, transport, plan, faults, folder, protocol=None):
     """One transport run; its summary block and what the switch ports counted."""
     before = ebpf_switch.read_counters(net)

@@ -20,7 +20,6 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-import pytest
 import yaml
 
 from experiments import ebpf_switch
@@ -59,21 +58,12 @@ def carrier(net, node: str, intf: str) -> str:
     return net.get(node).cmd(f"cat /sys/class/net/{intf}/carrier").strip()
 
 
-@pytest.fixture(scope="module")
-def with_ebpf(kernel_network):
-    net, fabric = kernel_network
-    if not net.ebpf_ports:
-        status = ebpf_switch.prepare(net.get(fabric.hosts[0].name).cmd)
-        pytest.skip(status.reason)
-    return net, fabric
-
-
 ONE_WAY = {"kind": "link-down", "link": ["p0t0r0", "p0t1s0"], "from": "p0t0r0", "at_s": 0}
 UPLINK, DOWNLINK = ("p0t0r0", "p0t0r0-eth2"), ("p0t1s0", "p0t1s0-eth0")  # the two ends
 
 
-def test_a_one_way_cut_leaves_both_ends_their_carrier(with_ebpf):
-    net, fabric = with_ebpf
+def test_a_one_way_cut_leaves_both_ends_their_carrier(fabric_with_ebpf):
+    net, fabric = fabric_with_ebpf
     (down,) = parse_faults([ONE_WAY], fabric)
     apply_fault(net, fabric, down, KernelTarget())
     try:
@@ -83,8 +73,8 @@ def test_a_one_way_cut_leaves_both_ends_their_carrier(with_ebpf):
     assert carrier(net, *UPLINK) == carrier(net, *DOWNLINK) == "1"
 
 
-def test_a_one_way_cut_retires_mrcs_path_and_costs_the_baseline_packets(with_ebpf, tmp_path):
-    net, fabric = with_ebpf
+def test_a_one_way_cut_retires_mrcs_path_and_costs_the_baseline_packets(fabric_with_ebpf, tmp_path):
+    net, fabric = fabric_with_ebpf
     run, events, counted = play(net, fabric, "mrc", [ONE_WAY], tmp_path / "mrc")
     assert run.ok and not run.fault_errors, run
     retired = {(e["plane"], e["path"]) for e in events
@@ -135,8 +125,8 @@ def test_a_t0_down_kills_its_hosts_ports_on_the_plane_until_it_is_back(kernel_ne
     assert routes(net, "p0t0r0") == tables
 
 
-def test_a_link_down_before_the_start_carries_nothing_of_the_run(with_ebpf, tmp_path):
-    net, fabric = with_ebpf
+def test_a_link_down_before_the_start_carries_nothing_of_the_run(fabric_with_ebpf, tmp_path):
+    net, fabric = fabric_with_ebpf
     (early,) = parse_faults([{"kind": "link-down", "link": ["p0t0r0", "p0t1s0"],
                               "before_start": True}], fabric)
     counters, when = {}, {}

@@ -71,6 +71,11 @@ def collect(test, port: int, seconds: float) -> list:
     return got
 
 
+def counted(switch, counter: str, port: int) -> int:
+    """What the switch's `counter` (e.g. MrcEgress.trimmed_packets) holds for `port`."""
+    return read_counters(switch["grpc"], 1, switch["p4info"])[counter].get(port, 0)
+
+
 def dropped(switch) -> dict[int, int]:
     return read_counters(switch["grpc"], 1, switch["p4info"])["MrcIngress.dropped_packets"]
 
@@ -153,11 +158,7 @@ def test_never_marked_on_the_last_hop_nor_when_not_ect(test):
 def test_the_roce_class_is_marked_on_the_last_hop_and_mrc_data_is_not(test, switch):
     # ECN is configured per traffic class: a RoCE fabric marks every hop for DCQCN, an
     # MRC fabric never marks the last one. The same congested port to h1 serves both.
-    def marked_so_far() -> int:
-        counters = read_counters(switch["grpc"], 1, switch["p4info"])
-        return counters["MrcEgress.ecn_marked_packets"].get(1, 0)
-
-    before = marked_so_far()
+    before = counted(switch, "MrcEgress.ecn_marked_packets", 1)
     test.slow(1, 50)
     burst = [frame(DOWN_TO_H1, in_port=2, ecn=ECT0, psn=i, dscp=protocol.DSCP_ROCE)
              for i in range(40)]
@@ -169,7 +170,7 @@ def test_the_roce_class_is_marked_on_the_last_hop_and_mrc_data_is_not(test, swit
     # As on the uplink above: the packets that found 16 or more ahead of them carry CE.
     assert marks[:8] == [ECT0] * 8 and marks.count(CE) >= 16
     assert bytes(out[-1]) == bytes(forwarded(burst[-1], 1, "fcbb:bb00:8001::", ecn=CE))
-    assert marked_so_far() - before == marks.count(CE)
+    assert counted(switch, "MrcEgress.ecn_marked_packets", 1) - before == marks.count(CE)
     # The same burst of MRC data, trimmable or not, through the same queue: no mark.
     for dscp in (protocol.DSCP_TRIMMABLE, protocol.DSCP_NO_TRIM):
         test.slow(1, 50)
@@ -178,7 +179,7 @@ def test_the_roce_class_is_marked_on_the_last_hop_and_mrc_data_is_not(test, swit
                                                  dscp=dscp))
         out = collect(test, 1, 2.0)
         assert len(out) == 40 and all(p[IPv6].tc & 0b11 == ECT0 for p in out), dscp
-    assert marked_so_far() - before == marks.count(CE)
+    assert counted(switch, "MrcEgress.ecn_marked_packets", 1) - before == marks.count(CE)
 
 
 # ---------------------------------------------------------------------- trimming
@@ -205,16 +206,11 @@ def test_trimming_with_a_saturated_queue(test, switch):
     # Trimmed headers ride the strict-priority queue: they overtake queued data.
     first_cut = out.index(cut[0])
     assert any(p[MRC].psn < cut[0][MRC].psn for p in out[first_cut + 1:])
-    counters = read_counters(switch["grpc"], 1, switch["p4info"])
-    assert counters["MrcEgress.trimmed_packets"].get(3, 0) >= len(cut)
+    assert counted(switch, "MrcEgress.trimmed_packets", 3) >= len(cut)
 
 
 def test_untrimmable_data_is_never_trimmed_and_a_full_queue_drops_it(test, switch):
-    def trimmed_so_far() -> int:
-        counters = read_counters(switch["grpc"], 1, switch["p4info"])
-        return counters["MrcEgress.trimmed_packets"].get(3, 0)
-
-    before = trimmed_so_far()
+    before = counted(switch, "MrcEgress.trimmed_packets", 3)
     test.slow(3, 20)
     for i in range(120):  # the burst of the trimming test above, of mrc-no-trim
         testutils.send_packet(test, 0, frame(UP_TO_S1, payload=bytes([i]) * 1000, psn=i,
@@ -223,7 +219,7 @@ def test_untrimmable_data_is_never_trimmed_and_a_full_queue_drops_it(test, switc
     assert out and not any(p[MRC].flags.TRIMMED for p in out)
     assert all(bytes(p[MRC].payload) == bytes([p[MRC].psn]) * 1000 for p in out)
     assert len(out) < 120  # the queue overflowed: what did not fit was dropped
-    assert trimmed_so_far() == before
+    assert counted(switch, "MrcEgress.trimmed_packets", 3) == before
 
 
 def test_trimmed_on_the_last_hop_is_flagged_so(test):
