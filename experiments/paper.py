@@ -223,6 +223,10 @@ def run_paper(fabric: Fabric, target, reason: str, table, results_root: Path,
     except (KeyboardInterrupt, Interrupted) as stop:
         progress(f"interrupted ({stop or 'Ctrl-C'}): tearing down")
         status = INTERRUPTED
+    except Exception as err:  # noqa: BLE001 - one line (e.g. a failed bring-up), still torn down
+        progress(f"error: {err.__class__.__name__}: {err}")
+        meta["error"] = f"{err.__class__.__name__}: {err}"
+        status = 1
     finally:
         with ctrl_c_held():
             tear_down_all(net, progress)
