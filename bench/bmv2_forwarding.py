@@ -11,9 +11,10 @@ switch runs p4src/mrc_switch.p4 with the tables the testbed writes for it.
 
 Each path is measured with
 - `testbed`: the switch as the testbed starts it (topologies/bmv2.py `switch_argv`:
-  log file and level, strict priority queues, Thrift) and its queues set through the
-  Thrift CLI as the BMv2 target sets them (`queue_commands`), at a rate far above what
-  BMv2 forwards, so that the pacing code runs but never limits;
+  log file and level, strict priority queues, Thrift) on ports prepared as the
+  testbed prepares them (`prepare_ports`: segmentation offloads off), and its queues
+  set through the Thrift CLI as the BMv2 target sets them (`queue_commands`), at a
+  rate far above what BMv2 forwards, so that the pacing code runs but never limits;
 - `bare`: `simple_switch_grpc` with logging off (`--log-level off`: without it, BMv2
   formats every per-packet trace message even with no log file to write it to), no
   priority queues and no queue settings, same program, same tables.
@@ -190,11 +191,13 @@ def start_switches(setting: Setting, hops: list[Hop], fabric, program, log_dir: 
                    ) -> list[subprocess.Popen]:
     from controller.program import program_switch
     from controller.tables import switch_tables
-    from topologies.bmv2 import queue_commands, run_cli, wait_for_port
+    from topologies.bmv2 import prepare_ports, queue_commands, run_cli, wait_for_port
 
     p4info, json_path = program
     procs = []
     for i, hop in enumerate(hops):
+        if setting.testbed:
+            prepare_ports([intf(i, "i"), intf(i, "o")])
         proc = subprocess.Popen(argv(setting, i, hop, json_path, log_dir),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         procs.append(proc)

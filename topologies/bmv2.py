@@ -25,6 +25,8 @@ from pathlib import Path
 
 from mininet.node import Switch
 
+from topologies.offloads import offloads_off
+
 # The queues p4src/ uses are the protocol's priorities: data, and strict priority for
 # control packets and trimmed headers. BMv2 paces each queue in packets per second, so
 # the data queue counts full DATA frames (whose rate matches the link's bit rate and
@@ -61,6 +63,16 @@ def queue_commands(port: int, rate_mbit: float, depth: int) -> list[str]:
             f"set_queue_depth {depth} {port} {PRIORITY_DATA}",
             f"set_queue_rate {header_pps} {port} {PRIORITY_CONTROL}",
             f"set_queue_depth {header_depth} {port} {PRIORITY_CONTROL}"]
+
+
+def prepare_ports(intfs: list[str]) -> None:
+    """What every BMv2 switch's ports get before the switch starts: no IPv6 (the kernel
+    must not answer or originate anything on them) and no segmentation offloads (so
+    that libpcap's capture ring holds a burst: topologies/offloads.py)."""
+    for intf in intfs:
+        subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{intf}.disable_ipv6=1"],
+                       capture_output=True)
+    offloads_off(intfs)
 
 
 def switch_argv(device_id: int, thrift_port: int, grpc_port: int,
@@ -147,10 +159,7 @@ class Bmv2Switch(Switch):
 
     def start(self, controllers=None) -> None:
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        for _, intf in self.port_intfs():
-            # The kernel must not answer or originate anything on the switch's ports.
-            subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{intf}.disable_ipv6=1"],
-                           capture_output=True)
+        prepare_ports([intf for _, intf in self.port_intfs()])
         args = switch_argv(self.device_id, self.thrift_port, self.grpc_port,
                            self.port_intfs(), self.json_path, self.log_dir / self.name)
         out = open(self.log_dir / f"{self.name}.out", "w")

@@ -78,7 +78,7 @@ def switch(tmp_path_factory):
     from controller.program import program_switch
     from controller.tables import all_tables
     from experiments.bmv2_target import compile_program
-    from topologies.bmv2 import wait_for_port
+    from topologies.bmv2 import prepare_ports, wait_for_port
     from topologies.model import load_topology
 
     build = tmp_path_factory.mktemp("p4build")
@@ -91,11 +91,11 @@ def switch(tmp_path_factory):
             # A run killed with -9 leaves its veths behind: start from none.
             subprocess.run(["ip", "link", "del", f"mrcp4-s{i}"], capture_output=True)
             _ip("link", "add", f"mrcp4-s{i}", "type", "veth", "peer", "name", f"mrcp4-t{i}")
+            subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.mrcp4-t{i}.disable_ipv6=1"],
+                           capture_output=True)
             for side in ("s", "t"):
-                name = f"mrcp4-{side}{i}"
-                subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{name}.disable_ipv6=1"],
-                               capture_output=True)
-                _ip("link", "set", name, "up")
+                _ip("link", "set", f"mrcp4-{side}{i}", "up")
+        prepare_ports([f"mrcp4-s{i}" for i in range(PORTS)])  # as a run's switches
         args = ["simple_switch_grpc", "--device-id", "1", "--thrift-port", str(THRIFT_PORT),
                 "--log-file", str(build / "switch"), "--log-level", "info"]
         for i in range(PORTS):
@@ -108,7 +108,7 @@ def switch(tmp_path_factory):
         program_switch(f"127.0.0.1:{GRPC_PORT}", 1, p4info, json_path.read_bytes(), tables,
                        log_path=build / "p4runtime.log")
         yield {"fabric": fabric, "tables": tables, "p4info": p4info,
-               "grpc": f"127.0.0.1:{GRPC_PORT}"}
+               "grpc": f"127.0.0.1:{GRPC_PORT}", "pid": proc.pid}
     finally:
         if proc is not None:
             proc.terminate()

@@ -17,8 +17,7 @@ What comes out is compared byte for byte, Ethernet header included: nothing is a
 to differ. Only frames the kernel originates itself (ICMPv6 errors for a dropped
 packet, MLD) are left out: they are not MRC frames and BMv2 sends none.
 
-Under congestion (the tests are written, and skipped for now: see `congestion`) the
-two queues are not the same machine (BMv2 drains its queue while
+Under congestion the two queues are not the same machine (BMv2 drains its queue while
 the burst is still arriving; the kernel's eBPF program decides on a virtual queue, see
 docs/ebpf-switch.md), so the threshold is crossed within a few packets of the same
 place on each; every packet that both treat alike (whole, marked, trimmed) must be
@@ -325,17 +324,6 @@ def test_dropped_by_both(planes, pkt):
 
 
 # ---------------------------------------------------------------------- congestion
-# Not yet comparable: in this harness the BMv2 switch delivers only part of a burst of
-# full frames at a slow port (37 of 40, 41 of 101, 80 of 120 in runs beside the kernel
-# switch) while the kernel switch delivers all of them, and the same burst sent to
-# BMv2 alone arrives whole. Until the loss is found these comparisons would measure
-# it, not the behaviours they name; they run with MRC_DIFFERENTIAL_CONGESTION=1.
-congestion = pytest.mark.skipif(
-    os.environ.get("MRC_DIFFERENTIAL_CONGESTION") != "1",
-    reason="BMv2 loses part of a full-frame burst in this harness (see the comment above "
-           "the congestion tests); MRC_DIFFERENTIAL_CONGESTION=1 runs them")
-
-
 def burst_through_both(planes, out_port: int, packets, seconds: float = 8.0):
     bmv2, kern, slow = planes
     slow(out_port)
@@ -344,7 +332,6 @@ def burst_through_both(planes, out_port: int, packets, seconds: float = 8.0):
     return got_bmv2[out_port], got_kernel[out_port]
 
 
-@congestion
 def test_ecn_mark_on_a_fabric_port(planes):
     burst = [frame(UP_TO_S1, ecn=ECT0, psn=i, payload=full(i)) for i in range(40)]
     out_bmv2, out_kernel = burst_through_both(planes, 3, burst)
@@ -362,7 +349,6 @@ def test_ecn_mark_on_a_fabric_port(planes):
         if (i in marks["bmv2"]) == (i in marks["kernel"]))
 
 
-@congestion
 def test_never_marked_on_the_last_hop(planes):
     burst = [frame(DOWN_TO_H1, in_port=2, ecn=ECT0, psn=i, payload=full(i))
              for i in range(40)]
@@ -375,7 +361,6 @@ def trimmed_of(out: list[bytes]) -> dict[int, bytes]:
     return {psn: raw for psn, raw in by_psn(out).items() if Ether(raw)[MRC].flags.TRIMMED}
 
 
-@congestion
 @pytest.mark.parametrize("out_port", [3, 1], ids=["fabric-port", "last-hop"])
 def test_trimmed_header_is_identical(planes, out_port):
     dst = UP_TO_S1 if out_port == 3 else DOWN_TO_H1
@@ -399,7 +384,6 @@ def test_trimmed_header_is_identical(planes, out_port):
             assert whole_bmv2[psn] == whole_kernel[psn], psn
 
 
-@congestion
 def test_untrimmable_packet_is_dropped_not_trimmed(planes):
     burst = [frame(UP_TO_S1, payload=full(i), psn=i, dscp=protocol.DSCP_NO_TRIM)
              for i in range(120)]
@@ -413,7 +397,6 @@ def test_untrimmable_packet_is_dropped_not_trimmed(planes):
     assert {p: got_bmv2[p] for p in both} == {p: got_kernel[p] for p in both}
 
 
-@congestion
 def test_control_packet_overtakes_queued_data(planes):
     burst = [frame(UP_TO_S1, payload=full(0), psn=i) for i in range(100)]
     answer = sack(UP_TO_S1)

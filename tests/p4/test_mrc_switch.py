@@ -11,6 +11,8 @@ port 0 -> h0, port 1 -> h1, port 2 -> T1 p0t1s0, port 3 -> T1 p0t1s1.
 from __future__ import annotations
 
 import copy
+import os
+import signal
 import time
 
 from ptf import testutils
@@ -81,6 +83,22 @@ def dropped(switch) -> dict[int, int]:
 
 
 # ---------------------------------------------------------------------- forwarding
+def test_a_burst_waits_while_the_switch_is_stalled(test, switch):
+    """What arrives while BMv2 waits for a CPU waits in its port's capture ring
+    (topologies/offloads.py): 60 full frames, twice what a ring of 64 KiB slots holds."""
+    burst = [frame(DOWN_TO_H1, payload=bytes([i]) * protocol.DEFAULT_MTU_PAYLOAD, psn=i)
+             for i in range(60)]
+    os.kill(switch["pid"], signal.SIGSTOP)
+    try:
+        for pkt in burst:
+            testutils.send_packet(test, 0, pkt)
+        time.sleep(0.2)
+    finally:
+        os.kill(switch["pid"], signal.SIGCONT)
+    out = [p for p in collect(test, 1, 2.0) if MRC in p]
+    assert sorted(p[MRC].psn for p in out) == list(range(60))
+
+
 def test_shift_and_forward_up_to_a_t1(test):
     pkt = frame(UP_TO_S1)
     testutils.send_packet(test, 0, pkt)
