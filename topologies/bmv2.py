@@ -25,8 +25,6 @@ from pathlib import Path
 
 from mininet.node import Switch
 
-from topologies.offloads import offloads_off
-
 # The queues p4src/ uses are the protocol's priorities: data, and strict priority for
 # control packets and trimmed headers. BMv2 paces each queue in packets per second, so
 # the data queue counts full DATA frames (whose rate matches the link's bit rate and
@@ -40,6 +38,7 @@ from hosts.protocol import (
     TRIMMED_FRAME_BYTES,
     link_pps,
 )
+from topologies.offloads import offloads_off
 
 # BMv2 logs every step of every packet at its default level (trace), which slows a
 # switch down by an order of magnitude; experiments log what happens at start-up and
