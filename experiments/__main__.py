@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from experiments.dataplane import choose
-from experiments.scenario import load_scenario
+from experiments.scenario import load_scenario, scaled
 from topologies.errors import UserError
 from topologies.model import load_topology
 
@@ -116,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
             lock.release()
             raise
         fabric = target.fabric_for(fabric)  # BMv2: links no faster than its CPU keeps up
+        scenario = scaled(scenario, target.data_scale())  # and as many seconds of data
     except (UserError, PermissionError, TargetError) as err:
         print(f"error: {err}", file=sys.stderr)
         return USAGE_ERROR

@@ -76,6 +76,11 @@ class RateChoice:
     def capped(self) -> bool:
         return self.rate_mbit < self.topology_mbit
 
+    @property
+    def data_scale(self) -> float:
+        """The capped rate's share of the topology's: what a workload's bytes shrink by."""
+        return self.rate_mbit / self.topology_mbit if self.capped else 1.0
+
     def reason(self) -> str:
         verdict = (f"capped from the topology's {self.topology_mbit:g} Mbit/s"
                    if self.capped else "the topology's own rate")
@@ -157,6 +162,9 @@ class Bmv2Target:
         if not self.rate.capped:
             return fabric
         return with_rate_cap(fabric, self.rate.rate_mbit)
+
+    def data_scale(self) -> float:
+        return self.rate.data_scale if self.rate is not None else 1.0
 
     def switch_params(self, fabric: Fabric) -> NodeParams:
         return {s.name: {"device_id": i + 1, "grpc_port": GRPC_BASE + i,

@@ -33,6 +33,9 @@ class KernelTarget:
     def fabric_for(self, fabric: Fabric) -> Fabric:
         return fabric  # the kernel forwards at the topology's rates
 
+    def data_scale(self) -> float:
+        return 1.0
+
     def switch_params(self, fabric: Fabric) -> NodeParams:
         return {s.name: {"setup_commands": router_setup_commands()} for s in fabric.switches}
 

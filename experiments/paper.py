@@ -50,7 +50,7 @@ from experiments.runner import (
     results_folder,
     tear_down_all,
 )
-from experiments.scenario import Scenario, check_scenario
+from experiments.scenario import Scenario, check_scenario, scaled
 from topologies.errors import UserError
 from topologies.model import Fabric, load_topology, with_rate_cap
 
@@ -72,9 +72,10 @@ def cpu_fair_rate(fabric: Fabric, cores: int) -> float:
     return round(AGENT_MBIT_PER_CORE * cores / (len(fabric.hosts) * fabric.spec.planes), 3)
 
 
-def checked_rows(fabric: Fabric, only: set[str] | None
+def checked_rows(fabric: Fabric, only: set[str] | None, data_scale: float = 1.0
                  ) -> list[tuple[Row, Scenario, Scenario | None]]:
-    """Every row with its scenario and its reference, checked against `fabric`."""
+    """Every row with its scenario and its reference, checked against `fabric`, their
+    transfers at `data_scale` of their sizes (experiments/scenario.py `scaled`)."""
     table = rows(fabric, (lambda key: key in only) if only else (lambda key: True))
     if only and len(table) != len(only):
         known = [r.key for r in rows(fabric)]
@@ -94,7 +95,8 @@ def checked_rows(fabric: Fabric, only: set[str] | None
         else:
             reference = check_scenario({"name": f"{row.key}-reference", **row.reference},
                                        source, fabric)
-        out.append((row, scenario, reference))
+        out.append((row, scaled(scenario, data_scale),
+                    None if reference is None else scaled(reference, data_scale)))
     return out
 
 
@@ -262,8 +264,9 @@ def main(argv: list[str] | None = None) -> int:
             results = results_root(args.results)
             fabric = target.fabric_for(capped)  # BMv2: no faster than its CPU keeps up
             if fabric is not capped:
-                rate_reason = "capped so that the BMv2 switches' CPU keeps up"
-                table = checked_rows(fabric, only)
+                rate_reason = ("capped so that the BMv2 switches' CPU keeps up; every "
+                               f"transfer at {target.data_scale():.3g} of its size")
+                table = checked_rows(fabric, only, target.data_scale())
         except UserError:
             lock.release()
             raise

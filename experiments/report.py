@@ -47,6 +47,15 @@ def write_report(path: Path, summary: dict) -> None:
         "table writes.",
         "",
     ]
+    if "bmv2_link_rate_mbit" in summary:
+        lines += [f"Links at {summary['bmv2_link_rate_mbit']:g} Mbit/s on BMv2: "
+                  f"{summary['bmv2_link_rate_reason']}.", ""]
+    scale = summary.get("workload", {}).get("data_scale", 1.0)
+    if scale < 1.0:
+        lines += [f"Every transfer is {scale:.3g} of the scenario's size, as the links run "
+                  "at that share of the topology's rate: the run lasts as long as the "
+                  "scenario was written for, and each fault falls at the same point of the "
+                  "transfers.", ""]
     faults = summary.get("faults", [])
     if faults:
         lines += ["## Faults", ""]

@@ -224,7 +224,11 @@ def run_workload(net, fabric: Fabric, target: Target, scenario: Scenario, folder
     summary["scenario_description"] = scenario.description
     summary["workload"] = {"name": scenario.workload, "params": scenario.params,
                            "phases": len(plan), "transfers": sum(map(len, plan)),
-                           "bytes": sum(t.size for p in plan for t in p)}
+                           "bytes": sum(t.size for p in plan for t in p),
+                           "data_scale": scenario.data_scale}
+    if scenario.data_scale < 1.0:
+        progress(f"every transfer at {scenario.data_scale:.3g} of the scenario's bytes: the "
+                 "links run at that share of the topology's rate")
     faulty = play_pass(net, fabric, target, scenario.transports, plan, actions, folder,
                        scenario.timeout_s, scenario.protocol, progress)
     summary["transports"] = faulty.blocks

@@ -25,6 +25,7 @@ faults, protocol or timeout_s.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass, field
@@ -69,6 +70,18 @@ class Scenario:
     faults: tuple[Action, ...] = ()  # the expanded fault timeline
     check_copies: int = 2  # pathcheck: rounds of datagrams per path
     check_wait_s: float = 3.0  # pathcheck: how long receivers wait for the last ones
+    data_scale: float = 1.0  # what the plan's byte counts were multiplied by (scaled())
+
+
+def scaled(scenario: Scenario, factor: float) -> Scenario:
+    """`scenario` with every transfer `factor` times its size (at least a byte): on a
+    fabric whose links run at `factor` of the topology's rate, the same run in the same
+    time, each fault at the same point of the transfers."""
+    if factor >= 1.0:
+        return scenario
+    plan = tuple(tuple(dataclasses.replace(t, size=max(1, round(t.size * factor)))
+                       for t in phase) for phase in scenario.plan)
+    return dataclasses.replace(scenario, plan=plan, data_scale=factor)
 
 
 def available_scenarios() -> list[str]:

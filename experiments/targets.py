@@ -49,6 +49,12 @@ class Target(Protocol):
         """The fabric this target runs: the topology's, or one with slower links where
         the switches' CPU could not keep up with the topology's rates (BMv2)."""
 
+    def data_scale(self) -> float:
+        """What the workload's byte counts are multiplied by on the fabric `fabric_for`
+        returned: 1, or its slower links' share of the topology's rate, so that a
+        scenario lasts as long as it was written for and its faults fall at the same
+        points of the transfers."""
+
     def switch_params(self, fabric: Fabric) -> NodeParams:
         """Switch name -> keyword arguments of `switch_cls`."""
 

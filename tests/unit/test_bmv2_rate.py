@@ -1,4 +1,5 @@
-"""The BMv2 target's CPU-safe link rate, and the switch command line the bench measures."""
+"""The BMv2 target's CPU-safe link rate, the workload scaled to it, and the switch command
+line the bench measures."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pytest
 
 from experiments import bmv2_target
 from experiments.bmv2_target import Bmv2Target, choose_rate, machine_capacity, round_down
+from experiments.scenario import load_scenario, scaled
 from hosts.protocol import DATA_FRAME_BYTES, link_pps
 from topologies.bmv2 import switch_argv
 from topologies.model import load_topology
@@ -72,6 +74,26 @@ def test_the_target_runs_a_capped_fabric_and_says_so(monkeypatch):
     assert fields["bmv2_link_rate_mbit"] == rate
     assert "capped from the topology's 10 Mbit/s" in fields["bmv2_link_rate_reason"]
     assert "a slow machine" in fields["bmv2_link_rate_reason"]
+    assert target.data_scale() == pytest.approx(rate / 10)
+
+
+def test_a_scenario_on_a_capped_fabric_keeps_its_duration_with_fewer_bytes():
+    fabric = load_topology("2tier-8plane")
+    scenario = load_scenario("link-flap", fabric)
+    half = scaled(scenario, 0.5)
+    assert half.data_scale == 0.5 and half.faults == scenario.faults
+    assert [[t.size * 2 for t in phase] for phase in half.plan] == \
+        [[t.size for t in phase] for phase in scenario.plan]
+    assert [[(t.src, t.dst, t.msg_id) for t in phase] for phase in half.plan] == \
+        [[(t.src, t.dst, t.msg_id) for t in phase] for phase in scenario.plan]
+    assert all(t.size == 1 for phase in scaled(scenario, 1e-9).plan for t in phase)
+    assert scaled(scenario, 1.0) is scenario
+    # At full load a capped link moves the scaled bytes in the time the topology's
+    # link moves the scenario's.
+    choice = choose_rate(fabric, 3_000, "test")
+    assert choice.capped
+    assert choice.rate_mbit / choice.data_scale == pytest.approx(choice.topology_mbit)
+    assert choose_rate(fabric, 10_000_000, "test").data_scale == 1.0
 
 
 def test_switch_command_line():

@@ -61,6 +61,14 @@ def test_plots_and_report_are_written(tmp_path):
     text = (tmp_path / "report.md").read_text()
     assert "| completed and verified | 1/2 |" in text
     assert "t=0.30s link-flap a b down" in text and "Note: no ECN." in text
+    assert "BMv2" not in text and "of the scenario's size" not in text
+    summary.update(dataplane="bmv2", bmv2_link_rate_mbit=0.4,
+                   bmv2_link_rate_reason="capped from the topology's 10 Mbit/s: ...",
+                   workload={"data_scale": 0.04})
+    write_report(tmp_path / "report.md", summary)
+    text = (tmp_path / "report.md").read_text()
+    assert "Links at 0.4 Mbit/s on BMv2: capped from the topology's 10 Mbit/s" in text
+    assert "Every transfer is 0.04 of the scenario's size" in text
 
 
 def test_a_run_with_a_fault_that_failed_to_apply_is_not_ok(tmp_path):
