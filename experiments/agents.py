@@ -27,6 +27,18 @@ class AgentError(RuntimeError):
     """An agent did not start, died, or reported an error."""
 
 
+def agent_config(fabric: Fabric, host: int, transport: str, events: Path,
+                 protocol: dict | None, progress_s: float) -> dict:
+    """What one agent's --config file holds (hosts/agent.py AgentConfig): the topology
+    file and the rate the run capped its links to, so that the agent works on the
+    fabric the run built."""
+    spec = fabric.spec
+    return {"host": host, "topology": spec.source,
+            "rate_cap_mbit": max(spec.host_t0.rate_mbit, spec.t0_t1.rate_mbit),
+            "transport": transport, "events": str(events), "protocol": protocol or {},
+            "progress_s": progress_s}
+
+
 class AgentSet:
     def __init__(self, net, fabric: Fabric, transport: str, folder: Path,
                  protocol: dict | None = None, progress_s: float = 0.05):
@@ -44,10 +56,8 @@ class AgentSet:
             config = folder / f"{host.name}.json"
             events = folder / f"events-{transport}-{host.name}.jsonl"
             self.event_files.append(events)
-            config.write_text(json.dumps({
-                "host": host.index, "topology": fabric.spec.source, "transport": transport,
-                "events": str(events), "protocol": protocol or {}, "progress_s": progress_s,
-            }))
+            config.write_text(json.dumps(agent_config(fabric, host.index, transport, events,
+                                                      protocol, progress_s)))
             proc = net.get(host.name).popen(
                 [sys.executable, "-m", "hosts.agent", "--config", str(config)]
                 + (["--profile", str(folder / f"{host.name}.prof")] if PROFILE else []),

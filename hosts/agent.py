@@ -51,7 +51,7 @@ from hosts.netio import CarrierWatcher, PlaneSockets, carrier
 from hosts.payload import build, check
 from hosts.protocol import MAX_MSG_LEN, MRC_UDP_PORT
 from topologies.addressing import AddressingError, host_address, parse_usids
-from topologies.model import load_topology
+from topologies.model import Fabric, load_topology, with_rate_cap
 from topologies.paths import path_for_ev
 
 # Time the loop gives to making and checking messages per turn: a chunk or two, so
@@ -63,10 +63,21 @@ JOB_BUDGET_S = 0.0005
 class AgentConfig:
     host: int
     topology: str
+    # No link faster than this (topologies/model.py `with_rate_cap`): the rate the run
+    # built its links at when it capped the topology's (BMv2's CPU, `make paper`), so
+    # that the agent paces, and sets its timers, for the links it really has.
+    rate_cap_mbit: float | None = None
     transport: str = "mrc"
     events: str = ""
     protocol: dict = field(default_factory=dict)
     progress_s: float = 0.05  # how often the event log gets a progress sample
+
+    def fabric(self) -> Fabric:
+        """The fabric of the run: the topology, at the rate it was capped to."""
+        fabric = load_topology(self.topology)
+        if self.rate_cap_mbit is not None:
+            fabric = with_rate_cap(fabric, self.rate_cap_mbit)
+        return fabric
 
     @classmethod
     def load(cls, path: str) -> AgentConfig:
@@ -95,7 +106,7 @@ class EventLog:
 class Agent:
     def __init__(self, config: AgentConfig):
         self.config = config
-        self.fabric = load_topology(config.topology)
+        self.fabric = config.fabric()
         self.me = config.host
         host = self.fabric.host(self.me)
         self.interfaces = [p.intf for p in self.fabric.ports(host.name)]

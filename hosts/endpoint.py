@@ -32,26 +32,44 @@ from hosts.sender import Sender
 from topologies.model import Fabric
 from topologies.paths import choices_per_plane, path_for_ev
 
+# Reverse-EV probes go no more often than once in this many frame times of the host
+# link per peer and plane: about two and a half unloaded round trips through three
+# switches (the paper probes once an RTT). At 2.5 Mbit/s and up the 50 ms default is
+# longer; at BMv2's CPU-safe 0.43 Mbit/s on 2tier-8plane the default made probes and
+# their replies eleven times the data packets, and the switches' CPU the bottleneck.
+REVERSE_PROBE_FRAMES = 10
+
+
+def link_adjusted(config: ProtocolConfig, fabric: Fabric) -> ProtocolConfig:
+    """`config` with the timers that must not be shorter than the fabric's slow links
+    allow raised to what the host link's rate (and its queues) need."""
+    link = fabric.spec.host_t0
+    frame_s = 1 / protocol.link_pps(link.rate_mbit, protocol.DATA_FRAME_BYTES)
+    # A packet may wait behind a full queue at a hop, so a timeout shorter than one
+    # full queue's drain cannot tell loss from queueing (64 frames take 265 ms at 2.5
+    # Mbit/s, where a 50 ms floor retired thousands of paths in an all-to-all that lost
+    # nothing). The floor rises to that drain time, and the ceiling with it.
+    drain_s = link.queue_pkts * frame_s
+    if drain_s > config.rto_min_s:
+        config = replace(config, rto_min_s=drain_s, rto_max_s=max(config.rto_max_s, drain_s))
+    # NSCC lets ECN lead: its delay ceiling must lie above the queue at which switches
+    # start marking, or slow links (4 ms a frame at 2.5 Mbit/s) cut every window
+    # before any mark, and ECN load balancing never starts.
+    ecn_delay_s = fabric.spec.ecn_threshold_pkts * frame_s
+    if ecn_delay_s > config.nscc_qa_delay_s:
+        config = replace(config, nscc_qa_delay_s=ecn_delay_s)
+    probe_s = REVERSE_PROBE_FRAMES * frame_s
+    if probe_s > config.reverse_probe_s:
+        config = replace(config, reverse_probe_s=probe_s)
+    return config
+
 
 class Endpoint:
     def __init__(self, me: int, fabric: Fabric, transport: str, config: ProtocolConfig,
                  on_event, on_delivered, on_completed):
         if transport not in TRANSPORTS:
             raise ValueError(f"unknown transport {transport!r}; use one of {TRANSPORTS}")
-        # A packet may wait behind a full queue at a hop, so a timeout shorter than one
-        # full queue's drain at the host link's rate cannot tell loss from queueing (64
-        # frames take 265 ms at 2.5 Mbit/s, where a 50 ms floor retired thousands of
-        # paths in an all-to-all that lost nothing). The floor rises to that drain time.
-        link = fabric.spec.host_t0
-        pps = protocol.link_pps(link.rate_mbit, protocol.DATA_FRAME_BYTES)
-        if link.queue_pkts / pps > config.rto_min_s:
-            config = replace(config, rto_min_s=min(link.queue_pkts / pps, config.rto_max_s))
-        # NSCC lets ECN lead: its delay ceiling must lie above the queue at which switches
-        # start marking, or slow links (4 ms a frame at 2.5 Mbit/s) cut every window
-        # before any mark, and ECN load balancing never starts.
-        ecn_delay = fabric.spec.ecn_threshold_pkts / pps
-        if ecn_delay > config.nscc_qa_delay_s:
-            config = replace(config, nscc_qa_delay_s=ecn_delay)
+        config = link_adjusted(config, fabric)
         self.me, self.fabric, self.transport, self.config = me, fabric, transport, config
         self.on_event, self.on_delivered, self.on_completed = on_event, on_delivered, on_completed
         self.planes = fabric.spec.planes

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -104,3 +105,21 @@ def test_run_rejects_bad_dataplane_in_one_line():
     assert proc.stderr.strip().splitlines() == [
         "error: DATAPLANE=ovs: unknown data plane; fix: use auto, kernel or bmv2"]
 
+
+
+@pytest.mark.parametrize("cap", [None, 2.5, 0.43])
+def test_agents_work_on_the_fabric_the_run_built_at_its_capped_rate(tmp_path, cap):
+    from experiments.agents import agent_config
+    from hosts.agent import AgentConfig
+    from hosts.config import ProtocolConfig
+    from hosts.endpoint import link_adjusted
+    from topologies.model import with_rate_cap
+
+    topology = load_topology("2tier-8plane")
+    built = topology if cap is None else with_rate_cap(topology, cap)
+    config = agent_config(built, 3, "mrc", tmp_path / "events.jsonl", None, 0.05)
+    fabric = AgentConfig(**json.loads(json.dumps(config))).fabric()
+    assert fabric.spec.host_t0 == built.spec.host_t0 and fabric.spec.t0_t1 == built.spec.t0_t1
+    assert fabric.spec.host_t0.rate_mbit == (10.0 if cap is None else cap)
+    # ... so that its timers are those of the links it has, not of the topology file's.
+    assert link_adjusted(ProtocolConfig(), fabric) == link_adjusted(ProtocolConfig(), built)

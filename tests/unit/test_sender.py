@@ -537,3 +537,11 @@ def test_timers_are_never_shorter_than_the_queues_they_must_see_through():
     frame_bits = protocol.DATA_FRAME_BYTES * 8
     assert floor(fabric).nscc_qa_delay_s == pytest.approx(16 * frame_bits / 20e6)  # 8.3 ms
     assert floor(slow).nscc_qa_delay_s == pytest.approx(16 * frame_bits / 2.5e6)
+    # Reverse-EV probes: 50 ms down to 2.5 Mbit/s, then ten frame times of the link.
+    assert floor(fabric).reverse_probe_s == floor(slow).reverse_probe_s == 0.05
+    bmv2 = with_rate_cap(fabric, 0.43)  # BMv2's CPU-safe rate on 2tier-8plane here
+    assert floor(bmv2).reverse_probe_s == pytest.approx(10 * frame_bits / 0.43e6)  # 282 ms
+    # Below 0.66 Mbit/s a full queue drains in more than rto_max_s: the ceiling rises too.
+    assert floor(bmv2).rto_min_s == floor(bmv2).rto_max_s == pytest.approx(
+        64 * frame_bits / 0.43e6)
+    assert floor(slow).rto_max_s == ProtocolConfig().rto_max_s
