@@ -20,6 +20,10 @@ AUTO_EVS_PER_PATH = 4
 AUTO_MIN_EVS_PER_PLANE = 8
 MAX_EVS_PER_CONNECTION = 256
 
+# The default interval of reverse-EV probes; on slow links the agent makes it longer
+# (hosts/endpoint.py `link_adjusted`), a scenario's own value it keeps.
+REVERSE_PROBE_S = 0.05
+
 CC_KINDS = ("nscc", "delay", "off")  # the congestion windows of hosts/cc.py
 
 
@@ -48,7 +52,7 @@ class ProtocolConfig:
     # EV probes of the reverse set (hosts/reverse.py), per plane and peer: a receiver of
     # seven peers on eight planes sends over a thousand a second at 50 ms; at 5 ms its
     # probes and their replies filled a 2.5 Mbit/s host link and its agent's CPU.
-    reverse_probe_s: float = 0.05
+    reverse_probe_s: float = REVERSE_PROBE_S
     tick_s: float = 0.002  # timer granularity of the event loop
     ack_every: int = 8  # in-order data packets one SACK may answer (within a receive batch)
     reconvergence_s: float = 1.0  # baselines: BGP reconvergence after a remote failure

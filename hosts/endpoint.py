@@ -23,7 +23,7 @@ from dataclasses import replace
 
 from hosts import protocol, wire
 from hosts.baseline import RoceSender, Routes
-from hosts.config import ProtocolConfig
+from hosts.config import REVERSE_PROBE_S, ProtocolConfig
 from hosts.pacing import Pacer
 from hosts.protocol import BASELINE_QPS, QP_PSN_SHIFT, TRANSPORTS, ev_choice, ev_plane, make_ev
 from hosts.receiver import NO_ANSWER, Receiver
@@ -58,8 +58,9 @@ def link_adjusted(config: ProtocolConfig, fabric: Fabric) -> ProtocolConfig:
     ecn_delay_s = fabric.spec.ecn_threshold_pkts * frame_s
     if ecn_delay_s > config.nscc_qa_delay_s:
         config = replace(config, nscc_qa_delay_s=ecn_delay_s)
+    # Only the default: a scenario that asks for faster probes gets them.
     probe_s = REVERSE_PROBE_FRAMES * frame_s
-    if probe_s > config.reverse_probe_s:
+    if config.reverse_probe_s == REVERSE_PROBE_S and probe_s > REVERSE_PROBE_S:
         config = replace(config, reverse_probe_s=probe_s)
     return config
 

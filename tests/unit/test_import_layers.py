@@ -46,6 +46,7 @@ LAYERS = {
     "topologies.nodes": "nodes",
     "topologies.bmv2": "nodes",
     "topologies.linkstate": "nodes",
+    "topologies.offloads": "nodes",
     "topologies.shaping": "nodes",
     "topologies.ebpf_port": "nodes",
 }

@@ -541,6 +541,9 @@ def test_timers_are_never_shorter_than_the_queues_they_must_see_through():
     assert floor(fabric).reverse_probe_s == floor(slow).reverse_probe_s == 0.05
     bmv2 = with_rate_cap(fabric, 0.43)  # BMv2's CPU-safe rate on 2tier-8plane here
     assert floor(bmv2).reverse_probe_s == pytest.approx(10 * frame_bits / 0.43e6)  # 282 ms
+    asked = Endpoint(0, bmv2, "mrc", ProtocolConfig(reverse_probe_s=0.02), lambda e: None,
+                     lambda *a: None, lambda *a: None).config
+    assert asked.reverse_probe_s == 0.02  # a scenario's own interval is kept
     # Below 0.66 Mbit/s a full queue drains in more than rto_max_s: the ceiling rises too.
     assert floor(bmv2).rto_min_s == floor(bmv2).rto_max_s == pytest.approx(
         64 * frame_bits / 0.43e6)
