@@ -132,10 +132,15 @@ def test_a_link_down_before_the_start_carries_nothing_of_the_run(fabric_with_ebp
     counters, when = {}, {}
 
     def apply(action):
-        # Read the ports just before the run restores the link: what the run sent.
-        counters["down" if action.up else "before"] = ebpf_switch.read_counters(net)
+        # Read the ports once the link is down (a kernel may send one last packet, such
+        # as an MLD report, as its port goes down) and just before the run restores
+        # it: what the run sent in between.
         when[action.up] = time.time()
+        if action.up:
+            counters["down"] = ebpf_switch.read_counters(net)
         apply_fault(net, fabric, action, KernelTarget())
+        if not action.up:
+            counters["before"] = ebpf_switch.read_counters(net)
 
     plan = phases("transfer", TRANSFER, len(fabric.hosts))
     run = run_transport(net, fabric, "mrc", plan, [early], apply, tmp_path, 30.0, {}, print)
