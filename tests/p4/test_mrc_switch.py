@@ -145,14 +145,21 @@ def test_hop_limit(test, switch):
 
 
 # ---------------------------------------------------------------------- ECN
-def test_ecn_marked_on_a_busy_uplink(test):
-    test.slow(3, 50)
-    burst = [frame(UP_TO_S1, ecn=ECT0, psn=i) for i in range(40)]
+def burst_through_a_busy_port(test, in_port: int, out_port: int, dst: str,
+                              ecn: int = ECT0, dscp: int = protocol.DSCP_TRIMMABLE):
+    """40 packets into `in_port` towards `dst` through `out_port` made a link of 50
+    frames a second: (what was sent, what came out, the ECN bits of each)."""
+    test.slow(out_port, 50)
+    burst = [frame(dst, in_port=in_port, ecn=ecn, psn=i, dscp=dscp) for i in range(40)]
     for pkt in burst:
-        testutils.send_packet(test, 0, pkt)
-    out = collect(test, 3, 2.0)
+        testutils.send_packet(test, in_port, pkt)
+    out = collect(test, out_port, 2.0)
+    return burst, out, [p[IPv6].tc & 0b11 for p in out]
+
+
+def test_ecn_marked_on_a_busy_uplink(test):
+    burst, out, marks = burst_through_a_busy_port(test, 0, 3, UP_TO_S1)
     assert [p[MRC].psn for p in out] == list(range(40))  # nothing lost, in order
-    marks = [p[IPv6].tc & 0b11 for p in out]
     # The queue (threshold 16) fills as the burst arrives: early packets pass unmarked,
     # the ones that found 16 or more ahead of them carry CE.
     assert marks[:8] == [ECT0] * 8 and marks.count(CE) >= 16
@@ -161,43 +168,29 @@ def test_ecn_marked_on_a_busy_uplink(test):
 
 
 def test_never_marked_on_the_last_hop_nor_when_not_ect(test):
-    test.slow(1, 50)
-    for i in range(40):
-        testutils.send_packet(test, 2, frame(DOWN_TO_H1, in_port=2, ecn=ECT0, psn=i))
-    out = collect(test, 1, 2.0)
-    assert len(out) == 40 and all(p[IPv6].tc & 0b11 == ECT0 for p in out)
-    test.slow(3, 50)
-    for i in range(40):
-        testutils.send_packet(test, 0, frame(UP_TO_S1, psn=i))  # Not-ECT
-    out = collect(test, 3, 2.0)
-    assert len(out) == 40 and all(p[IPv6].tc & 0b11 == 0 for p in out)
+    _, out, marks = burst_through_a_busy_port(test, 2, 1, DOWN_TO_H1)
+    assert len(out) == 40 and marks == [ECT0] * 40
+    _, out, marks = burst_through_a_busy_port(test, 0, 3, UP_TO_S1, ecn=0)  # Not-ECT
+    assert len(out) == 40 and marks == [0] * 40
 
 
 def test_the_roce_class_is_marked_on_the_last_hop_and_mrc_data_is_not(test, switch):
     # ECN is configured per traffic class: a RoCE fabric marks every hop for DCQCN, an
     # MRC fabric never marks the last one. The same congested port to h1 serves both.
     before = counted(switch, "MrcEgress.ecn_marked_packets", 1)
-    test.slow(1, 50)
-    burst = [frame(DOWN_TO_H1, in_port=2, ecn=ECT0, psn=i, dscp=protocol.DSCP_ROCE)
-             for i in range(40)]
-    for pkt in burst:
-        testutils.send_packet(test, 2, pkt)
-    out = collect(test, 1, 2.0)
+    burst, out, marks = burst_through_a_busy_port(test, 2, 1, DOWN_TO_H1,
+                                                  dscp=protocol.DSCP_ROCE)
     assert [p[MRC].psn for p in out] == list(range(40))  # never trimmed, nothing lost
-    marks = [p[IPv6].tc & 0b11 for p in out]
     # As on the uplink above: the packets that found 16 or more ahead of them carry CE.
     assert marks[:8] == [ECT0] * 8 and marks.count(CE) >= 16
     assert bytes(out[-1]) == bytes(forwarded(burst[-1], 1, "fcbb:bb00:8001::", ecn=CE))
     assert counted(switch, "MrcEgress.ecn_marked_packets", 1) - before == marks.count(CE)
+    roce_marks = marks.count(CE)
     # The same burst of MRC data, trimmable or not, through the same queue: no mark.
     for dscp in (protocol.DSCP_TRIMMABLE, protocol.DSCP_NO_TRIM):
-        test.slow(1, 50)
-        for i in range(40):
-            testutils.send_packet(test, 2, frame(DOWN_TO_H1, in_port=2, ecn=ECT0, psn=i,
-                                                 dscp=dscp))
-        out = collect(test, 1, 2.0)
-        assert len(out) == 40 and all(p[IPv6].tc & 0b11 == ECT0 for p in out), dscp
-    assert counted(switch, "MrcEgress.ecn_marked_packets", 1) - before == marks.count(CE)
+        _, out, marks = burst_through_a_busy_port(test, 2, 1, DOWN_TO_H1, dscp=dscp)
+        assert len(out) == 40 and marks == [ECT0] * 40, dscp
+    assert counted(switch, "MrcEgress.ecn_marked_packets", 1) - before == roce_marks
 
 
 # ---------------------------------------------------------------------- trimming
