@@ -384,7 +384,13 @@ class Sender:
                 if pkt.sent_at > racks[ev.plane]:
                     racks[ev.plane] = pkt.sent_at
                     advanced.add(ev.plane)
-            self._detect_gaps(ev, pkt, now)
+            # Gaps are judged by an ack of a first transmission, or of a resend that
+            # this very SACK answers (its PSN, on the EV it went out on). Any other ack
+            # of a resent packet may answer its first transmission (a timeout that
+            # fired on a packet only queued): it would pass everything sent on the new
+            # EV before the resend, which is still on its way.
+            self._detect_gaps(ev, pkt, now, pkt.retries == 0
+                              or (pkt.psn == hdr.psn and ev.ev == ctl.echo_ev))
         for plane in advanced:
             self._late_on_plane(plane, now)
 
@@ -432,11 +438,15 @@ class Sender:
         ev.srtt, ev.rttvar = smooth_rtt(ev.srtt, ev.rttvar, sample)
         self.srtt, self.rttvar = smooth_rtt(self.srtt, self.rttvar, sample)
 
-    def _detect_gaps(self, ev: Ev, acked: Packet, now: float) -> None:
-        """Packets sent on `ev` before `acked` and still unacknowledged were passed."""
+    def _detect_gaps(self, ev: Ev, acked: Packet, now: float, judge: bool) -> None:
+        """Packets sent on `ev` before `acked` and still unacknowledged were passed
+        (counted only if `judge`; otherwise `acked` merely leaves the list, now or on
+        the EV's next pass, which skips acknowledged packets)."""
         outstanding = ev.outstanding
         if outstanding and outstanding[0] is acked:
             del outstanding[0]  # the oldest on its EV: nothing was passed (the usual case)
+            return
+        if not judge:
             return
         lost = []
         keep = []

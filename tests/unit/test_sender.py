@@ -225,6 +225,32 @@ def test_a_packet_resent_on_the_same_ev_is_not_passed_by_acks_of_older_packets()
     assert conn.completed == [0]
 
 
+def test_acks_of_first_transmissions_of_timed_out_packets_pass_nothing_on_their_new_ev():
+    # A timeout fires on packets that were only queued: they are resent on the other
+    # plane, behind packets still on their way there. Then the first transmissions
+    # arrive; their acks may answer either transmission, so they pass nothing.
+    conn = Loopback(ProtocolConfig(window=64, evs_per_plane=1, mtu_payload=100, cc=False,
+                                   ev_min_active=1), planes=2, paths=1)
+    conn.sender.send_message(0, bytes(200), 0.0)
+    queued, answered = conn.send(0.0)
+    conn.deliver(answered, 0.01)
+    conn.sender.send_message(1, bytes(400), 0.02)
+    later = conn.send(0.02)
+    originals = [queued] + [p for p in later if p[0] == 0]
+    on_their_way = [p for p in later if p[0] == 1]
+    resent = data_only(conn.send(0.055))  # the first packet's timeout (srtt 10 ms)
+    assert {e["reason"] for e in conn.kinds("retire")} == {"timeout"}
+    assert {psn_of(p) for p in resent} == {psn_of(p) for p in originals}
+    assert {p[0] for p in resent} == {1}
+    for packet in originals:
+        conn.deliver(packet, 0.056)
+    assert conn.sender.stats["losses"] == 0
+    assert {e["reason"] for e in conn.kinds("retire")} == {"timeout"}
+    for packet in on_their_way + resent:
+        conn.deliver(packet, 0.057)
+    assert conn.completed == [0, 1] and conn.sender.stats["losses"] == 0
+
+
 def test_packet_sent_well_before_one_acked_elsewhere_is_late():
     conn = Loopback(CFG)
     conn.sender.send_message(0, bytes(100), 0.0)
