@@ -6,8 +6,9 @@ echoing its EV, so the sender learns per EV what arrived:
 
 - packets passed on the same EV by `reorder_tolerance` later acknowledged ones, packets
   sent a reordering window before one acknowledged on any EV and older than their path
-  has been slow, or a retransmission timeout: a real loss -> the EV's path is retired (ASSUMED_BAD), replaced by an EV of
-  the same plane, and what was in flight on it goes out again on other EVs;
+  has been slow, or a retransmission timeout: a real loss -> the EV's path is retired
+  (ASSUMED_BAD), replaced by an EV of the same plane, and what was in flight on it goes
+  out again on other EVs;
 - a NACK (the packet was trimmed): retransmit at once on another EV, SKIP the EV once;
 - an ECN echo: SKIP the EV once; an EV whose acks keep echoing ECN (at least
   `ecn_migrate_marks` of the acks of its latest `ecn_migrate_acks` packets) is migrated:
