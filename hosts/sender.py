@@ -5,10 +5,9 @@ EV of the rotation (hosts/evset.py). The receiver acknowledges every packet with
 echoing its EV, so the sender learns per EV what arrived:
 
 - packets passed on the same EV by `reorder_tolerance` later acknowledged ones, packets
-  sent a reordering window before one acknowledged on any EV and older than their path
-  has been slow, or a retransmission timeout: a real loss -> the EV's path is retired
-  (ASSUMED_BAD), replaced by an EV of the same plane, and what was in flight on it goes
-  out again on other EVs;
+  sent a reordering window before one acknowledged on any EV, or a retransmission
+  timeout: a real loss -> the EV's path is retired (ASSUMED_BAD), replaced by an EV of
+  the same plane, and what was in flight on it goes out again on other EVs;
 - a NACK (the packet was trimmed): retransmit at once on another EV, SKIP the EV once;
 - an ECN echo: SKIP the EV once; an EV whose acks keep echoing ECN (at least
   `ecn_migrate_marks` of the acks of its latest `ecn_migrate_acks` packets) is migrated:
@@ -577,17 +576,6 @@ class Sender:
                 self._late_on_plane(plane, now)
         self.recheck_at = min(recheck)
 
-    def _path_bounds(self, plane: int) -> dict[PathKey, float]:
-        """How slow each measured path of the plane has been: the largest smoothed RTT
-        plus four times its variation over the path's EVs."""
-        bounds: dict[PathKey, float] = {}
-        for ev in self.evs.plane_evs[plane]:
-            if ev.srtt:
-                bound = ev.srtt + 4 * ev.rttvar
-                if bound > bounds.get(ev.key, 0.0):
-                    bounds[ev.key] = bound
-        return bounds
-
     def _late_on_plane(self, plane: int, now: float) -> None:
         """RACK within a plane, run as soon as an ack moves the plane's latest
         acknowledged send time. On each EV of the plane, the oldest packet in flight is
@@ -608,7 +596,12 @@ class Sender:
         plane.
         """
         evs = self.evs.plane_evs[plane]
-        bounds = self._path_bounds(plane)
+        bounds: dict[PathKey, float] = {}
+        for ev in evs:
+            if ev.srtt:
+                bound = ev.srtt + 4 * ev.rttvar
+                if bound > bounds.get(ev.key, 0.0):
+                    bounds[ev.key] = bound
         if not bounds:
             return
         cutoff = self.plane_rack[plane] - self.config.plane_reorder_min_s
@@ -634,17 +627,11 @@ class Sender:
         all EVs), then the timeout backstop.
 
         A packet is lost when one sent more than a reordering window after it has been
-        acknowledged on any EV, and it is older than its path has ever been slow (as in
-        _late_on_plane; a path not measured yet skips this). The window is two smoothed
-        RTTs plus four times their variation: planes can differ that much (separate
-        queues at every hop), and a busy host can stall a whole plane's acks for a few
-        milliseconds. The path's own bound keeps a plane whose queues grew (a link of
-        it lost, its load moved onto its other paths) from being taken for dead: its
-        packets are behind the other planes', not lost, and retiring its paths one
-        after another would move still more load onto the rest. Within a plane the
-        much narrower check of _late_on_plane runs on every ack; this one catches a
-        path alone in its plane, or a plane that died whole. Until the first RTT
-        sample, only the timeout applies.
+        acknowledged on any EV. The window is two smoothed RTTs plus four times their
+        variation: planes can differ that much (separate queues at every hop), and a
+        busy host can stall a whole plane's acks for a few milliseconds. Within a plane
+        the much narrower check of _late_on_plane runs on every ack; this one catches a
+        path alone in its plane. Until the first RTT sample, only the timeout applies.
         """
         window = max(self.config.reorder_min_s, 2 * self.srtt + 4 * self.rttvar)
         cutoff = self.rack_sent_at - window if self.srtt else float("-inf")
@@ -659,23 +646,14 @@ class Sender:
                     if p.ev is ev and not p.acked
                     and (p.sent_at < cutoff
                          or now - p.sent_at > (rto(p.retries) if p.retries else first))]
-        bounds: dict[int, dict[PathKey, float]] = {}  # per plane, computed if needed
         for pkt in suspects:
             ev = pkt.ev
             if ev is None:
                 continue  # taken back as part of an earlier retirement in this loop
-            age = now - pkt.sent_at
             if pkt.sent_at < cutoff:
-                plane_bounds = bounds.get(ev.plane)
-                if plane_bounds is None:
-                    plane_bounds = bounds[ev.plane] = self._path_bounds(ev.plane)
-                bound = plane_bounds.get(ev.key)
-                if bound is None or age >= bound:
-                    self.stats["losses"] += 1
-                    self._loss(pkt, ev, now, "late")
-                    continue
-                if age <= (rto(pkt.retries) if pkt.retries else first):
-                    continue  # behind the other planes, not lost (yet)
+                self.stats["losses"] += 1
+                self._loss(pkt, ev, now, "late")
+                continue
             self.stats["timeouts"] += 1
             self.on_event({"t": now, "event": "timeout", "psn": pkt.psn, "ev": ev.ev,
                            "plane": ev.plane, "peer": self.peer})
