@@ -69,11 +69,18 @@ def test_a_scenario_with_faults_is_played_again_without_them(tmp_path):
     assert not find_leftovers()
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(tmp_path, *args):
     cmd = [sys.executable, "-m", "experiments", "run", "--results", str(tmp_path),
            "--topo", "2tier-2plane", "--dataplane", "kernel", *args]
+    # A shell without job control starts a background command with SIGINT ignored, and
+    # a child inherits that (then Ctrl-C cannot reach the runner): give it SIGINT's
+    # default, as a terminal's foreground command has.
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
+                            text=True, preexec_fn=_default_sigint)
     for line in proc.stdout:
         if "programming" in line:  # the network exists now
             return proc
