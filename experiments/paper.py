@@ -50,7 +50,7 @@ from experiments.runner import (
     results_folder,
     tear_down_all,
 )
-from experiments.scenario import Scenario, check_scenario, scaled
+from experiments.scenario import Scenario, check_scenario, scale_note, scaled
 from topologies.errors import UserError
 from topologies.model import Fabric, load_topology, with_rate_cap
 
@@ -264,8 +264,8 @@ def main(argv: list[str] | None = None) -> int:
             results = results_root(args.results)
             fabric = target.fabric_for(capped)  # BMv2: no faster than its CPU keeps up
             if fabric is not capped:
-                rate_reason = ("capped so that the BMv2 switches' CPU keeps up; every "
-                               f"transfer at {target.data_scale():.3g} of its size")
+                rate_reason = ("capped so that the BMv2 switches' CPU keeps up; "
+                               + scale_note(target.data_scale()))
                 table = checked_rows(fabric, only, target.data_scale())
         except UserError:
             lock.release()

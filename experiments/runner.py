@@ -39,7 +39,7 @@ from experiments.metrics import workload_ok
 from experiments.play import play_pass
 from experiments.plots import fct_cdf_plot, flows_plot, goodput_plot, path_state_plot
 from experiments.report import write_report
-from experiments.scenario import Scenario
+from experiments.scenario import Scenario, scale_note
 from experiments.slowdown import describe, slowdowns
 from experiments.targets import Target
 from topologies.model import Fabric
@@ -227,8 +227,7 @@ def run_workload(net, fabric: Fabric, target: Target, scenario: Scenario, folder
                            "bytes": sum(t.size for p in plan for t in p),
                            "data_scale": scenario.data_scale}
     if scenario.data_scale < 1.0:
-        progress(f"every transfer at {scenario.data_scale:.3g} of the scenario's bytes: the "
-                 "links run at that share of the topology's rate")
+        progress(scale_note(scenario.data_scale))
     faulty = play_pass(net, fabric, target, scenario.transports, plan, actions, folder,
                        scenario.timeout_s, scenario.protocol, progress)
     summary["transports"] = faulty.blocks

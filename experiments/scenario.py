@@ -84,6 +84,12 @@ def scaled(scenario: Scenario, factor: float) -> Scenario:
     return dataclasses.replace(scenario, plan=plan, data_scale=factor)
 
 
+def scale_note(factor: float) -> str:
+    """What a run says of transfers `scaled` by `factor`."""
+    return (f"every transfer at {factor:.3g} of its size: the links run at that share of "
+            "the topology's rate")
+
+
 def available_scenarios() -> list[str]:
     return sorted(p.stem for p in SCENARIO_DIR.glob("*.yaml"))
 

@@ -21,34 +21,27 @@ import socket
 import struct
 
 SIOCETHTOOL = 0x8946
-# linux/ethtool.h: (get, set) command of each offload libpcap looks at. LRO is
-# read-only ("fixed") on a veth and left alone.
+# linux/ethtool.h: the set command of each offload libpcap looks at. LRO is read-only
+# ("fixed") on a veth and left alone.
 OFFLOADS = {
-    "tso": (0x1E, 0x1F),  # ETHTOOL_GTSO, ETHTOOL_STSO
-    "gso": (0x23, 0x24),  # ETHTOOL_GGSO, ETHTOOL_SGSO
-    "gro": (0x2B, 0x2C),  # ETHTOOL_GGRO, ETHTOOL_SGRO
+    "tso": 0x1F,  # ETHTOOL_STSO
+    "gso": 0x24,  # ETHTOOL_SGSO
+    "gro": 0x2C,  # ETHTOOL_SGRO
 }
 IFREQ_BYTES = 40  # struct ifreq on a 64-bit kernel
 
 
-def _ethtool(sock: socket.socket, intf: str, command: int, data: int = 0) -> int:
-    """One ETHTOOL_ command with a struct ethtool_value {u32 cmd; u32 data}; its data."""
+def _ethtool(sock: socket.socket, intf: str, command: int, data: int) -> None:
+    """One ETHTOOL_ set command with a struct ethtool_value {u32 cmd; u32 data}."""
     value = array.array("I", [command, data])
     address, _ = value.buffer_info()
     ifreq = struct.pack("16sP", intf.encode(), address).ljust(IFREQ_BYTES, b"\0")
     fcntl.ioctl(sock.fileno(), SIOCETHTOOL, ifreq)
-    return value[1]
-
-
-def offloads(intf: str) -> dict[str, bool]:
-    """Which of OFFLOADS are on for `intf`."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-        return {name: bool(_ethtool(sock, intf, get)) for name, (get, _) in OFFLOADS.items()}
 
 
 def offloads_off(intfs: list[str]) -> None:
     """Turn OFFLOADS off on every interface of `intfs` (OSError if one is missing)."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         for intf in intfs:
-            for _, set_command in OFFLOADS.values():
+            for set_command in OFFLOADS.values():
                 _ethtool(sock, intf, set_command, 0)

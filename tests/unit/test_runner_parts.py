@@ -106,7 +106,6 @@ def test_run_rejects_bad_dataplane_in_one_line():
         "error: DATAPLANE=ovs: unknown data plane; fix: use auto, kernel or bmv2"]
 
 
-
 @pytest.mark.parametrize("cap", [None, 2.5, 0.43])
 def test_agents_work_on_the_fabric_the_run_built_at_its_capped_rate(tmp_path, cap):
     from experiments.agents import agent_config
