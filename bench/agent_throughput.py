@@ -81,7 +81,7 @@ def raw_limit(net, fabric, planes: int) -> dict:
 
 def agent_goodput(net, fabric, folder: Path, planes: int) -> dict:
     size = 48_000_000  # one to three seconds of transport: long enough to be steady
-    plan = phases("transfer", {"src": 0, "dst": 1, "message_bytes": size}, 2)
+    plan = phases("transfer", {"src": 0, "dst": 1, "message_bytes": size}, fabric)
     # One plane: keep the EV set on plane 0 by taking the other planes' ports away.
     faults = [{"kind": "nic-port-down", "host": "h0", "plane": p, "at_s": 0}
               for p in range(planes, fabric.spec.planes)]
@@ -174,7 +174,7 @@ def recovery(folder: Path, repeats: int = 3) -> dict:
         for transport in ("mrc", "single-path"):
             runs = []
             for i in range(repeats):
-                plan = phases("transfer", {"src": 0, "dst": 3, "message_bytes": 8_000_000}, 4)
+                plan = phases("transfer", {"src": 0, "dst": 3, "message_bytes": 8_000_000}, fabric)
                 run = run_transport(net, fabric, transport, plan, parse_faults(faults, fabric),
                                     lambda a: apply_fault(net, fabric, a, KernelTarget()),
                                     folder / f"recovery-{transport}-{i}", 60.0,

@@ -12,11 +12,11 @@ with the testbed's commands added (`help <command>` explains each):
     tables s / counters s             a switch's tables and counters, as the data plane holds them
     p4shell s                         p4runtime-shell on a BMv2 switch, read-only
 
-Faults go through the same code as the scenarios' faults (`apply_fault` with an
-`Action`). Mininet's own commands (`h0 ip -6 route`, `nodes`, `links`, `xterm h0`...)
+Faults are the scenarios' fault kinds (experiments/faults/kinds/), applied by the
+same code. Mininet's own commands (`h0 ip -6 route`, `nodes`, `links`, `xterm h0`...)
 work as usual. A bad command prints one line and the CLI goes on. Leaving (exit,
 Ctrl-D, end of input, SIGTERM) stops the agents and tears the network down as a run
-does, leaving no namespace, interface or process behind.
+does (experiments/lifecycle.py), leaving no namespace, interface or process behind.
 
 The session writes into a results folder (`results/<time>-<topology>-cli/`): the
 resolved topology (`topology.json`) and the agents' configurations and event logs.
@@ -28,20 +28,20 @@ import argparse
 import inspect
 import itertools
 import json
-import os
-import signal
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 
 from mininet.cli import CLI
 
 from controller.tables import switch_tables
 from experiments.agents import AgentError, AgentSet
-from experiments.faults import Action
+from experiments.faults import Fault, Step
+from experiments.faults.kinds.link import LinkFlap
+from experiments.faults.kinds.port import NicPortDown
+from experiments.faults.kinds.switch import Blackhole, SwitchReboot
 from experiments.reroute import RoutingState
 from experiments.targets import apply_fault
 from hosts.protocol import MAX_MSG_LEN, TRANSPORTS, ev_choice
@@ -136,7 +136,7 @@ def _state(word: str, command: str, states: dict[str, bool]) -> bool:
     return states[word]
 
 
-def parse_link(fabric: Fabric, args: list[str]) -> Action:
+def parse_link(fabric: Fabric, args: list[str]) -> Step:
     """`link down|up A B`, or Mininet's own order `link A B down|up`."""
     if len(args) == 3 and args[2] in ("up", "down"):
         args = [args[2], args[0], args[1]]
@@ -150,15 +150,15 @@ def parse_link(fabric: Fabric, args: list[str]) -> Action:
         raise CommandError("link", "nodes", f"{a} and {b} are not linked in {fabric.name}",
                            f"name the two ends of a link, e.g. {example.a} {example.b} "
                            "(see `net`)")
-    return Action(0.0, up, "link-flap", (a, b))
+    return Step(0.0, up, LinkFlap(a, b))
 
 
-SWITCH_STATES = {"down": ("switch-reboot", False), "up": ("switch-reboot", True),
-                 "stop": ("switch-reboot", False), "start": ("switch-reboot", True),
-                 "blackhole": ("blackhole", False), "restore": ("blackhole", True)}
+SWITCH_STATES = {"down": (SwitchReboot, False), "up": (SwitchReboot, True),
+                 "stop": (SwitchReboot, False), "start": (SwitchReboot, True),
+                 "blackhole": (Blackhole, False), "restore": (Blackhole, True)}
 
 
-def parse_switch(fabric: Fabric, args: list[str]) -> Action:
+def parse_switch(fabric: Fabric, args: list[str]) -> Step:
     """`switch down|up|blackhole|restore S`, or Mininet's own `switch S start|stop`."""
     if len(args) == 2 and args[1] in ("start", "stop"):
         args = [args[1], args[0]]
@@ -169,10 +169,10 @@ def parse_switch(fabric: Fabric, args: list[str]) -> Action:
         raise CommandError("switch", "state", f"{args[0]!r} is not a switch state",
                            "use down, up (a reboot), blackhole or restore")
     kind, up = SWITCH_STATES[args[0]]
-    return Action(0.0, up, kind, (switch_name(fabric, args[1], "switch"),))
+    return Step(0.0, up, kind(switch_name(fabric, args[1], "switch")))
 
 
-def parse_port(fabric: Fabric, args: list[str]) -> Action:
+def parse_port(fabric: Fabric, args: list[str]) -> Step:
     """`port down|up HOST PLANE`."""
     if len(args) != 3:
         raise CommandError("port", "arguments", f"expected 3, got {len(args)}",
@@ -183,13 +183,7 @@ def parse_port(fabric: Fabric, args: list[str]) -> Action:
     if not args[2].isdigit() or int(args[2]) >= planes:
         raise CommandError("port", "plane", f"{args[2]!r} is not a plane of {fabric.name}",
                            f"use 0..{planes - 1}")
-    return Action(0.0, up, "nic-port-down", (host, int(args[2])))
-
-
-def fault_key(action: Action) -> tuple:
-    """What a fault acts on; a link is the same whichever end is named first."""
-    target = tuple(sorted(action.target)) if action.kind == "link-flap" else action.target
-    return action.kind, target
+    return Step(0.0, up, NicPortDown(host, int(args[2])))
 
 
 def path_nodes(fabric: Fabric, usids: tuple[int, ...], src: str) -> list[str]:
@@ -197,21 +191,9 @@ def path_nodes(fabric: Fabric, usids: tuple[int, ...], src: str) -> list[str]:
     return [src] + [by_usid[u] for u in usids]
 
 
-def path_faults(nodes: list[str], plane: int, faults: dict[tuple, Action]) -> list[str]:
+def path_faults(nodes: list[str], plane: int, faults: dict[tuple, Fault]) -> list[str]:
     """The faults set in this session that cut a path of `plane` through `nodes`."""
-    hops = [tuple(sorted(pair)) for pair in zip(nodes, nodes[1:])]
-    cut = []
-    for kind, target in faults:
-        if kind == "link-flap" and target in hops:
-            cut.append(f"link {target[0]}-{target[1]} down")
-        elif kind == "switch-reboot" and target[0] in nodes:
-            cut.append(f"switch {target[0]} down")
-        elif kind == "blackhole" and target[0] in nodes:
-            cut.append(f"switch {target[0]} blackholed")
-        elif (kind == "nic-port-down" and target[0] in (nodes[0], nodes[-1])
-              and target[1] == plane):
-            cut.append(f"port {target[0]} plane {plane} down")
-    return cut
+    return [cut for fault in faults.values() if (cut := fault.cuts(nodes, plane))]
 
 
 def ev_summary(evs: list[dict]) -> str:
@@ -257,7 +239,7 @@ class FabricSession:
         self.transports = transports
         self.agents: AgentSet | None = None
         self.msg_ids = itertools.count()
-        self.faults: dict[tuple, Action] = {}
+        self.faults: dict[tuple, Fault] = {}
         # What the fabric's routing holds down, over the whole session: overlapping
         # faults give a path back only when the last one holding it ends.
         self.routing = RoutingState(self.fabric)
@@ -339,18 +321,18 @@ class FabricSession:
         return lines
 
     # -------------------------------------------------------------- faults
-    def fault(self, action: Action) -> str:
-        apply_fault(self.net, self.fabric, action, self.target)
-        events = self.routing.events(action)
+    def fault(self, step: Step) -> str:
+        apply_fault(self.net, self.fabric, step, self.target)
+        events = self.routing.events(step)
         if self.agents is not None:  # what each host's routing learns (the baselines move)
             for event in events:
                 self.agents.command(event.host, **event.command())
-        key = fault_key(action)
-        if action.up:
+        key = step.fault.key()
+        if step.up:
             self.faults.pop(key, None)
         else:
-            self.faults[key] = action
-        return f"{action.describe()}: done"
+            self.faults[key] = step.fault
+        return f"{step.describe()}: done"
 
     # -------------------------------------------------------------- looking around
     def paths(self, src: int, peers: list[int]) -> list[str]:
@@ -567,24 +549,6 @@ class FabricCLI(CLI):
 
 
 # ------------------------------------------------------------------ entry point
-class Stopped(Exception):
-    """SIGTERM or SIGHUP arrived: leave the CLI and tear down."""
-
-
-def _stop(signum, frame):
-    raise Stopped(signal.Signals(signum).name)
-
-
-def session_folder(root: Path, fabric: Fabric) -> Path:
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    folder, n = root / f"{stamp}-{fabric.name}-cli", 1
-    while folder.exists():
-        n += 1
-        folder = root / f"{stamp}-{fabric.name}-cli-{n}"
-    folder.mkdir(parents=True)
-    return folder
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python3 -m experiments.cli",
@@ -599,85 +563,40 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", default="results", help="folder for the session folder")
     args = parser.parse_args(argv)
 
-    from experiments.dataplane import DataplaneError, choose
-    from experiments.fabric_lock import FabricLock
+    from experiments.lifecycle import PREFLIGHT_ERRORS, Run
     from topologies.model import load_topology
 
-    lock = FabricLock()
     try:
-        fabric = load_topology(args.topo)
-        dataplane, reason = choose(args.dataplane)
-        if args.capture is not None:
-            from experiments.capture import parse_spec
-
-            parse_spec(args.capture, fabric)
-        if os.geteuid() != 0:
-            raise PermissionError("the CLI needs root (Mininet creates namespaces and "
-                                  "links); fix: run it with sudo")
-        # Before anything touches the network: running() starts with a cleanup that
-        # would remove another fabric's nodes.
-        lock.acquire()
-    except (UserError, DataplaneError, PermissionError) as err:
+        run = Run.prepare("cli", load_topology(args.topo), args.dataplane, args.results,
+                          args.capture)
+    except PREFLIGHT_ERRORS as err:
         print(f"error: {err}", file=sys.stderr)
         return USAGE_ERROR
-    try:
-        return _session(fabric, dataplane, reason, args, lock, TRANSPORTS)
-    finally:
-        lock.release()
+    return _session(run, TRANSPORTS)
 
 
-def _session(fabric: Fabric, dataplane: str, reason: str, args, lock,
-             transports: tuple[str, ...]) -> int:
+def _session(run, transports: tuple[str, ...]) -> int:
     from mininet.log import setLogLevel
 
-    from experiments.bringup import running
-    from experiments.targets import make_target
-    from topologies.resolved import write_resolved_topology
+    from experiments.lifecycle import ctrl_c_held
 
     setLogLevel("output")
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _stop)
-    folder = session_folder(Path(args.results), fabric)
-    lock.set_folder(folder)
-    print(f"building {fabric.name} on {dataplane} ({reason}): {len(fabric.hosts)} hosts, "
-          f"{len(fabric.switches)} switches, {len(fabric.links)} links", flush=True)
-    status, capture = 0, None
-    try:
-        target = make_target(dataplane)
-        fabric = target.fabric_for(fabric)  # BMv2: links no faster than its CPU keeps up
-        with running(fabric, target) as network:
-            session = FabricSession(network, folder, transports)
-            try:
-                write_resolved_topology(folder / "topology.json", fabric, dataplane)
-                if args.capture is not None:
-                    from experiments.capture import start_capture
-
-                    capture = start_capture(network.net, fabric, args.capture, folder)
-                    print(f"capturing {len(capture.targets)} ports into {folder / 'pcap'}",
-                          flush=True)
-                session.agents_for(transports[0])
-                print(f"fabric up in {network.bringup_s:.1f} s, {network.table_writes} table "
-                      f"writes; an {transports[0]} agent on every host; session folder "
-                      f"{folder}", flush=True)
-                print(TESTBED_HELP, flush=True)
-                FabricCLI(session)
-            finally:
-                # From here to the end of the teardown, Ctrl-C must not cut it short.
-                signal.signal(signal.SIGINT, signal.SIG_IGN)
-                print("tearing down", flush=True)
+    with run:
+        network = run.up()
+        session = FabricSession(network, run.folder, transports)
+        try:
+            session.agents_for(transports[0])
+            print(f"fabric up in {network.bringup_s:.1f} s, {network.table_writes} table "
+                  f"writes; an {transports[0]} agent on every host; session folder "
+                  f"{run.folder}", flush=True)
+            print(TESTBED_HELP, flush=True)
+            FabricCLI(session)
+        finally:
+            with ctrl_c_held():  # from here to the end of the teardown
                 session.stop_agents()
-                if capture is not None:
-                    capture.stop()
-    except (KeyboardInterrupt, Stopped) as stop:
-        print(f"interrupted ({stop or 'Ctrl-C'}): torn down", flush=True)
-        status = 130
-    except Exception as err:  # noqa: BLE001 - one line; running() has torn down
-        print(f"error: {err.__class__.__name__}: {err}", file=sys.stderr, flush=True)
-        status = 1
-    finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    print(f"torn down; session folder {folder}", flush=True)
-    return status
+        run.status = 0
+    print(f"torn down; session folder {run.folder}", flush=True)
+    return run.status
 
 
 if __name__ == "__main__":

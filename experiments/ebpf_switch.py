@@ -27,7 +27,6 @@ from dataclasses import dataclass
 
 from controller import ebpf_config as cfg
 from controller.tables import switch_tables
-from experiments.faults import gray_loss_ports, loss_ports, one_way
 from topologies.ebpf_port import EbpfError, EbpfPort, build, ebpf_available
 from topologies.model import Fabric
 from topologies.network import FabricNet
@@ -96,22 +95,16 @@ def fault_port(net: FabricNet, fabric: Fabric, node: str, intf: str) -> EbpfPort
     return program
 
 
-def fault_ports(fabric: Fabric, actions) -> set[tuple[str, str]]:
+def fault_ports(fabric: Fabric, steps) -> set[tuple[str, str]]:
     """(node, interface) of every port whose eBPF maps a step of the timeline writes."""
-    ports = set()
-    for action in actions:
-        if action.kind == "loss" or one_way(action):
-            ports.update(loss_ports(fabric, action.target))
-        elif action.kind == "gray-loss":
-            ports.update((n, i) for n, i, _, _ in gray_loss_ports(fabric, action.target))
-    return ports
+    return {port for step in steps for port in step.fault.ebpf_ports(fabric)}
 
 
-def prepare_faults(net: FabricNet, fabric: Fabric, actions) -> int:
+def prepare_faults(net: FabricNet, fabric: Fabric, steps) -> int:
     """Load the program, before traffic starts, on every port a loss fault or a one-way
     link-down of the timeline will use, so that applying the fault is only a map write.
     Returns the ports loaded."""
-    new = [p for p in sorted(fault_ports(fabric, actions)) if p not in net.ebpf_ports]
+    new = [p for p in sorted(fault_ports(fabric, steps)) if p not in net.ebpf_ports]
     for node, intf in new:
         fault_port(net, fabric, node, intf)
     return len(new)

@@ -28,29 +28,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import sys
 import time
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from experiments import ebpf_switch
-from experiments.bringup import bring_up
-from experiments.cleanup import cleanup
-from experiments.dataplane import choose
+from experiments.lifecycle import PREFLIGHT_ERRORS, USAGE_ERROR, Interrupted, Run
 from experiments.paper_judge import JUDGES, Measured
 from experiments.paper_rows import Row, rows
 from experiments.play import Pass, play_pass
 from experiments.plots import goodput_plot
-from experiments.runner import (
-    Interrupted,
-    Progress,
-    ctrl_c_held,
-    raise_interrupted,
-    results_folder,
-    tear_down_all,
-)
-from experiments.scenario import Scenario, check_scenario, scale_note, scaled
+from experiments.scenario import NotApplicable, Scenario, check_scenario, scale_note, scaled
 from topologies.errors import UserError
 from topologies.model import Fabric, load_topology, with_rate_cap
 
@@ -63,7 +52,6 @@ PAPER = ('"Resilient AI Supercomputer Networking using MRC and SRv6" (OpenAI, Mi
 AGENT_MBIT_PER_CORE = 80.0
 # The data-plane features a row may need, from Network.link_emulation().
 FEATURES = ("faults", "trimming", "ecn")
-USAGE_ERROR, INTERRUPTED = 2, 130
 
 
 def cpu_fair_rate(fabric: Fabric, cores: int) -> float:
@@ -72,8 +60,19 @@ def cpu_fair_rate(fabric: Fabric, cores: int) -> float:
     return round(AGENT_MBIT_PER_CORE * cores / (len(fabric.hosts) * fabric.spec.planes), 3)
 
 
+@dataclass(frozen=True)
+class CheckedRow:
+    """A row with its scenario and the one it is measured against, checked against the
+    fabric; or, where the row means nothing on the fabric, why (`not_applicable`)."""
+
+    row: Row
+    scenario: Scenario | None
+    reference: Scenario | None = None
+    not_applicable: str | None = None
+
+
 def checked_rows(fabric: Fabric, only: set[str] | None, data_scale: float = 1.0
-                 ) -> list[tuple[Row, Scenario, Scenario | None]]:
+                 ) -> list[CheckedRow]:
     """Every row with its scenario and its reference, checked against `fabric`, their
     transfers at `data_scale` of their sizes (experiments/scenario.py `scaled`)."""
     table = rows(fabric, (lambda key: key in only) if only else (lambda key: True))
@@ -85,7 +84,11 @@ def checked_rows(fabric: Fabric, only: set[str] | None, data_scale: float = 1.0
     out = []
     for row in table:
         source = f"paper row {row.key}"
-        scenario = check_scenario({"name": row.key, **row.scenario}, source, fabric)
+        try:
+            scenario = check_scenario({"name": row.key, **row.scenario}, source, fabric)
+        except NotApplicable as err:
+            out.append(CheckedRow(row, None, None, err.problem))
+            continue
         if row.reference == "fault-free":
             reference = check_scenario({"name": f"{row.key}-reference",
                                         **{k: v for k, v in row.scenario.items()
@@ -95,8 +98,8 @@ def checked_rows(fabric: Fabric, only: set[str] | None, data_scale: float = 1.0
         else:
             reference = check_scenario({"name": f"{row.key}-reference", **row.reference},
                                        source, fabric)
-        out.append((row, scaled(scenario, data_scale),
-                    None if reference is None else scaled(reference, data_scale)))
+        out.append(CheckedRow(row, scaled(scenario, data_scale),
+                              None if reference is None else scaled(reference, data_scale)))
     return out
 
 
@@ -112,12 +115,18 @@ def run_rows(net, fabric: Fabric, target, table, folder: Path, features: dict,
     """Play and judge every row; a row that fails to run gets ERROR and the rest go on."""
     references: dict[str, Pass] = {}
     results = []
-    for number, (row, scenario, reference) in enumerate(table, 1):
+    for number, checked in enumerate(table, 1):
+        row, scenario, reference = checked.row, checked.scenario, checked.reference
         progress(f"[{number}/{len(table)}] {row.key}: {row.claim}")
         entry = {"key": row.key, "section": row.section, "claim": row.claim,
                  "criterion": row.criterion, "differs": row.differs,
                  "scenario": row.scenario, "reference": row.reference}
         missing = [f for f in row.needs if not features.get(f)]
+        if checked.not_applicable:
+            entry.update(verdict="NOT APPLICABLE", measured=checked.not_applicable)
+            progress(f"  {row.key}: {entry['measured']}")
+            results.append(entry)
+            continue
         if missing:
             entry.update(verdict="NOT RUN", measured=f"not on this data plane: it has no "
                          f"{' and no '.join(missing)} (link_emulation in paper.json)")
@@ -163,7 +172,7 @@ def write_paper(folder: Path, meta: dict, results: list[dict]) -> None:
     (folder / "paper.json").write_text(json.dumps({**meta, "rows": results}, indent=2,
                                                   default=str) + "\n")
     counts = {v: sum(r["verdict"] == v for r in results)
-              for v in ("PASS", "FAIL", "NOT RUN", "ERROR")}
+              for v in ("PASS", "FAIL", "NOT RUN", "NOT APPLICABLE", "ERROR")}
     lines = [
         f"# The MRC paper's experiments on {meta['topology']} ({meta['dataplane']})", "",
         f"Paper: {PAPER}. Each row runs the experiment in shape on this testbed and judges "
@@ -193,53 +202,37 @@ def write_paper(folder: Path, meta: dict, results: list[dict]) -> None:
     (folder / "paper.md").write_text("\n".join(lines) + "\n")
 
 
-def run_paper(fabric: Fabric, target, reason: str, table, results_root: Path,
-              rate_reason: str, progress) -> tuple[int, Path]:
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, raise_interrupted)
-    found = cleanup()
-    if found:
-        progress(f"removed leftovers of an earlier run: {found.describe()}")
-    folder = results_folder(results_root, fabric, "paper")
+def run_paper(run: Run, table, rate_reason: str) -> None:
+    """Play and judge every row in `run` (prepared, not entered); writes paper.md and
+    paper.json whatever happens. run.status: 0 when every row got a verdict, 1 when one
+    could not run (its error is in its row) or the run failed."""
+    fabric, target, progress = run.fabric, run.target, run.progress
     spec = fabric.spec
     meta = {"paper": PAPER, "topology": fabric.name, "dataplane": target.name,
-            "dataplane_reason": reason, "hosts": len(fabric.hosts), "planes": spec.planes,
+            "dataplane_reason": run.reason, "hosts": len(fabric.hosts), "planes": spec.planes,
             "t1_per_plane": spec.t1_per_plane, "cores": os.cpu_count(),
             "link_rate_mbit": spec.host_t0.rate_mbit, "link_rate_reason": rate_reason,
             "started_at": datetime.now().isoformat(timespec="seconds"),
             "link_emulation": {}}
-    status, net, results = 1, None, []
-    try:
-        progress(f"building {fabric.name} on {target.name}: {len(fabric.hosts)} hosts, "
-                 f"{len(fabric.switches)} switches, links at {spec.host_t0.rate_mbit:g} Mbit/s")
-        network = bring_up(fabric, target, progress)
-        net = network.net
+    results: list[dict] = []
+    with run:
+        progress(f"{len(table)} experiments of the MRC paper on {fabric.name} "
+                 f"({target.name}: {run.reason}), links at {spec.host_t0.rate_mbit:g} Mbit/s")
+        network = run.up(fabric, tuple(a for c in table if c.scenario
+                                       for a in c.scenario.faults))
         meta["link_emulation"] = network.link_emulation()
         meta.update(target.summary_fields())
-        if network.ebpf.available:
-            ebpf_switch.prepare_faults(net, fabric,
-                                       tuple(a for _, s, _ in table for a in s.faults))
         features = {name: meta["link_emulation"].get(name) for name in FEATURES}
-        results = run_rows(net, fabric, target, table, folder, features, progress)
-        status = 1 if any(r["verdict"] == "ERROR" for r in results) else 0
-    except (KeyboardInterrupt, Interrupted) as stop:
-        progress(f"interrupted ({stop or 'Ctrl-C'}): tearing down")
-        status = INTERRUPTED
-    except Exception as err:  # noqa: BLE001 - one line (e.g. a failed bring-up), still torn down
-        progress(f"error: {err.__class__.__name__}: {err}")
-        meta["error"] = f"{err.__class__.__name__}: {err}"
-        status = 1
-    finally:
-        with ctrl_c_held():
-            tear_down_all(net, progress)
-        meta["duration_s"] = round(time.monotonic() - progress.start, 1)
-        write_paper(folder, meta, results)
-    return status, folder
+        results = run_rows(network.net, fabric, target, table, run.folder, features, progress)
+        run.status = 1 if any(r["verdict"] == "ERROR" for r in results) else 0
+    if run.error and run.error != "interrupted":
+        meta["error"] = run.error
+    meta.update(run.target.summary_fields())
+    meta["duration_s"] = round(time.monotonic() - progress.start, 1)
+    write_paper(run.folder, meta, results)
 
 
 def main(argv: list[str] | None = None) -> int:
-    from experiments.__main__ import TargetError, prepare, results_root
-
     parser = argparse.ArgumentParser(prog="python3 -m experiments.paper",
                                      description="The MRC paper's section-5 experiments.")
     parser.add_argument("--topo", default="2tier-8plane", help="topology name or YAML path")
@@ -247,7 +240,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="", help="comma-separated row keys (default: all)")
     parser.add_argument("--results", default="results", help="folder for results")
     args = parser.parse_args(argv)
-    progress = Progress()
     try:
         fabric = load_topology(args.topo)
         only = {k.strip() for k in args.only.split(",") if k.strip()} or None
@@ -258,31 +250,18 @@ def main(argv: list[str] | None = None) -> int:
                        f"drive every host at line rate" if capped is not fabric
                        else "the topology's rate")
         table = checked_rows(capped, only)
-        dataplane, reason = choose(args.dataplane)
-        target, lock = prepare(dataplane)
-        try:
-            results = results_root(args.results)
-            fabric = target.fabric_for(capped)  # BMv2: no faster than its CPU keeps up
-            if fabric is not capped:
-                rate_reason = ("capped so that the BMv2 switches' CPU keeps up; "
-                               + scale_note(target.data_scale()))
-                table = checked_rows(fabric, only, target.data_scale())
-        except UserError:
-            lock.release()
-            raise
-    except (UserError, PermissionError, TargetError) as err:
+        run = Run.prepare("paper", capped, args.dataplane, args.results)
+    except PREFLIGHT_ERRORS as err:
         print(f"error: {err}", file=sys.stderr)
         return USAGE_ERROR
-    try:
-        progress(f"{len(table)} experiments of the MRC paper on {fabric.name} "
-                 f"({dataplane}: {reason})")
-        status, folder = run_paper(fabric, target, reason, table, results, rate_reason,
-                                   progress)
-    finally:
-        lock.release()
-    print(f"paper: {folder / 'paper.md'}")
-    print(f"results: {folder}")
-    return status
+    if run.fabric is not capped:  # BMv2: no faster than its CPU keeps up
+        rate_reason = ("capped so that the BMv2 switches' CPU keeps up; "
+                       + scale_note(run.target.data_scale()))
+        table = checked_rows(run.fabric, only, run.target.data_scale())
+    run_paper(run, table, rate_reason)
+    print(f"paper: {run.folder / 'paper.md'}")
+    print(f"results: {run.folder}")
+    return run.status
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ was decided on, and one line with them for paper.md. Judges read only summary bl
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 from dataclasses import dataclass, field
 
 from experiments.metrics import flow_mbps, goodput_series, path_failure_recovery
@@ -28,7 +29,7 @@ class Measured:
     faulty: Pass
     reference: Pass | None
     fault_times: list[tuple[float, bool]] = field(default_factory=list)  # (t, up) steps
-    faults: tuple = ()  # the row's timeline (experiments/faults.py Action)
+    faults: tuple = ()  # the row's timeline (experiments/faults Step)
 
 
 @dataclass
@@ -77,22 +78,15 @@ def proportional(m: Measured) -> Verdict:
                    + _others(m, entries, "goodput_ratio", _ratio))
 
 
-def worst_plane_loss(fabric: Fabric, faults) -> float:
-    """The largest share of one T0's uplinks in one plane that the faults take down at
-    once (link-down and link-flap steps of T0-T1 links)."""
-    down: set[tuple[str, str]] = set()
+def worst_plane_loss(fabric: Fabric, steps) -> float:
+    """The largest share of one T0's uplinks in one plane that the faults take out of
+    service at once (the T0-T1 links of each step, experiments/faults `links_out`)."""
+    down: Counter = Counter()
     worst = 0.0
-    for action in faults:
-        if action.kind not in ("link-down", "link-flap"):
-            continue
-        a, b = action.target[:2]
-        t0 = a if fabric.node(a).role == "t0" else b
-        if fabric.node(t0).role != "t0" or fabric.node(a if t0 == b else b).role != "t1":
-            continue
-        (down.discard if action.up else down.add)((t0, a if t0 == b else b))
-        per_t0: dict[str, int] = {}
-        for node, _ in down:
-            per_t0[node] = per_t0.get(node, 0) + 1
+    for step in steps:
+        links = Counter(link for link in step.fault.links_out(fabric) if link[0] == "t0t1")
+        down = down - links if step.up else down + links
+        per_t0 = Counter((plane, rack) for _, plane, rack, _ in down)
         worst = max(worst, max(per_t0.values(), default=0) / fabric.spec.t1_per_plane)
     return worst
 

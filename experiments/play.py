@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from experiments import ebpf_switch
-from experiments.faults import Action
+from experiments.faults import Step
 from experiments.metrics import read_events, summarize
 from experiments.targets import Target, apply_fault
 from experiments.workload_run import TransportRun, run_transport
@@ -40,10 +40,11 @@ class Pass:
 
 
 def play_pass(net, fabric: Fabric, target: Target, transports: tuple[str, ...],
-              plan: tuple[tuple[Transfer, ...], ...], actions: tuple[Action, ...],
+              plan: tuple[tuple[Transfer, ...], ...], steps: tuple[Step, ...],
               folder: Path, timeout_s: float, protocol: dict, progress,
               label: str = "") -> Pass:
-    """Play `plan` under `actions` once per transport; the agents' files go to `folder`.
+    """Play `plan` under the fault `steps` once per transport; the agents' files go to
+    `folder`.
 
     `label` is put before each progress line (e.g. "fault-free") so that a reader can
     tell the passes of one run apart."""
@@ -52,10 +53,10 @@ def play_pass(net, fabric: Fabric, target: Target, transports: tuple[str, ...],
     transfers = sum(map(len, plan))
     for transport in transports:
         progress(f"{prefix}{transport}: {transfers} transfers in {len(plan)} phases, "
-                 f"{len(actions)} fault steps")
+                 f"{len(steps)} fault steps")
         before = ebpf_switch.read_counters(net) if net.ebpf_ports else None
-        run = run_transport(net, fabric, transport, [list(p) for p in plan], list(actions),
-                            lambda action: apply_fault(net, fabric, action, target),
+        run = run_transport(net, fabric, transport, [list(p) for p in plan], list(steps),
+                            lambda step: apply_fault(net, fabric, step, target),
                             folder, timeout_s, protocol, progress)
         events = read_events(run.event_files)
         block = summarize(run, events)

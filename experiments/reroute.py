@@ -33,7 +33,7 @@ Faults overlap: a T0 may come back while a host port behind it is still down. A
 step takes away only paths that were still up and gives back only paths no other
 fault still holds.
 
-A step in place before the workload starts (`Action.before_start`) comes with
+A step in place before the workload starts (`Step.before_start`) comes with
 `delay_s: 0` in its route command: routing converged around it long before the job
 started.
 """
@@ -43,13 +43,14 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from experiments.faults import Action, one_way
+from experiments.faults import RouteLink, Step
 from topologies.model import Fabric
 from topologies.paths import catalogue
 
-# Links as routing sees them: a host's port ("host", host, plane) and a T0-T1 link
-# ("t0t1", plane, rack, spine). Faults act on both directions of a link.
-Link = tuple
+# Links as routing sees them (experiments/faults/base.py): a host's port ("host",
+# host, plane) and a T0-T1 link ("t0t1", plane, rack, spine). Faults act on both
+# directions of a link.
+Link = RouteLink
 
 
 @dataclass(frozen=True)
@@ -72,30 +73,11 @@ class RouteEvent:
         return command
 
 
-def failed_links(action: Action, fabric: Fabric) -> set[Link]:
+def failed_links(step: Step, fabric: Fabric) -> set[Link]:
     """The links a fault step takes down (or, for an up step, brings back) as routing
-    sees them; empty for faults routing does not see."""
-    kind, target = action.kind, action.target
-    if kind == "nic-port-down":
-        host, plane = target
-        return {("host", fabric.node(host).index, plane)}
-    if one_way(action):
-        return set()  # one way: the carrier stays up, routing sees nothing (no BFD)
-    if kind in ("link-flap", "link-down"):
-        (link,) = [lk for lk in fabric.links if {lk.a, lk.b} == set(target)]
-        lower, upper = fabric.node(link.a), fabric.node(link.b)  # `a` is the lower tier
-        if link.tier == "host_t0":
-            return {("host", lower.index, link.plane)}
-        return {("t0t1", link.plane, lower.index, upper.index)}
-    if kind in ("switch-reboot", "switch-down"):
-        switch = fabric.node(target[0])
-        spines, racks = range(fabric.spec.t1_per_plane), range(fabric.spec.racks)
-        if switch.role == "t1":
-            return {("t0t1", switch.plane, r, switch.index) for r in racks}
-        return ({("t0t1", switch.plane, switch.index, s) for s in spines}
-                | {("host", h.index, switch.plane) for h in fabric.hosts
-                   if h.rack == switch.index})
-    return set()  # blackhole, loss, gray-loss: routing sees nothing
+    sees them (each fault kind says: experiments/faults/kinds/); empty for faults
+    routing does not see."""
+    return step.fault.routing_links(fabric)
 
 
 def path_links(fabric: Fabric, src: int, dst: int, plane: int,
@@ -106,17 +88,17 @@ def path_links(fabric: Fabric, src: int, dst: int, plane: int,
     return [("host", src, plane), *middle, ("host", dst, plane)]
 
 
-def route_events(action: Action, fabric: Fabric,
+def route_events(step: Step, fabric: Fabric,
                  held: frozenset[Link] | set[Link] = frozenset()) -> list[RouteEvent]:
     """Per host, the paths routing takes away (a down step) or gives back (an up
     step), local and remote apart; hosts that learn nothing are left out.
 
     `held`: links that other faults hold down. A path over one of them is gone
     already: this step neither takes it away nor gives it back (`RoutingState`)."""
-    failed = failed_links(action, fabric)
+    failed = failed_links(step, fabric)
     if not failed:
         return []
-    state = "up" if action.up else "down"
+    state = "up" if step.up else "down"
     found: dict[tuple[int, str], list] = {}
     n = len(fabric.hosts)
     for src in range(n):
@@ -134,7 +116,7 @@ def route_events(action: Action, fabric: Fabric,
                     else "remote"
                 found.setdefault((src, f"{where}-{state}"), []).append(
                     (dst, path.plane, path.spine))
-    delay_s = 0.0 if action.before_start else None
+    delay_s = 0.0 if step.before_start else None
     return [RouteEvent(host, kind, tuple(paths), delay_s)
             for (host, kind), paths in sorted(found.items())]
 
@@ -148,13 +130,13 @@ class RoutingState:
         self.fabric = fabric
         self.holds: Counter[Link] = Counter()  # link -> faults holding it down
 
-    def events(self, action: Action) -> list[RouteEvent]:
+    def events(self, step: Step) -> list[RouteEvent]:
         """What routing tells each host of this step, given the other faults."""
-        links = failed_links(action, self.fabric)
-        if action.up:
+        links = failed_links(step, self.fabric)
+        if step.up:
             self.holds.subtract(links)
             self.holds = +self.holds  # drop links no fault holds any more
-            return route_events(action, self.fabric, set(self.holds))
-        events = route_events(action, self.fabric, set(self.holds))
+            return route_events(step, self.fabric, set(self.holds))
+        events = route_events(step, self.fabric, set(self.holds))
         self.holds.update(links)
         return events

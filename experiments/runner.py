@@ -1,11 +1,9 @@
-"""The experiment runner: build -> program -> run the scenario -> collect -> tear down.
+"""The experiment runner: a scenario on a built fabric, its summary, plots and report.
 
-It takes what the pre-flight (experiments/__main__.py) prepared: the fabric, the
-scenario checked against it (`load_scenario`), and the data-plane target. Everything
-the run creates is torn down in `finally`, also on Ctrl-C and SIGTERM; a run killed
-with SIGKILL is cleaned up by the next one (or `make clean-net`). The results folder
-gets `summary.json` and `topology.json` (the resolved topology: ports, MACs, uSIDs;
-topologies/resolved.py), and the last line printed is `results: <folder>`.
+It works inside the run's lifecycle (experiments/lifecycle.py), which holds the lock,
+made the results folder and tears everything down on every exit path. The results
+folder gets `summary.json` and `topology.json` (the resolved topology: ports, MACs,
+uSIDs; topologies/resolved.py), and the last line printed is `results: <folder>`.
 
 A scenario with faults is played twice on the same network: with its faults, then
 without them (`fault_free` in summary.json, the agents' files in `fault-free/`), so
@@ -21,95 +19,37 @@ port's counters at the end (`ebpf_counters`), as the P4 switch has its counters.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import sys
 import time
-from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
-from experiments import ebpf_switch
-from experiments.bringup import bring_up, tear_down
-from experiments.capture import start_capture
 from experiments.checks import check_paths
-from experiments.cleanup import cleanup
-from experiments.fabric_lock import FabricLock
+from experiments.lifecycle import Progress, Run
 from experiments.metrics import workload_ok
 from experiments.play import play_pass
 from experiments.plots import fct_cdf_plot, flows_plot, goodput_plot, path_state_plot
 from experiments.report import write_report
-from experiments.scenario import Scenario, scale_note
+from experiments.scenario import Scenario, scale_note, scaled
 from experiments.slowdown import describe, slowdowns
-from experiments.targets import Target
 from topologies.model import Fabric
-from topologies.resolved import write_resolved_topology
 
 MAX_FAILED_LISTED = 50
 FAULT_FREE = "fault-free"  # the second pass's label and results subfolder
 
 
-class Interrupted(Exception):
-    """SIGTERM or SIGHUP arrived; handled like Ctrl-C."""
-
-
-class Progress:
-    """Progress lines with the time since the run started."""
-
-    def __init__(self, stream=sys.stdout):
-        self.start = time.monotonic()
-        self.stream = stream
-
-    def __call__(self, message: str) -> None:
-        print(f"[{time.monotonic() - self.start:6.1f}s] {message}", file=self.stream, flush=True)
-
-
-def results_folder(root: Path, fabric: Fabric, name: str) -> Path:
-    """A new folder `<stamp>-<topology>-<name>` under `root` (name: the scenario's)."""
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    base = root / f"{stamp}-{fabric.name}-{name}"
-    folder, n = base, 1
-    while folder.exists():
-        n += 1
-        folder = Path(f"{base}-{n}")
-    folder.mkdir(parents=True)
-    return folder
-
-
-def raise_interrupted(signum, frame) -> None:
-    """A signal handler: SIGTERM and SIGHUP end a run as Ctrl-C does."""
-    raise Interrupted(signal.Signals(signum).name)
-
-
-def run_experiment(fabric: Fabric, target: Target, reason: str, scenario: Scenario,
-                   results_root: Path, progress: Progress | None = None,
-                   capture: str | None = None, lock: FabricLock | None = None,
-                   fault_free: bool = True) -> tuple[int, Path]:
-    """Run one experiment on a created target; returns (exit status, results folder).
-
-    `capture` (a spec of experiments/capture.py) records pcaps of those ports into the
-    results folder; `lock`, the machine's fabric lock the caller holds, is told the
-    folder so that a second run can name it. `fault_free` (the default) plays a
-    scenario with faults a second time without them (run_workload)."""
-    progress = progress or Progress()
-    if lock is not None and lock.stale is not None:
-        progress(f"took over the lock of a run that died: {lock.stale.describe()}")
-    dataplane = target.name
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, raise_interrupted)
-    found = cleanup()
-    if found:
-        progress(f"removed leftovers of an earlier run: {found.describe()}")
-    folder = results_folder(results_root, fabric, scenario.name)
-    if lock is not None:
-        lock.set_folder(folder)
+def run_experiment(run: Run, scenario: Scenario, fault_free: bool = True) -> None:
+    """Run one experiment in `run` (prepared, not entered yet): its status, summary.json
+    and, for a workload, report.md. `fault_free` (the default) plays a scenario with
+    faults a second time without them (run_workload)."""
+    fabric = run.fabric
+    scenario = scaled(scenario, run.target.data_scale())  # as many seconds of data
     spec = fabric.spec
     summary: dict = {
         "topology": fabric.name,
         "topology_file": spec.source,
         "scenario": scenario.name,
-        "dataplane": dataplane,
-        "dataplane_reason": reason,
+        "dataplane": run.target.name,
+        "dataplane_reason": run.reason,
         "hosts": len(fabric.hosts),
         "switches": len(fabric.switches),
         "links": len(fabric.links),
@@ -117,80 +57,28 @@ def run_experiment(fabric: Fabric, target: Target, reason: str, scenario: Scenar
         "started_at": datetime.now().isoformat(timespec="seconds"),
         "ok": False,
     }
-    progress(f"data plane: {dataplane} ({reason})")
-    status, net, pcaps = 1, None, None
-    try:
-        progress(f"building {fabric.name}: {len(fabric.hosts)} hosts, "
-                 f"{len(fabric.switches)} switches, {len(fabric.links)} links")
-        network = bring_up(fabric, target, progress)
-        net = network.net
+    with run:
+        for note in scenario.resolved:
+            run.progress(f"by role: {note}")
+        if scenario.resolved:
+            summary["scenario_resolved"] = list(scenario.resolved)
+        network = run.up(fabric, scenario.faults)
         summary["link_emulation"] = network.link_emulation()
         summary["table_writes"] = network.table_writes
-        summary.update(target.summary_fields())
+        summary.update(run.target.summary_fields())
         summary["bringup_s"] = network.bringup_s
-        progress(f"network up in {summary['bringup_s']:.1f}s, "
-                 f"{summary['table_writes']} table writes")
-        if network.ebpf.available:
-            ebpf_switch.prepare_faults(net, fabric, scenario.faults)
-        write_resolved_topology(folder / "topology.json", fabric, dataplane)
-        if capture is not None:
-            pcaps = start_capture(net, fabric, capture, folder)
-            progress(f"capturing {len(pcaps.targets)} ports into {folder / 'pcap'}")
         if scenario.workload == "pathcheck":
-            status = run_pathcheck(net, fabric, scenario, summary, progress)
+            run.status = run_pathcheck(network.net, fabric, scenario, summary, run.progress)
         else:
-            status = run_workload(net, fabric, target, scenario, folder, summary, progress,
-                                      fault_free)
-    except (KeyboardInterrupt, Interrupted) as stop:
-        progress(f"interrupted ({stop or 'Ctrl-C'}): tearing down")
-        summary["error"] = "interrupted"
-        status = 130
-    except Exception as err:  # noqa: BLE001 - reported in one line, the run still tears down
-        progress(f"error: {err.__class__.__name__}: {err}")
-        summary["error"] = f"{err.__class__.__name__}: {err}"
-        status = 1
-    finally:
-        with ctrl_c_held():
-            if pcaps is not None:  # before the teardown, so every tcpdump can flush
-                try:
-                    summary["captures"] = [r.as_dict() for r in pcaps.stop()]
-                except Exception as err:  # noqa: BLE001 - reported; cleanup() ends tcpdump
-                    progress(f"capture: {err.__class__.__name__} {err}")
-            if net is not None and net.ebpf_ports:
-                try:
-                    summary["ebpf_counters"] = ebpf_switch.read_counters(net)
-                except Exception as err:  # noqa: BLE001 - reported; the teardown goes on
-                    progress(f"eBPF counters: {err.__class__.__name__} {err}")
-            tear_down_all(net, progress)
-        if net is not None:
-            summary.update(target.summary_fields())  # again: a reboot writes tables too
-        summary["duration_s"] = round(time.monotonic() - progress.start, 3)
-        (folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-        if scenario.workload != "pathcheck":
-            write_report(folder / "report.md", summary)
-    return status, folder
-
-
-@contextmanager
-def ctrl_c_held():
-    """Ignore Ctrl-C inside: a second Ctrl-C must not cut a teardown short."""
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-def tear_down_all(net, progress: Progress) -> None:
-    """Stop the network if it was built, then remove whatever is left of it (and of any
-    earlier run); a failed stop is reported and cleanup() removes the rest."""
-    if net is not None:
-        progress("tearing down")
-        try:
-            tear_down(net)
-        except Exception as err:  # noqa: BLE001 - reported; cleanup() removes the rest
-            progress(f"teardown: {err.__class__.__name__} {err}; removing leftovers")
-    cleanup()
+            run.status = run_workload(network.net, fabric, run.target, scenario, run.folder,
+                                      summary, run.progress, fault_free)
+    summary.update({k: v for k, v in run.facts.items() if k != "fabrics"})
+    if run.error:
+        summary["error"] = run.error
+    summary["duration_s"] = round(time.monotonic() - run.progress.start, 3)
+    (run.folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    if scenario.workload != "pathcheck":
+        write_report(run.folder / "report.md", summary)
 
 
 def run_pathcheck(net, fabric: Fabric, scenario: Scenario, summary: dict,
@@ -214,7 +102,7 @@ def run_pathcheck(net, fabric: Fabric, scenario: Scenario, summary: dict,
     return 0 if result.all_ok else 1
 
 
-def run_workload(net, fabric: Fabric, target: Target, scenario: Scenario, folder: Path,
+def run_workload(net, fabric: Fabric, target, scenario: Scenario, folder: Path,
                  summary: dict, progress: Progress, fault_free: bool = True) -> int:
     """Play the workload once per transport under the faults and, when there are faults
     and `fault_free`, once more without them: each transport's slowdown is its time
@@ -252,10 +140,3 @@ def run_workload(net, fabric: Fabric, target: Target, scenario: Scenario, folder
     flows_plot(folder / "flows.png", faulty.runs, faulty.events)
     summary["ok"] = workload_ok(faulty.blocks) and (clean is None or workload_ok(clean.blocks))
     return 0 if summary["ok"] else 1
-
-
-def require_root() -> None:
-    """Fail, before anything is built, when Mininet cannot run."""
-    if os.geteuid() != 0:
-        raise PermissionError("the run needs root (Mininet creates namespaces and links); "
-                              "fix: run it with sudo")

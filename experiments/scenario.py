@@ -19,6 +19,12 @@ The `Scenario` it returns holds all of them parsed, so nothing is parsed again o
 the network is built; every mistake is a `ScenarioError`, `WorkloadError` or
 `FaultError` (all `UserError`s) naming the file and the field.
 
+Hosts, switches, links and planes may be named by role (experiments/roles.py: `plane:
+last`, `switch: {t1: 1, plane: last}`, `victim: auto`), so that one file fits every
+topology; `Scenario.resolved` says what each role named, for the run to print. A
+scenario that means nothing on a topology (a NIC port loss where NICs have one port)
+is `NotApplicable`, with the reason.
+
 `pathcheck` sends datagrams along every path of the catalogue and takes no transports,
 faults, protocol or timeout_s.
 """
@@ -31,7 +37,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from experiments.faults import MAX_TIME_S, Action, parse_faults
+from experiments.faults import Step, not_applicable, read_timeline
+from experiments.faults.base import MAX_TIME_S
 from experiments.workloads import WORKLOADS as TRANSFER_WORKLOADS
 from experiments.workloads import Transfer, phases
 from hosts.config import ConfigError, ProtocolConfig
@@ -54,6 +61,10 @@ class ScenarioError(UserError):
     """A scenario file is missing or invalid. The message is one line."""
 
 
+class NotApplicable(ScenarioError):
+    """A valid scenario that means nothing on this topology; the message says why."""
+
+
 @dataclass(frozen=True)
 class Scenario:
     """A scenario file checked against one fabric: everything a run needs, parsed."""
@@ -67,7 +78,8 @@ class Scenario:
     transports: tuple[str, ...] = ()
     timeout_s: float = 60.0
     protocol: dict = field(default_factory=dict)  # checked overrides of ProtocolConfig
-    faults: tuple[Action, ...] = ()  # the expanded fault timeline
+    faults: tuple[Step, ...] = ()  # the expanded fault timeline
+    resolved: tuple[str, ...] = ()  # what each name given by role resolved to
     check_copies: int = 2  # pathcheck: rounds of datagrams per path
     check_wait_s: float = 3.0  # pathcheck: how long receivers wait for the last ones
     data_scale: float = 1.0  # what the plan's byte counts were multiplied by (scaled())
@@ -153,11 +165,17 @@ def check_scenario(data: object, source: str, fabric: Fabric,
         raise ScenarioError(source, "transports", f"must be a list of different transports "
                             f"from {', '.join(TRANSPORTS)} (got {shown(transports)})",
                             "e.g. transports: [mrc, single-path]")
-    plan = phases(workload, params, len(fabric.hosts), source)
-    faults = parse_faults(data.get("faults"), fabric, source, horizon_s=float(timeout))
+    reason = not_applicable(data.get("faults"), fabric)
+    if reason:
+        raise NotApplicable(source, "faults", f"not applicable on {fabric.name}: {reason}",
+                            "run it on a topology where it means something (docs/running.md)")
+    resolved: list[str] = []
+    plan = phases(workload, params, fabric, source, resolved)
+    timeline = read_timeline(data.get("faults"), fabric, source, horizon_s=float(timeout))
     return Scenario(**common, plan=tuple(map(tuple, plan)), transports=tuple(transports),
                     timeout_s=float(timeout), protocol=_protocol(data, source),
-                    faults=tuple(faults))
+                    faults=tuple(timeline.steps),
+                    resolved=tuple(resolved + timeline.resolved))
 
 
 def _mapping(data: dict, key: str, source: str) -> dict:

@@ -9,25 +9,23 @@ written again while traffic runs), and implements the switch and link faults:
 - `Bmv2Target` (experiments/bmv2_target.py): the P4 program on one simple_switch_grpc
   per switch, programmed over P4Runtime.
 
-Hosts are Linux namespaces on every target (experiments/bringup.py configures them),
-so a host port fault is the same everywhere and is applied here. So are the `loss` and
-`gray-loss` faults and a one-way `link-down` (a loss of everything one end sends): the
-eBPF switch program's maps on the ports that send the packets
-(experiments/ebpf_switch.py), the program the kernel target runs on every switch port,
-loaded in faults-only mode on a host port or, on bmv2, on the switch end of a link
-(those interfaces are in the root namespace, beside BMv2, which is left untouched).
-A `switch-down` is the first half of a `switch-reboot` (`Target.reboot`), and its end
-the second; a `link-down` both ways is a link flap's `set_link`.
+Each fault kind applies itself (experiments/faults/kinds/) through these primitives:
+a link both ways is `set_link`, a switch down or rebooted is `reboot`, a silent switch
+`blackhole`. Hosts are Linux namespaces on every target (experiments/bringup.py
+configures them), so a host port fault is the same everywhere; so are the loss faults
+and a one-way cut, written into the eBPF switch program's maps on the ports that send
+the packets (experiments/ebpf_switch.py): the program the kernel target runs on every
+switch port, loaded in faults-only mode on a host port or, on bmv2, on the switch end
+of a link (those interfaces are in the root namespace, beside BMv2, which is left
+untouched).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from experiments import ebpf_switch
-from experiments.faults import ONE_WAY_LOSS, Action, gray_loss_ports, loss_ports, one_way
+from experiments.faults import Env, Step
 from experiments.kernel_target import KernelTarget
-from topologies.addressing import intf_name
 from topologies.model import Fabric
 
 if TYPE_CHECKING:
@@ -75,26 +73,9 @@ class Target(Protocol):
         """Figures of this target for the run summary (e.g. P4Runtime write batches)."""
 
 
-def apply_fault(net: FabricNet, fabric: Fabric, action: Action, target: Target) -> None:
-    """Apply one fault step on any target; link and switch faults go to the target."""
-    if one_way(action):
-        ebpf_switch.set_loss(net, fabric, loss_ports(fabric, action.target),
-                             0.0 if action.up else ONE_WAY_LOSS)
-    elif action.kind in ("link-flap", "link-down"):
-        target.set_link(net, *action.target, up=action.up)
-    elif action.kind == "nic-port-down":
-        host, plane = action.target
-        net.get(host).set_port(intf_name(host, plane), action.up)
-    elif action.kind in ("switch-reboot", "switch-down"):
-        target.reboot(net, fabric, action.target[0], action.up)
-    elif action.kind == "loss":
-        ebpf_switch.set_loss(net, fabric, loss_ports(fabric, action.target),
-                             0.0 if action.up else action.probability)
-    elif action.kind == "gray-loss":
-        ebpf_switch.set_gray_loss(net, fabric, gray_loss_ports(fabric, action.target),
-                                  None if action.up else action.probability)
-    else:
-        target.blackhole(net, fabric, action.target[0], not action.up)
+def apply_fault(net: FabricNet, fabric: Fabric, step: Step, target: Target) -> None:
+    """Apply one fault step on any target (the step's fault does it)."""
+    step.apply(Env(net, fabric, target))
 
 
 def make_target(name: str) -> Target:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from experiments.agents import AgentSet
-from experiments.faults import Action, FaultInjector, apply_before_start
+from experiments.faults import FaultInjector, Step, apply_before_start
 from experiments.reroute import RoutingState
 from experiments.workloads import Transfer
 from hosts.protocol import BASELINE_QPS
@@ -69,23 +69,23 @@ class TransportRun:
 
 
 def run_transport(net, fabric, transport: str, phases: list[list[Transfer]],
-                  actions: list[Action], apply_fault, folder: Path, timeout_s: float,
+                  steps: list[Step], apply_fault, folder: Path, timeout_s: float,
                   protocol: dict, progress, progress_s: float = 0.05) -> TransportRun:
     baseline = transport in BASELINE_QPS
     # Faults in place before the start are there before the agents: each agent finds its
     # ports as the job would (a dead port is dead when it starts).
     played, early_errors, early = apply_before_start(
-        [a for a in actions if a.before_start], apply_fault)
-    injector = FaultInjector([a for a in actions if not a.before_start], apply_fault,
-                             played=played)
+        [s for s in steps if s.before_start], apply_fault)
+    injector = FaultInjector([s for s in steps if not s.before_start], apply_fault,
+                             played=(played, early))
     agents = None
     try:
         agents = AgentSet(net, fabric, transport, folder / "agents", protocol, progress_s)
         agents.wait_ready()
         if baseline:
             routing = RoutingState(fabric)
-            for action in early:
-                tell_routing(agents, routing, action)
+            for step in early:
+                tell_routing(agents, routing, step)
             injector.apply = with_routing(apply_fault, agents, fabric, routing)
         start = time.monotonic()
         run = TransportRun(transport, start, event_files=agents.event_files)
@@ -114,16 +114,16 @@ def with_routing(apply_fault, agents: AgentSet, fabric, routing: RoutingState | 
     (`routing`: the faults already in place, e.g. before the start)."""
     routing = routing or RoutingState(fabric)
 
-    def apply(action: Action) -> None:
-        apply_fault(action)
-        tell_routing(agents, routing, action)
+    def apply(step: Step) -> None:
+        apply_fault(step)
+        tell_routing(agents, routing, step)
 
     return apply
 
 
-def tell_routing(agents: AgentSet, routing: RoutingState, action: Action) -> None:
+def tell_routing(agents: AgentSet, routing: RoutingState, step: Step) -> None:
     """Send each host what its routing learns of a fault step (a `route` command)."""
-    for event in routing.events(action):
+    for event in routing.events(step):
         agents.command(event.host, **event.command())
 
 

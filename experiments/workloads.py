@@ -10,20 +10,27 @@ collective. Message ids are unique per (source, destination) across the workload
 - `all-reduce`: ring all-reduce, 2(N-1) phases of one chunk per host;
 - `incast`: `fan_in` senders to one `receiver`, optionally beside a `victim` flow that
   has hosts of its own: its source sends nothing else and its destination receives
-  nothing else, so whatever slows it down is congestion that spread from the incast;
+  nothing else, so whatever slows it down is congestion that spread from the incast.
+  `victim: auto` picks them as the MRC paper did (section 5.2.8): the destination an
+  idle host in the receiver's rack, the source a host of another rack, so the victim
+  crosses the spine into the receiver's T0 beside the incast;
 - `flows`: long flows between given host pairs, all at once (e.g. two flows that
   compete for one path);
 - `transfer`: `count` messages from one host to another.
 
-`phases()` checks every parameter (type, range, known name) and raises `WorkloadError`
-naming the scenario file and the `params.<name>` field.
+Hosts are named by index, name or role (experiments/roles.py: `last`, `{rack: 1,
+index: 0}`). `phases()` checks every parameter (type, range, known name) and raises
+`WorkloadError` naming the scenario file and the `params.<name>` field; what a role
+resolved to is added to `resolved`, for the run to print.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from experiments import roles
 from topologies.errors import UserError, shown
+from topologies.model import Fabric
 
 # The parameters each workload takes; anything else in `params:` is a mistake.
 PARAMS = {
@@ -66,15 +73,39 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _pair(value: object, hosts: int) -> bool:
-    """Whether `value` is [source, destination]: two different host indexes."""
-    return (isinstance(value, list) and len(value) == 2
-            and all(_is_int(h) and 0 <= h < hosts for h in value) and value[0] != value[1])
+class _Hosts:
+    """Host parameters by index, name or role, resolved on the fabric."""
+
+    def __init__(self, fabric: Fabric, source: str, resolved: list[str]):
+        self.fabric, self.source, self.resolved = fabric, source, resolved
+
+    def one(self, value: object, where: str) -> int:
+        try:
+            found = roles.host(self.fabric, value)
+        except roles.RoleError as err:
+            raise WorkloadError(self.source, where, err.problem, err.fix) from None
+        if found.by_role:
+            self.resolved.append(f"{where}: {roles.describe(value)} is {found.value.name}")
+        return found.value.index
+
+    def pair(self, value: object, where: str) -> tuple[int, int] | None:
+        """[source, destination]: two different hosts, or None if `value` is not one."""
+        if not isinstance(value, list) or len(value) != 2 or any(
+                isinstance(h, bool) or h is None for h in value):
+            return None
+        try:
+            src, dst = (self.one(h, where) for h in value)
+        except WorkloadError:
+            return None
+        return (src, dst) if src != dst else None
 
 
-def phases(workload: str, params: dict, hosts: int,
-           source: str = "scenario") -> list[list[Transfer]]:
-    """The transfers of `workload` on a fabric of `hosts` hosts, phase by phase."""
+def phases(workload: str, params: dict, fabric: Fabric, source: str = "scenario",
+           resolved: list[str] | None = None) -> list[list[Transfer]]:
+    """The transfers of `workload` on `fabric`, phase by phase."""
+    resolved = resolved if resolved is not None else []
+    by_role = _Hosts(fabric, source, resolved)
+    hosts = len(fabric.hosts)
     if workload not in PARAMS:
         raise WorkloadError(source, "workload", f"unknown workload {shown(workload)}",
                             f"use one of {', '.join(WORKLOADS)}")
@@ -95,7 +126,7 @@ def phases(workload: str, params: dict, hosts: int,
         return _int(params, key, default, 1, MAX_BYTES, "a byte count", source)
 
     def host(key: str, default: int) -> int:
-        return _int(params, key, default, 0, hosts - 1, "a host index", source)
+        return by_role.one(params.get(key, default), f"params.{key}")
 
     if workload == "all-to-all":
         return [[transfer(s, d, nbytes) for s in range(hosts) for d in range(hosts) if s != d]
@@ -106,10 +137,11 @@ def phases(workload: str, params: dict, hosts: int,
         return [[transfer(i, (i + 1) % hosts, chunk) for i in range(hosts)]
                 for _ in range(2 * (hosts - 1))]
     if workload == "incast":
-        return [_incast(params, hosts, source, size, host, transfer)]
+        return [_incast(params, fabric, source, size, host, transfer, by_role)]
     if workload == "flows":
         nbytes = size("message_bytes", 4_000_000)
-        return [[transfer(src, dst, nbytes) for src, dst in _flows(params, hosts, source)]]
+        return [[transfer(src, dst, nbytes)
+                 for src, dst in _flows(params, hosts, source, by_role)]]
     src, dst = host("src", 0), host("dst", hosts - 1)
     if src == dst:
         raise WorkloadError(source, "params.dst", f"must differ from params.src ({src})",
@@ -135,20 +167,31 @@ def _sizes(params: dict, default: int, source: str) -> list[int]:
     return sorted(value)
 
 
-def _incast(params: dict, hosts: int, source: str, size, host, transfer) -> list[Transfer]:
+def _incast(params: dict, fabric: Fabric, source: str, size, host, transfer,
+            by_role: _Hosts) -> list[Transfer]:
+    hosts = len(fabric.hosts)
     nbytes = size("message_bytes", 500_000)
     receiver = host("receiver", 0)
     victim = params.get("victim")
     busy = {receiver}
-    if victim is not None:
-        if not _pair(victim, hosts):
+    if victim == "auto":
+        victim = _auto_victim(fabric, receiver)
+        if victim is None:
+            raise WorkloadError(source, "params.victim", f"no host for a victim of its own "
+                                f"on {fabric.name} ({hosts} hosts)", "use a topology with 4 "
+                                "hosts or more, or remove the victim")
+        by_role.resolved.append(f"params.victim: auto is [h{victim[0]}, h{victim[1]}]")
+    elif victim is not None:
+        victim = by_role.pair(victim, "params.victim")
+        if victim is None:
             raise WorkloadError(source, "params.victim", "must be [source, destination], "
-                                f"two different host indexes 0..{hosts - 1} "
-                                f"(got {shown(victim)})", "e.g. victim: [3, 1]")
+                                f"two different hosts (got {shown(params['victim'])})",
+                                "e.g. victim: [3, 1], or victim: auto")
         if receiver in victim:
             raise WorkloadError(source, "params.victim", f"must not include the incast "
                                 f"receiver (params.receiver: {receiver}): the victim has "
                                 f"hosts of its own", "pick two other hosts")
+    if victim is not None:
         busy |= set(victim)
     elif "victim_bytes" in params:
         raise WorkloadError(source, "params.victim_bytes", "needs params.victim",
@@ -166,7 +209,24 @@ def _incast(params: dict, hosts: int, source: str, size, host, transfer) -> list
     return phase
 
 
-def _flows(params: dict, hosts: int, source: str) -> list[tuple[int, int]]:
+def _auto_victim(fabric: Fabric, receiver: int) -> tuple[int, int] | None:
+    """The paper's victim (section 5.2.8): to an idle host in the incast receiver's rack,
+    from a host of another rack (the last one), so that it crosses a spine into the
+    receiver's T0; on one rack, from any other host. None if there are too few hosts."""
+    rack = fabric.host(receiver).rack
+    neighbours = [h.index for h in fabric.hosts if h.rack == rack and h.index != receiver]
+    others = [h.index for h in fabric.hosts if h.rack != rack]
+    if not neighbours:
+        return None
+    dst = neighbours[0]
+    sources = others or [h for h in neighbours if h != dst]
+    # Leave at least one host to send the incast.
+    if not sources or len(fabric.hosts) < 4:
+        return None
+    return (sources[-1], dst)
+
+
+def _flows(params: dict, hosts: int, source: str, by_role: _Hosts) -> list[tuple[int, int]]:
     if "flows" not in params:
         raise WorkloadError(source, "params.flows", "missing: the host pairs of the flows",
                             "e.g. flows: [[0, 2], [1, 3]]")
@@ -175,14 +235,15 @@ def _flows(params: dict, hosts: int, source: str) -> list[tuple[int, int]]:
         raise WorkloadError(source, "params.flows", f"must be a list of 1 to "
                             f"{hosts * (hosts - 1)} [source, destination] pairs "
                             f"(got {shown(flows)})", "e.g. flows: [[0, 2], [1, 3]]")
-    seen: set[tuple[int, int]] = set()
+    pairs: list[tuple[int, int]] = []
     for i, pair in enumerate(flows):
-        if not _pair(pair, hosts):
+        found = by_role.pair(pair, f"params.flows[{i}]")
+        if found is None:
             raise WorkloadError(source, f"params.flows[{i}]", "must be [source, destination], "
-                                f"two different host indexes 0..{hosts - 1} "
-                                f"(got {shown(pair)})", "e.g. [0, 2]")
-        if tuple(pair) in seen:
+                                f"two different host indexes 0..{hosts - 1} (got {shown(pair)})",
+                                "e.g. [0, 2]")
+        if found in pairs:
             raise WorkloadError(source, f"params.flows[{i}]", f"{pair} is listed twice",
                                 "list each flow once (raise message_bytes for a longer flow)")
-        seen.add(tuple(pair))
-    return [tuple(pair) for pair in flows]
+        pairs.append(found)
+    return pairs

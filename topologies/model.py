@@ -145,6 +145,10 @@ class Fabric:
     def node(self, name: str) -> Host | Switch:
         return self._nodes[name]
 
+    def find(self, name: str) -> Host | Switch | None:
+        """The node called `name`, or None if the fabric has none."""
+        return self._nodes.get(name)
+
     def host(self, index: int) -> Host:
         return self.hosts[index]
 

@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def transfer(net, fabric, tmp_path, faults, transport="mrc", size=4_000_000):
     actions = parse_faults(faults, fabric)
-    plan = phases("transfer", {"src": 0, "dst": 3, "message_bytes": size}, len(fabric.hosts))
+    plan = phases("transfer", {"src": 0, "dst": 3, "message_bytes": size}, fabric)
     run = run_transport(net, fabric, transport, plan, actions,
                         lambda a: apply_fault(net, fabric, a, KernelTarget()),
                         tmp_path, 60.0, {}, print)

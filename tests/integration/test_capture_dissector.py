@@ -40,7 +40,7 @@ def captured(kernel_network, tmp_path_factory):
     folder = tmp_path_factory.mktemp("capture-run")
     write_resolved_topology(folder / "topology.json", fabric, "kernel")
     plan = phases("transfer", {"src": 0, "dst": 3, "message_bytes": MESSAGE},
-                  len(fabric.hosts))
+                  fabric)
     capture = Capture(net, parse_spec("default,h3", fabric), folder)
     with capture:
         run = run_transport(net, fabric, "mrc", plan, [],

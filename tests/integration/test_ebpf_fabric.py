@@ -89,7 +89,7 @@ def test_a_full_gray_loss_on_one_path_retires_exactly_its_evs(fabric_with_ebpf, 
     faults = parse_faults([{"kind": "gray-loss", "path": ["h0", "h3"], "plane": 0,
                             "spine": 1, "probability": 1.0, "at_s": 0}], fabric)
     plan = phases("transfer", {"src": 0, "dst": 3, "message_bytes": 2_000_000},
-                  len(fabric.hosts))
+                  fabric)
     block, events, ports = play(net, fabric, "mrc", plan, faults, tmp_path)
     assert block["ok"] and block["verified"], block
     assert not block["fault_errors"]
@@ -106,7 +106,7 @@ def test_a_lossy_link_retires_its_path_and_is_clear_after_the_run(fabric_with_eb
     faults = parse_faults([{"kind": "loss", "link": ["p0t0r0", "p0t1s0"], "probability": 1.0,
                             "at_s": 0}], fabric)
     plan = phases("transfer", {"src": 0, "dst": 3, "message_bytes": 2_000_000},
-                  len(fabric.hosts))
+                  fabric)
     block, events, ports = play(net, fabric, "mrc", plan, faults, tmp_path)
     assert block["ok"] and block["verified"] and not block["fault_errors"], block
     retired = {(e["plane"], e["path"]) for e in events

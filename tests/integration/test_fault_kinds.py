@@ -37,7 +37,7 @@ def play(net, fabric, transport, faults, folder, timeout_s=30.0, params=TRANSFER
     """One transport run of a transfer h0 -> h3 under `faults` (scenario entries): the
     run, its events, and what every eBPF port counted meanwhile (node -> intf -> ...)."""
     actions = parse_faults(faults, fabric)
-    plan = phases("transfer", params, len(fabric.hosts))
+    plan = phases("transfer", params, fabric)
     before = ebpf_switch.read_counters(net) if net.ebpf_ports else {}
     run = run_transport(net, fabric, transport, plan, actions,
                         lambda a: apply_fault(net, fabric, a, KernelTarget()),
@@ -113,7 +113,7 @@ def test_a_t0_down_kills_its_hosts_ports_on_the_plane_until_it_is_back(kernel_ne
 
     actions = parse_faults([{"kind": "switch-down", "switch": "p0t0r0", "at_s": 0.2,
                              "down_s": 1.5}], fabric)
-    plan = phases("transfer", dict(TRANSFER, message_bytes=4_000_000), len(fabric.hosts))
+    plan = phases("transfer", dict(TRANSFER, message_bytes=4_000_000), fabric)
     run = run_transport(net, fabric, "mrc", plan, actions, apply, tmp_path, 30.0, {}, print)
     events = read_events(run.event_files)
     assert run.ok and not run.fault_errors, run
@@ -142,7 +142,7 @@ def test_a_link_down_before_the_start_carries_nothing_of_the_run(fabric_with_ebp
         if not action.up:
             counters["before"] = ebpf_switch.read_counters(net)
 
-    plan = phases("transfer", TRANSFER, len(fabric.hosts))
+    plan = phases("transfer", TRANSFER, fabric)
     run = run_transport(net, fabric, "mrc", plan, [early], apply, tmp_path, 30.0, {}, print)
     assert run.ok and not run.fault_errors, run
     # Down before the agents were even configured.

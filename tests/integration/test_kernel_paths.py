@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from experiments.checks import check_paths
-from experiments.faults import Action
 from experiments.kernel_target import KernelTarget
 from experiments.targets import apply_fault
+from tests.steps import step
 from topologies.network import set_link
 from topologies.paths import all_paths
 
@@ -60,11 +60,11 @@ def test_switch_reboot_and_blackhole_fail_the_paths_through_the_switch(kernel_ne
     target, switch = KernelTarget(), fabric.t1(1, 0)
     expected = _through(fabric, switch.usid)
     for kind in ("switch-reboot", "blackhole"):
-        apply_fault(net, fabric, Action(0, False, kind, (switch.name,)), target)
+        apply_fault(net, fabric, step(0, False, kind, (switch.name,)), target)
         try:
             result = check_paths(net, fabric, timeout_s=1.0)
         finally:
-            apply_fault(net, fabric, Action(0, True, kind, (switch.name,)), target)
+            apply_fault(net, fabric, step(0, True, kind, (switch.name,)), target)
         assert _failed(result) == expected, kind
         assert check_paths(net, fabric).all_ok, kind
 
@@ -73,10 +73,10 @@ def test_nic_port_down_fails_that_plane_of_the_host(kernel_network):
     net, fabric = kernel_network
     expected = {(p.src, p.dst, p.ev) for p in all_paths(fabric)
                 if p.plane == 1 and 2 in (p.src, p.dst)}
-    apply_fault(net, fabric, Action(0, False, "nic-port-down", ("h2", 1)), KernelTarget())
+    apply_fault(net, fabric, step(0, False, "nic-port-down", ("h2", 1)), KernelTarget())
     try:
         result = check_paths(net, fabric, timeout_s=1.0)
     finally:
-        apply_fault(net, fabric, Action(0, True, "nic-port-down", ("h2", 1)), KernelTarget())
+        apply_fault(net, fabric, step(0, True, "nic-port-down", ("h2", 1)), KernelTarget())
     assert _failed(result) == expected
     assert check_paths(net, fabric).all_ok

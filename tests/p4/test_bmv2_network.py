@@ -10,10 +10,11 @@ for byte, while a link flaps. Skipped with the reason where BMv2 or p4c is missi
 from __future__ import annotations
 
 from experiments.checks import check_paths
-from experiments.faults import Action, parse_faults
+from experiments.faults import parse_faults
 from experiments.metrics import read_events
 from experiments.workload_run import run_transport
 from experiments.workloads import phases
+from tests.steps import step
 from topologies.paths import all_paths
 
 
@@ -40,11 +41,11 @@ def test_switch_reboot_and_blackhole_fail_exactly_the_paths_through_the_switch(b
     expected = _through(fabric, switch.usid)
     for kind in ("switch-reboot", "blackhole"):
         batches = target.write_batches
-        apply_fault(net, fabric, Action(0, False, kind, (switch.name,)), target)
+        apply_fault(net, fabric, step(0, False, kind, (switch.name,)), target)
         try:
             result = check_paths(net, fabric, timeout_s=1.0)
         finally:
-            apply_fault(net, fabric, Action(0, True, kind, (switch.name,)), target)
+            apply_fault(net, fabric, step(0, True, kind, (switch.name,)), target)
         assert {(p.src, p.dst, p.ev) for p in result.failed} == expected, kind
         assert check_paths(net, fabric).all_ok, kind
         # A reboot writes the same entries once more; a blackhole writes nothing.
@@ -80,7 +81,7 @@ def test_mrc_transfer_over_the_p4_switches_survives_a_flapping_link(bmv2_network
     net, fabric = network.net, network.fabric
     actions = parse_faults([{"kind": "link-flap", "link": ["p0t0r0", "p0t1s0"], "at_s": 0.1,
                              "down_s": 0.3, "count": 2, "every_s": 0.5}], fabric)
-    plan = phases("transfer", {"src": 0, "dst": 3, "message_bytes": 2_000_000}, 4)
+    plan = phases("transfer", {"src": 0, "dst": 3, "message_bytes": 2_000_000}, fabric)
     run = run_transport(net, fabric, "mrc", plan, actions,
                         lambda a: apply_fault(net, fabric, a, target), tmp_path, 60.0, {},
                         print)

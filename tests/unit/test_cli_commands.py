@@ -2,7 +2,7 @@
 
 What `make cli` does with a parsed command runs on Mininet (tests/integration/
 test_cli.py); here every argument mistake must be one line naming the argument and the
-fix, and each command must become the same fault `Action` a scenario would use.
+fix, and each command must become the same fault step a scenario would use.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from experiments.cli import (
     CommandError,
     SendRequest,
     ev_summary,
-    fault_key,
     parse_link,
     parse_port,
     parse_send,
@@ -23,8 +22,8 @@ from experiments.cli import (
     path_nodes,
     send_report,
 )
-from experiments.faults import Action
 from hosts.protocol import TRANSPORTS
+from tests.steps import step
 from topologies.paths import catalogue
 
 
@@ -60,16 +59,16 @@ def test_send_mistakes_are_one_line(fabric, args, names):
 
 def test_link_in_both_orders_is_the_scenarios_link_flap(fabric):
     down = parse_link(fabric, ["down", "p0t0r0", "p0t1s0"])
-    assert down == Action(0.0, False, "link-flap", ("p0t0r0", "p0t1s0"))
+    assert down == step(0.0, False, "link-flap", ("p0t0r0", "p0t1s0"))
     assert down.kind == "link-flap" and down.target == ("p0t0r0", "p0t1s0")
     mininet_order = parse_link(fabric, ["p0t1s0", "p0t0r0", "up"])
-    assert mininet_order.up and fault_key(mininet_order) == fault_key(down)
+    assert mininet_order.up and mininet_order.fault.key() == down.fault.key()
     assert "are not linked" in one_line_error(parse_link, fabric, ["down", "h0", "h3"])
     assert "state" in one_line_error(parse_link, fabric, ["off", "p0t0r0", "p0t1s0"])
 
 
 def test_switch_and_port_faults(fabric):
-    assert parse_switch(fabric, ["down", "p1t1s0"]) == Action(0.0, False, "switch-reboot",
+    assert parse_switch(fabric, ["down", "p1t1s0"]) == step(0.0, False, "switch-reboot",
                                                               ("p1t1s0",))
     reboot = parse_switch(fabric, ["p1t1s0", "start"])  # Mininet's order
     assert (reboot.kind, reboot.up) == ("switch-reboot", True)
@@ -83,7 +82,7 @@ def test_switch_and_port_faults(fabric):
 
 
 def test_a_fault_cuts_exactly_the_paths_through_it(fabric):
-    faults = {fault_key(a): a for a in (
+    faults = {a.fault.key(): a.fault for a in (
         parse_link(fabric, ["down", "p0t1s0", "p0t0r0"]),
         parse_port(fabric, ["down", "h3", "1"]))}
     cuts = {}

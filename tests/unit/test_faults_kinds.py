@@ -11,17 +11,14 @@ import pytest
 
 from experiments.ebpf_switch import fault_ports
 from experiments.faults import (
-    Action,
     FaultError,
     FaultInjector,
     apply_before_start,
-    links_fail_pick,
-    loss_ports,
-    max_links_fail,
-    one_way,
     parse_faults,
 )
+from experiments.faults.kinds.link import OneWayCut, links_fail_pick, max_links_fail
 from experiments.targets import apply_fault
+from tests.steps import step
 from topologies.model import build_fabric
 
 
@@ -60,10 +57,10 @@ class Recorder:
 
 def test_switch_down_is_a_reboots_halves_and_link_down_both_ways_a_flap(fabric):
     target = Recorder()
-    for action in (Action(0, False, "switch-down", ("p0t0r0",)),
-                   Action(1, True, "switch-down", ("p0t0r0",)),
-                   Action(2, False, "link-down", ("p0t0r0", "p0t1s0")),
-                   Action(3, True, "link-down", ("p0t0r0", "p0t1s0"))):
+    for action in (step(0, False, "switch-down", ("p0t0r0",)),
+                   step(1, True, "switch-down", ("p0t0r0",)),
+                   step(2, False, "link-down", ("p0t0r0", "p0t1s0")),
+                   step(3, True, "link-down", ("p0t0r0", "p0t1s0"))):
         apply_fault(None, fabric, action, target)
     assert target.calls == [("reboot", "p0t0r0", False), ("reboot", "p0t0r0", True),
                             ("set_link", "p0t0r0", "p0t1s0", False),
@@ -74,13 +71,13 @@ def test_switch_down_is_a_reboots_halves_and_link_down_both_ways_a_flap(fabric):
 def test_link_down_both_ways_or_from_one_end(fabric):
     (both,) = parse_faults([{"kind": "link-down", "link": ["p0t0r0", "p0t1s0"],
                              "at_s": 0.5}], fabric)
-    assert both.target == ("p0t0r0", "p0t1s0") and not one_way(both)
+    assert both.target == ("p0t0r0", "p0t1s0") and not isinstance(both.fault, OneWayCut)
     down, up = parse_faults([{"kind": "link-down", "link": ["p0t0r0", "p0t1s0"],
                               "from": "p0t1s0", "at_s": 0.5, "down_s": 1}], fabric)
-    assert down.target == up.target == ("p0t1s0>p0t0r0",) and one_way(down)
+    assert down.target == up.target == ("p0t1s0>p0t0r0",) and isinstance(down.fault, OneWayCut)
     assert (up.t, up.up) == (1.5, True)
     # The T1 sends on its port 0 (rack 0); only that port's maps are written.
-    assert loss_ports(fabric, down.target) == [("p0t1s0", "p0t1s0-eth0")]
+    assert sorted(down.fault.ebpf_ports(fabric)) == [("p0t1s0", "p0t1s0-eth0")]
     assert fault_ports(fabric, [down, both]) == {("p0t1s0", "p0t1s0-eth0")}
     assert down.describe() == "link-down p0t1s0>p0t0r0 down"
 
@@ -243,8 +240,8 @@ def test_bad_before_start_entries(fabric, entry, match):
 
 def test_before_start_steps_are_logged_at_0_and_restored_with_the_rest():
     applied, restored = [], []
-    early = Action(0, False, "link-down", ("p0t0r0", "p0t1s0"), before_start=True)
-    failing = Action(0, False, "switch-down", ("p0t1s1",), before_start=True)
+    early = step(0, False, "link-down", ("p0t0r0", "p0t1s0"), before_start=True)
+    failing = step(0, False, "switch-down", ("p0t1s1",), before_start=True)
 
     def apply(action):
         if action is failing:
@@ -256,14 +253,15 @@ def test_before_start_steps_are_logged_at_0_and_restored_with_the_rest():
     assert played == [{"t": 0.0, "event": "fault", "fault": "link-down",
                        "target": ["p0t0r0", "p0t1s0"], "up": False, "before_start": True}]
     assert errors == ["switch-down p0t1s1 down (before the start): no such switch here"]
-    later = Action(0, False, "nic-port-down", ("h1", 0))
-    injector = FaultInjector([later], applied.append, clock=lambda: 0.0, played=played)
+    later = step(0, False, "nic-port-down", ("h1", 0))
+    injector = FaultInjector([later], applied.append, clock=lambda: 0.0,
+                             played=(played, done))
     injector.start(0.0)
     injector.stop(restore=restored.append)
     assert [e["fault"] for e in injector.log] == ["link-down", "nic-port-down"]
     assert "before_start" not in injector.log[1]
-    assert restored == [Action(0, True, "link-down", ("p0t0r0", "p0t1s0")),
-                        Action(0, True, "nic-port-down", ("h1", 0))]
+    assert restored == [step(0, True, "link-down", ("p0t0r0", "p0t1s0")),
+                        step(0, True, "nic-port-down", ("h1", 0))]
     injector.stop(restore=restored.append)  # a second stop restores nothing again
     assert len(restored) == 2
 

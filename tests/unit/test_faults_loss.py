@@ -8,16 +8,10 @@ import pytest
 from controller import ebpf_config as cfg
 from experiments.bringup import Network
 from experiments.ebpf_switch import EbpfStatus, counter_totals
-from experiments.faults import (
-    Action,
-    FaultError,
-    FaultInjector,
-    gray_loss_ports,
-    loss_ports,
-    parse_faults,
-)
+from experiments.faults import FaultError, FaultInjector, parse_faults
 from experiments.kernel_target import KernelTarget
 from experiments.report import write_report
+from tests.steps import step
 from topologies.addressing import parse_usids
 from topologies.shaping import ShapingFeatures
 
@@ -29,7 +23,7 @@ def test_loss_on_a_link_acts_on_both_sending_ends_until_cleared(fabric):
     assert (up.t, up.up, up.probability) == (3, True, None)
     assert down.target == ("p0t0r0>p0t1s1", "p0t1s1>p0t0r0")
     # T0 ports: 2 hosts, then one uplink per T1; T1 port r faces rack r.
-    assert loss_ports(fabric, down.target) == [("p0t0r0", "p0t0r0-eth3"),
+    assert down.fault.ports(fabric) == [("p0t0r0", "p0t0r0-eth3"),
                                                ("p0t1s1", "p0t1s1-eth0")]
     assert down.describe() == "loss p0t0r0>p0t1s1 p0t1s1>p0t0r0 on (0.01)"
     assert up.describe() == "loss p0t0r0>p0t1s1 p0t1s1>p0t0r0 off"
@@ -38,10 +32,10 @@ def test_loss_on_a_link_acts_on_both_sending_ends_until_cleared(fabric):
 def test_loss_in_one_direction_and_on_every_host_link_for_the_rest_of_the_run(fabric):
     (one,) = parse_faults([{"kind": "loss", "link": ["h1", "p1t0r0"], "from": "p1t0r0",
                             "probability": 0.5, "at_s": 0}], fabric)
-    assert loss_ports(fabric, one.target) == [("p1t0r0", "p1t0r0-eth1")]
+    assert one.fault.ports(fabric) == [("p1t0r0", "p1t0r0-eth1")]
     (every,) = parse_faults([{"kind": "loss", "link": "hosts", "probability": 1,
                               "at_s": 0}], fabric)
-    ports = loss_ports(fabric, every.target)
+    ports = every.fault.ports(fabric)
     host_links = [lk for lk in fabric.links if lk.tier == "host_t0"]
     assert len(ports) == 2 * len(host_links) == 16
     assert ("h3", "h3-eth1") in ports and ("p1t0r1", "p1t0r1-eth1") in ports
@@ -51,7 +45,7 @@ def test_gray_loss_of_one_path_is_its_full_address_on_the_source_port(fabric):
     (action,) = parse_faults([{"kind": "gray-loss", "path": ["h0", "h3"], "plane": 1,
                                "spine": 0, "probability": 0.2, "at_s": 0.5}], fabric)
     assert action.target == ("h0", "h3", 1, 0)
-    ((node, intf, address, prefix_len),) = gray_loss_ports(fabric, action.target)
+    ((node, intf, address, prefix_len),) = action.fault.entries(fabric)
     assert (node, intf, prefix_len) == ("h0", "h0-eth1", 128)
     # T0 plane 1 rack 0, T1 plane 1 spine 0, T0 plane 1 rack 1, host 3.
     assert parse_usids(address) == [0x1100, 0x2100, 0x1101, 0x8003]
@@ -60,7 +54,7 @@ def test_gray_loss_of_one_path_is_its_full_address_on_the_source_port(fabric):
 def test_gray_loss_of_a_t1_names_every_hosts_paths_through_it(fabric):
     (action,) = parse_faults([{"kind": "gray-loss", "switch": "p0t1s1", "probability": 0.2,
                                "at_s": 0}], fabric)
-    entries = gray_loss_ports(fabric, action.target)
+    entries = action.fault.entries(fabric)
     assert [(n, i, p) for n, i, _, p in entries] == [(f"h{i}", f"h{i}-eth0", 64)
                                                      for i in range(4)]
     # The host's own T0, then the T1: the first 64 bits of each of its paths through it.
@@ -113,13 +107,13 @@ def test_bad_loss_faults_are_one_line_naming_the_field(fabric, entry, match):
 
 def test_the_injector_logs_the_probability_and_clears_what_is_still_on():
     applied, restored = [], []
-    action = Action(0.0, False, "gray-loss", ("h0", "h3", 0, 1), 0.2)
+    action = step(0.0, False, "gray-loss", ("h0", "h3", 0, 1), 0.2)
     injector = FaultInjector([action], applied.append, clock=lambda: 0.0)
     injector.start(0.0)
     injector.stop(restore=restored.append)
     assert applied == [action]
     assert injector.log[0]["probability"] == 0.2
-    assert restored == [Action(0, True, "gray-loss", ("h0", "h3", 0, 1))]
+    assert restored == [step(0, True, "gray-loss", ("h0", "h3", 0, 1), 0.2)]
     assert restored[0].probability is None
 
 

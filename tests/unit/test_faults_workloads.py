@@ -6,9 +6,11 @@ import random
 
 import pytest
 
-from experiments.faults import Action, FaultError, FaultInjector, parse_faults
+from experiments.faults import FaultError, FaultInjector, parse_faults
 from experiments.workloads import WorkloadError, phases
 from hosts.payload import CHUNK, build, check, message_bytes, message_seed, verify
+from tests.fabrics import hosts
+from tests.steps import step
 
 
 def test_link_flaps_expand_to_down_up_pairs(fabric):
@@ -73,27 +75,27 @@ def test_the_fault_timeline_is_bounded(fabric):
 def test_injector_plays_and_restores_what_stayed_down():
     applied, restored = [], []
     now = [0.0]
-    actions = [Action(0.0, False, "nic-port-down", ("h1", 0)),
-               Action(0.0, False, "link-flap", ("a", "b")),
-               Action(0.0, True, "link-flap", ("a", "b"))]
+    actions = [step(0.0, False, "nic-port-down", ("h1", 0)),
+               step(0.0, False, "link-flap", ("a", "b")),
+               step(0.0, True, "link-flap", ("a", "b"))]
     injector = FaultInjector(actions, applied.append, clock=lambda: now[0])
     injector.start(0.0)
     injector.stop(restore=restored.append)
     assert applied == actions
-    assert restored == [Action(0, True, "nic-port-down", ("h1", 0))]
+    assert restored == [step(0, True, "nic-port-down", ("h1", 0))]
 
 
 def test_workloads():
-    ring = phases("all-reduce", {"data_bytes": 800}, 4)
+    ring = phases("all-reduce", {"data_bytes": 800}, hosts(4))
     assert len(ring) == 6 and [t.dst for t in ring[0]] == [1, 2, 3, 0]
     assert all(t.size == 200 for p in ring for t in p)
     assert [t.msg_id for p in ring for t in p if t.src == 0] == list(range(6))
-    assert len(phases("all-to-all", {}, 4)[0]) == 12
+    assert len(phases("all-to-all", {}, hosts(4))[0]) == 12
     # The victim has hosts of its own: the incast senders are the others.
-    incast = phases("incast", {"receiver": 0, "victim": [3, 1]}, 4)[0]
+    incast = phases("incast", {"receiver": 0, "victim": [3, 1]}, hosts(4))[0]
     assert [(t.src, t.dst, t.role) for t in incast] == [(2, 0, "data"), (3, 1, "victim")]
-    assert [t.src for t in phases("incast", {"receiver": 2, "fan_in": 2}, 4)[0]] == [0, 1]
-    assert len(phases("transfer", {"count": 3}, 4)[0]) == 3
+    assert [t.src for t in phases("incast", {"receiver": 2, "fan_in": 2}, hosts(4))[0]] == [0, 1]
+    assert len(phases("transfer", {"count": 3}, hosts(4))[0]) == 3
 
 
 @pytest.mark.parametrize("workload,params,match", [
@@ -118,7 +120,7 @@ def test_workloads():
 ])
 def test_bad_workload_parameters(workload, params, match):
     with pytest.raises(WorkloadError, match=r"^s\.yaml: " + match):
-        phases(workload, params, 4, "s.yaml")
+        phases(workload, params, hosts(4), "s.yaml")
 
 
 def test_payload_is_deterministic_and_verifiable():
@@ -148,13 +150,13 @@ def test_injector_records_steps_that_fail_also_when_restoring():
     def apply(action):
         raise OSError("no such device")
 
-    injector = FaultInjector([Action(0.0, False, "nic-port-down", ("h1", 0))], apply,
+    injector = FaultInjector([step(0.0, False, "nic-port-down", ("h1", 0))], apply,
                              clock=lambda: 0.0)
     injector.start(0.0)
     injector.stop(restore=apply)
     assert injector.errors == ["nic-port-down h1 0 down: no such device"]
 
-    restored = FaultInjector([Action(0.0, False, "blackhole", ("s",))], lambda action: None,
+    restored = FaultInjector([step(0.0, False, "blackhole", ("s",))], lambda action: None,
                              clock=lambda: 0.0)
     restored.start(0.0)
     restored.stop(restore=apply)

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.faults import Action, parse_faults
+from experiments.faults import parse_faults
 from experiments.reroute import RouteEvent, RoutingState, route_events
 from experiments.workload_run import with_routing
 from hosts.baseline import RoceSender, Routes, route_delay
 from hosts.config import ProtocolConfig
 from hosts.simnet import Outage, SimNet
+from tests.steps import step
 from topologies.model import load_topology
 from topologies.paths import catalogue, path_for_ev
 
@@ -25,7 +26,7 @@ def by_host(events: list[RouteEvent]) -> dict[tuple[int, str], set]:
 
 
 def test_a_t0_uplink_failing_is_local_to_its_rack_and_remote_to_the_others():
-    down = by_host(route_events(Action(1.0, False, "link-flap", ("p0t0r0", "p0t1s0")), FABRIC))
+    down = by_host(route_events(step(1.0, False, "link-flap", ("p0t0r0", "p0t1s0")), FABRIC))
     # h0 and h1 lose every path through plane 0 spine 0, the same-rack one too: their T0
     # drops the uplink from its ECMP group.
     assert down[(0, "local-down")] == {(1, 0, 0), (2, 0, 0), (3, 0, 0)}
@@ -34,13 +35,13 @@ def test_a_t0_uplink_failing_is_local_to_its_rack_and_remote_to_the_others():
     assert down[(2, "remote-down")] == {(0, 0, 0), (1, 0, 0)}
     assert down[(3, "remote-down")] == {(0, 0, 0), (1, 0, 0)}
     assert len(down) == 4
-    up = by_host(route_events(Action(1.5, True, "link-flap", ("p0t1s0", "p0t0r0")), FABRIC))
+    up = by_host(route_events(step(1.5, True, "link-flap", ("p0t1s0", "p0t0r0")), FABRIC))
     assert up == {(host, kind.replace("down", "up")): paths
                   for (host, kind), paths in down.items()}
 
 
 def test_a_host_port_is_local_to_its_host_and_remote_to_every_sender_towards_it():
-    down = by_host(route_events(Action(0.5, False, "nic-port-down", ("h1", 1)), FABRIC))
+    down = by_host(route_events(step(0.5, False, "nic-port-down", ("h1", 1)), FABRIC))
     assert down[(1, "local-down")] == {(d, p.plane, p.spine) for d in (0, 2, 3)
                                        for p in catalogue(FABRIC, 1, d) if p.plane == 1}
     # The same-rack direct path too: h1's T0 has no other way to h1.
@@ -51,10 +52,10 @@ def test_a_host_port_is_local_to_its_host_and_remote_to_every_sender_towards_it(
 
 
 def test_a_t1_reboot_is_local_everywhere_and_a_t0_reboot_local_to_its_rack_only():
-    t1 = by_host(route_events(Action(1.0, False, "switch-reboot", ("p1t1s1",)), FABRIC))
+    t1 = by_host(route_events(step(1.0, False, "switch-reboot", ("p1t1s1",)), FABRIC))
     assert {kind for _, kind in t1} == {"local-down"}
     assert t1[(2, "local-down")] == {(0, 1, 1), (1, 1, 1), (3, 1, 1)}
-    t0 = by_host(route_events(Action(1.0, False, "switch-reboot", ("p0t0r1",)), FABRIC))
+    t0 = by_host(route_events(step(1.0, False, "switch-reboot", ("p0t0r1",)), FABRIC))
     assert set(t0) == {(0, "remote-down"), (1, "remote-down"), (2, "local-down"),
                        (3, "local-down")}
     assert t0[(0, "remote-down")] == {(d, 0, s) for d in (2, 3) for s in (0, 1)}
@@ -63,11 +64,11 @@ def test_a_t1_reboot_is_local_everywhere_and_a_t0_reboot_local_to_its_rack_only(
 def test_a_switch_down_is_what_routing_hears_of_a_reboot():
     for switch in ("p1t1s1", "p0t0r1"):
         for up in (False, True):
-            down = route_events(Action(1.0, up, "switch-down", (switch,)), FABRIC)
-            assert down == route_events(Action(1.0, up, "switch-reboot", (switch,)), FABRIC)
+            down = route_events(step(1.0, up, "switch-down", (switch,)), FABRIC)
+            assert down == route_events(step(1.0, up, "switch-reboot", (switch,)), FABRIC)
     # A T0 down: its own hosts lose their port of the plane (local), the others every
     # path into its rack on the plane (remote).
-    t0 = by_host(route_events(Action(1.0, False, "switch-down", ("p0t0r1",)), FABRIC))
+    t0 = by_host(route_events(step(1.0, False, "switch-down", ("p0t0r1",)), FABRIC))
     assert t0[(2, "local-down")] == {(d, 0, s) for d in (0, 1, 3)
                                      for s in ((0, 1) if d != 3 else (None, 0, 1))}
     assert t0[(1, "remote-down")] == {(d, 0, s) for d in (2, 3) for s in (0, 1)}
@@ -76,17 +77,17 @@ def test_a_switch_down_is_what_routing_hears_of_a_reboot():
 def test_a_link_down_both_ways_is_a_flap_and_one_way_routing_never_hears_of():
     for link in (("p0t0r0", "p0t1s0"), ("h2", "p1t0r1")):
         for up in (False, True):
-            assert (route_events(Action(1.0, up, "link-down", link), FABRIC)
-                    == route_events(Action(1.0, up, "link-flap", link), FABRIC) != [])
+            assert (route_events(step(1.0, up, "link-down", link), FABRIC)
+                    == route_events(step(1.0, up, "link-flap", link), FABRIC) != [])
     for directed in ("p0t0r0>p0t1s0", "p0t1s0>p0t0r0", "h2>p1t0r1"):
-        assert route_events(Action(1.0, False, "link-down", (directed,)), FABRIC) == []
+        assert route_events(step(1.0, False, "link-down", (directed,)), FABRIC) == []
 
 
 def test_each_link_of_links_fail_is_a_flap_of_that_link():
     actions = parse_faults([{"kind": "links-fail", "count": 3, "at_s": 0.5, "every_s": 0.5,
                              "seed": 2}], FABRIC)
     for action in actions:
-        flap = Action(action.t, action.up, "link-flap", action.target)
+        flap = step(action.t, action.up, "link-flap", action.target)
         assert route_events(action, FABRIC) == route_events(flap, FABRIC) != []
 
 
@@ -107,8 +108,8 @@ def test_routing_converged_before_the_start_moves_the_queue_pair_at_once():
 
 def test_a_path_comes_back_only_when_the_last_fault_holding_it_ends():
     routing = RoutingState(FABRIC)
-    port = Action(0.0, False, "nic-port-down", ("h1", 0), before_start=True)
-    t0 = Action(1.0, False, "switch-down", ("p0t0r1",))
+    port = step(0.0, False, "nic-port-down", ("h1", 0), before_start=True)
+    t0 = step(1.0, False, "switch-down", ("p0t0r1",))
     first = by_host(routing.events(port))
     assert first[(2, "remote-down")] == {(1, 0, 0), (1, 0, 1)}
     # The T0 of rack 1 going down takes h2's other plane-0 paths, not those to h1 again.
@@ -116,24 +117,24 @@ def test_a_path_comes_back_only_when_the_last_fault_holding_it_ends():
     assert down[(2, "local-down")] == {(0, 0, 0), (0, 0, 1), (3, 0, None), (3, 0, 0),
                                        (3, 0, 1)}
     # Back: h2 gets its plane-0 paths again, except those to h1, whose port is still down.
-    up = by_host(routing.events(Action(3.0, True, "switch-down", ("p0t0r1",))))
+    up = by_host(routing.events(step(3.0, True, "switch-down", ("p0t0r1",))))
     assert up[(2, "local-up")] == down[(2, "local-down")]
     assert all(dst != 1 for paths in up.values() for dst, plane, _ in paths if plane == 0)
-    last = by_host(routing.events(Action(4.0, True, "nic-port-down", ("h1", 0))))
+    last = by_host(routing.events(step(4.0, True, "nic-port-down", ("h1", 0))))
     assert last[(2, "remote-up")] == {(1, 0, 0), (1, 0, 1)}
     assert routing.holds == {}
     # The same link held by two faults: the first to end gives nothing back.
-    routing.events(Action(0.0, False, "link-down", ("p0t0r0", "p0t1s0")))
-    assert routing.events(Action(0.0, False, "switch-down", ("p0t1s0",)))  # its other link
-    assert by_host(routing.events(Action(1.0, True, "link-down", ("p0t0r0", "p0t1s0")))) == {}
+    routing.events(step(0.0, False, "link-down", ("p0t0r0", "p0t1s0")))
+    assert routing.events(step(0.0, False, "switch-down", ("p0t1s0",)))  # its other link
+    assert by_host(routing.events(step(1.0, True, "link-down", ("p0t0r0", "p0t1s0")))) == {}
 
 
 @pytest.mark.parametrize("action", [
-    Action(1.0, False, "blackhole", ("p0t1s0",)),
-    Action(1.0, True, "blackhole", ("p0t1s0",)),
-    Action(1.0, False, "loss", ("h0>p0t0r0",), 0.01),
-    Action(1.0, False, "gray-loss", ("h0", "h3", 0, 1), 0.2),
-    Action(1.0, False, "link-down", ("p0t1s0>p0t0r1",)),
+    step(1.0, False, "blackhole", ("p0t1s0",)),
+    step(1.0, True, "blackhole", ("p0t1s0",)),
+    step(1.0, False, "loss", ("h0>p0t0r0",), 0.01),
+    step(1.0, False, "gray-loss", ("h0", "h3", 0, 1), 0.2),
+    step(1.0, False, "link-down", ("p0t1s0>p0t0r1",)),
 ])
 def test_routing_never_hears_of_a_blackhole_or_of_loss(action):
     assert route_events(action, FABRIC) == []
@@ -183,9 +184,9 @@ def moved_at(sender, start, step=0.0005, until=5.0) -> float | None:
 
 
 @pytest.mark.parametrize("fault, host_kind, delay", [
-    (Action(0.1, False, "link-flap", ("p0t0r0", "p0t1s0")), "local-down", LOCAL_FAILOVER_S),
-    (Action(0.1, False, "link-flap", ("p0t0r1", "p0t1s0")), "remote-down", 1.0),
-    (Action(0.1, False, "switch-reboot", ("p0t1s0",)), "local-down", LOCAL_FAILOVER_S),
+    (step(0.1, False, "link-flap", ("p0t0r0", "p0t1s0")), "local-down", LOCAL_FAILOVER_S),
+    (step(0.1, False, "link-flap", ("p0t0r1", "p0t1s0")), "remote-down", 1.0),
+    (step(0.1, False, "switch-reboot", ("p0t1s0",)), "local-down", LOCAL_FAILOVER_S),
 ])
 def test_the_queue_pair_moves_after_the_delay_of_the_fault_kind(fault, host_kind, delay):
     sender, routes, events = flow_on_a_path()
@@ -208,7 +209,7 @@ def test_a_blackhole_never_moves_the_queue_pair_until_the_switch_is_back():
     first = sender.ev
     plane, spine = sender.path_of(first)
     hole = f"p{plane}t1s{spine}"
-    for event in route_events(Action(0.0, False, "blackhole", (hole,)), FABRIC):
+    for event in route_events(step(0.0, False, "blackhole", (hole,)), FABRIC):
         routes.event(event.kind, event.paths, 0.0)  # there are none
     assert moved_at(sender, 0.0, step=0.01, until=5.0) is None  # far past reconvergence_s
     assert sender.ev == first and sender.stats["timeouts"] >= 3
@@ -248,14 +249,14 @@ class Agents:
 def test_each_fault_step_is_applied_then_told_to_the_hosts_routing():
     applied, agents = [], Agents()
     apply = with_routing(applied.append, agents, FABRIC)
-    flap = Action(1.0, False, "link-flap", ("p0t0r0", "p0t1s0"))
+    flap = step(1.0, False, "link-flap", ("p0t0r0", "p0t1s0"))
     apply(flap)
     assert applied == [flap]
     assert [(h, c["kind"]) for h, c in agents.sent] == [
         (0, "local-down"), (1, "local-down"), (2, "remote-down"), (3, "remote-down")]
     assert agents.sent[2][1] == route_events(flap, FABRIC)[2].command()
     agents.sent.clear()
-    apply(Action(2.0, False, "blackhole", ("p0t1s1",)))
+    apply(step(2.0, False, "blackhole", ("p0t1s1",)))
     assert agents.sent == []
 
 
@@ -268,7 +269,7 @@ def spine_failure(kind: str, transport: str = "roce-8"):
     transfers = [(s, d, 0) for s in range(4) for d in range(4) if s != d]
     for src, dst, msg_id in transfers:
         net.send(src, dst, msg_id, 100_000)
-    down, up = Action(0.01, False, kind, ("p0t1s0",)), Action(1.51, True, kind, ("p0t1s0",))
+    down, up = step(0.01, False, kind, ("p0t1s0",)), step(1.51, True, kind, ("p0t1s0",))
     net.run(down.t)
     net.outages.append(Outage(0, spine=0, start=down.t, end=up.t))
     for event in route_events(down, FABRIC):

@@ -13,6 +13,7 @@ import threading
 import pytest
 
 from experiments import __main__ as cli
+from experiments import dataplane
 from experiments.scenario import available_scenarios, load_scenario
 from topologies.model import load_topology
 
@@ -98,7 +99,7 @@ def no_run(monkeypatch):
     def passed(requested):
         raise AssertionError("the scenario passed validation")
 
-    monkeypatch.setattr(cli, "choose", passed)
+    monkeypatch.setattr(dataplane, "choose", passed)
 
 
 @pytest.mark.parametrize("case", sorted(BAD))
@@ -149,15 +150,15 @@ def test_the_scenario_is_checked_against_the_topology(tmp_path, capsys, no_run):
 
 def test_a_target_that_cannot_be_created_is_one_line_and_leaves_no_folder(
         tmp_path, capsys, monkeypatch):
-    from experiments import runner, targets
+    from experiments import lifecycle, targets
     from topologies.bmv2 import Bmv2Error
 
     def broken(name):
         raise Bmv2Error("p4c-bm2-ss could not compile p4src/mrc_switch.p4:\n"
                         "['error: syntax error']")
 
-    monkeypatch.setattr(cli, "choose", lambda requested: ("bmv2", "requested"))
-    monkeypatch.setattr(runner, "require_root", lambda: None)
+    monkeypatch.setattr(dataplane, "choose", lambda requested: ("bmv2", "requested"))
+    monkeypatch.setattr(lifecycle, "require_root", lambda what: None)
     monkeypatch.setenv("MRC_FABRIC_LOCK", str(tmp_path / "fabric.lock"))
     monkeypatch.setattr(targets, "make_target", broken)
     results = tmp_path / "results"
@@ -172,10 +173,10 @@ def test_a_target_that_cannot_be_created_is_one_line_and_leaves_no_folder(
 
 
 def test_a_results_folder_that_cannot_be_made_is_one_line(tmp_path, capsys, monkeypatch):
-    from experiments import runner, targets
+    from experiments import lifecycle, targets
 
-    monkeypatch.setattr(cli, "choose", lambda requested: ("kernel", "requested"))
-    monkeypatch.setattr(runner, "require_root", lambda: None)
+    monkeypatch.setattr(dataplane, "choose", lambda requested: ("kernel", "requested"))
+    monkeypatch.setattr(lifecycle, "require_root", lambda what: None)
     monkeypatch.setenv("MRC_FABRIC_LOCK", str(tmp_path / "fabric.lock"))
     monkeypatch.setattr(targets, "make_target", lambda name: object())
     blocker = tmp_path / "file"

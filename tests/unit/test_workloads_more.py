@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from experiments.workloads import MAX_SIZES, WorkloadError, phases
+from tests.fabrics import hosts
 
 
 def flows_of(phase):
@@ -13,7 +14,7 @@ def flows_of(phase):
 
 
 def test_incast_victim_has_its_own_source_and_an_idle_destination():
-    [phase] = phases("incast", {"receiver": 0, "victim": [7, 1]}, 8)
+    [phase] = phases("incast", {"receiver": 0, "victim": [7, 1]}, hosts(8))
     assert flows_of(phase) == [(s, 0, "data") for s in range(2, 7)] + [(7, 1, "victim")]
     senders = {t.src for t in phase if t.role == "data"}
     assert not senders & {7, 1}
@@ -22,44 +23,44 @@ def test_incast_victim_has_its_own_source_and_an_idle_destination():
 
 
 def test_incast_fan_in_defaults_and_limits_with_and_without_a_victim():
-    assert len(phases("incast", {"receiver": 5}, 8)[0]) == 7
-    assert [t.src for t in phases("incast", {"receiver": 5, "fan_in": 3}, 8)[0]] == [0, 1, 2]
-    [phase] = phases("incast", {"receiver": 4, "victim": [0, 7], "fan_in": 2}, 8)
+    assert len(phases("incast", {"receiver": 5}, hosts(8))[0]) == 7
+    assert [t.src for t in phases("incast", {"receiver": 5, "fan_in": 3}, hosts(8))[0]] == [0, 1, 2]
+    [phase] = phases("incast", {"receiver": 4, "victim": [0, 7], "fan_in": 2}, hosts(8))
     assert flows_of(phase) == [(1, 4, "data"), (2, 4, "data"), (0, 7, "victim")]
     # 2tier-2plane: receiver 0, victim h3 -> h1, one sender left.
-    assert flows_of(phases("incast", {"victim": [3, 1]}, 4)[0]) == [(2, 0, "data"),
+    assert flows_of(phases("incast", {"victim": [3, 1]}, hosts(4))[0]) == [(2, 0, "data"),
                                                                    (3, 1, "victim")]
     with pytest.raises(WorkloadError, match=r"^s\.yaml: params\.fan_in: must be a number of "
                                             r"senders from 1 to 5 \(got 6\)"):
-        phases("incast", {"victim": [7, 1], "fan_in": 6}, 8, "s.yaml")
+        phases("incast", {"victim": [7, 1], "fan_in": 6}, hosts(8), "s.yaml")
     with pytest.raises(WorkloadError, match=r"params\.victim: leaves no host to send"):
-        phases("incast", {"victim": [2, 1]}, 3, "s.yaml")
+        phases("incast", {"victim": [2, 1]}, hosts(3), "s.yaml")
 
 
 def test_incast_victim_size():
     [phase] = phases("incast", {"message_bytes": 1000, "victim": [3, 1],
-                                "victim_bytes": 5000}, 4)
+                                "victim_bytes": 5000}, hosts(4))
     assert [(t.role, t.size) for t in phase] == [("data", 1000), ("victim", 5000)]
-    [phase] = phases("incast", {"message_bytes": 1000, "victim": [3, 1]}, 4)
+    [phase] = phases("incast", {"message_bytes": 1000, "victim": [3, 1]}, hosts(4))
     assert phase[-1].size == 1000
 
 
 def test_all_to_all_size_sweep_is_one_phase_per_size_smallest_first():
-    sweep = phases("all-to-all", {"message_bytes": [1_000_000, 4_000, 64_000]}, 4)
+    sweep = phases("all-to-all", {"message_bytes": [1_000_000, 4_000, 64_000]}, hosts(4))
     assert [{t.size for t in p} for p in sweep] == [{4_000}, {64_000}, {1_000_000}]
     assert all(len(p) == 12 for p in sweep)
     # Message ids stay unique per pair across the sweep.
     assert [t.msg_id for p in sweep for t in p if (t.src, t.dst) == (2, 1)] == [0, 1, 2]
-    assert [len(p) for p in phases("all-to-all", {"message_bytes": [5]}, 3)] == [6]
-    assert {t.size for t in phases("all-to-all", {"message_bytes": 7}, 3)[0]} == {7}
+    assert [len(p) for p in phases("all-to-all", {"message_bytes": [5]}, hosts(3))] == [6]
+    assert {t.size for t in phases("all-to-all", {"message_bytes": 7}, hosts(3))[0]} == {7}
 
 
 def test_flows_are_one_phase_one_transfer_per_pair():
-    [phase] = phases("flows", {"flows": [[0, 2], [1, 3]], "message_bytes": 9000}, 4)
+    [phase] = phases("flows", {"flows": [[0, 2], [1, 3]], "message_bytes": 9000}, hosts(4))
     assert [(t.src, t.dst, t.msg_id, t.size) for t in phase] == [(0, 2, 0, 9000),
                                                                  (1, 3, 0, 9000)]
     # Two flows into one host, and a pair and its reverse, are different flows.
-    [phase] = phases("flows", {"flows": [[0, 2], [1, 2], [2, 0]]}, 4)
+    [phase] = phases("flows", {"flows": [[0, 2], [1, 2], [2, 0]]}, hosts(4))
     assert [(t.src, t.dst) for t in phase] == [(0, 2), (1, 2), (2, 0)]
 
 
@@ -95,5 +96,5 @@ def test_flows_are_one_phase_one_transfer_per_pair():
 ])
 def test_bad_parameters_are_one_line(workload, params, match):
     with pytest.raises(WorkloadError, match=r"^s\.yaml: " + match) as caught:
-        phases(workload, params, 4, "s.yaml")
+        phases(workload, params, hosts(4), "s.yaml")
     assert "\n" not in str(caught.value) and "fix: " in str(caught.value)
