@@ -25,9 +25,9 @@ run-experiment: deps ## build TOPO, run SCENARIO on DATAPLANE, write results/ (r
 	@echo "== run-experiment: TOPO=$(TOPO) DATAPLANE=$(DATAPLANE) SCENARIO=$(SCENARIO)"
 	@$(PY) -m experiments run --topo $(TOPO) --dataplane $(DATAPLANE) --scenario $(SCENARIO) $(if $(CAPTURE),--capture $(CAPTURE))
 
-cli: deps ## interactive fabric with agents and testbed commands (root; docs/cli.md)
-	@echo "== cli: TOPO=$(TOPO) DATAPLANE=$(DATAPLANE)"
-	@$(PY) -m experiments.cli --topo $(TOPO) --dataplane $(DATAPLANE) $(if $(CAPTURE),--capture $(CAPTURE))
+cli: deps ## interactive fabric with agents and testbed commands (root; TWIN=1: the single-plane twin; docs/cli.md)
+	@echo "== cli: TOPO=$(TOPO) DATAPLANE=$(DATAPLANE)$(if $(TWIN), (its single-plane twin))"
+	@$(PY) -m experiments.cli --topo $(TOPO) --dataplane $(DATAPLANE) $(if $(CAPTURE),--capture $(CAPTURE)) $(if $(TWIN),--twin)
 
 p4shell: deps ## read-only p4runtime-shell on SWITCH of the running BMv2 fabric
 	@test -n "$(SWITCH)" || { echo "p4shell: SWITCH=<name> needed, e.g. make p4shell SWITCH=p0t0r0" >&2; exit 2; }

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from topologies.model import Fabric
+from topologies.resolved import write_resolved_topology
 
 REPO = Path(__file__).resolve().parent.parent
 # MRC_PROFILE=1 makes every agent write a cProfile next to its event log.
@@ -27,21 +28,22 @@ class AgentError(RuntimeError):
     """An agent did not start, died, or reported an error."""
 
 
-def agent_config(fabric: Fabric, host: int, transport: str, events: Path,
+def agent_config(topology: Path, host: int, transport: str, events: Path,
                  protocol: dict | None, progress_s: float) -> dict:
-    """What one agent's --config file holds (hosts/agent.py AgentConfig): the topology
-    file and the rate the run capped its links to, so that the agent works on the
-    fabric the run built."""
-    spec = fabric.spec
-    return {"host": host, "topology": spec.source,
-            "rate_cap_mbit": max(spec.host_t0.rate_mbit, spec.t0_t1.rate_mbit),
-            "transport": transport, "events": str(events), "protocol": protocol or {},
-            "progress_s": progress_s}
+    """What one agent's --config file holds (hosts/agent.py AgentConfig): the run's
+    resolved topology, so that the agent works on the fabric the run built."""
+    return {"host": host, "topology": str(topology), "transport": transport,
+            "events": str(events), "protocol": protocol or {}, "progress_s": progress_s}
 
 
 class AgentSet:
+    """One agent per host of `fabric`. They read the run's topology.json (`topology`,
+    else the one the lifecycle wrote for `net` at bring-up, experiments/lifecycle.py);
+    without one, the fabric's is written into `folder`."""
+
     def __init__(self, net, fabric: Fabric, transport: str, folder: Path,
-                 protocol: dict | None = None, progress_s: float = 0.05):
+                 protocol: dict | None = None, progress_s: float = 0.05,
+                 topology: Path | None = None):
         self.fabric = fabric
         self.transport = transport
         self.inbox: queue.Queue = queue.Queue()
@@ -51,12 +53,16 @@ class AgentSet:
         # transfers: one line at a time on each agent's stdin.
         self._write = threading.Lock()
         folder.mkdir(parents=True, exist_ok=True)
+        topology = topology or net.resolved_topology
+        if topology is None:
+            topology = folder / "topology.json"
+            write_resolved_topology(topology, fabric)
         self.event_files = []
         for host in fabric.hosts:
             config = folder / f"{host.name}.json"
             events = folder / f"events-{transport}-{host.name}.jsonl"
             self.event_files.append(events)
-            config.write_text(json.dumps(agent_config(fabric, host.index, transport, events,
+            config.write_text(json.dumps(agent_config(topology, host.index, transport, events,
                                                       protocol, progress_s)))
             proc = net.get(host.name).popen(
                 [sys.executable, "-m", "hosts.agent", "--config", str(config)]

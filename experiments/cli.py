@@ -44,7 +44,7 @@ from experiments.faults.kinds.port import NicPortDown
 from experiments.faults.kinds.switch import Blackhole, SwitchReboot
 from experiments.reroute import RoutingState
 from experiments.targets import apply_fault
-from hosts.protocol import MAX_MSG_LEN, TRANSPORTS, ev_choice
+from hosts.protocol import MAX_MSG_LEN, ON_PLANES, TRANSPORTS, ev_choice
 from topologies.errors import UserError
 from topologies.model import Fabric
 from topologies.paths import catalogue
@@ -123,6 +123,11 @@ def parse_send(fabric: Fabric, args: list[str], transports: tuple[str, ...]) -> 
             transport = arg
         elif arg[:1].isdigit():
             size = parse_size(arg)
+        elif arg in TRANSPORTS:
+            raise CommandError("send", "transport", f"{arg} runs on the single-plane twin of "
+                               f"{fabric.name}, not on this fabric",
+                               f"use {arg}{ON_PLANES} here, or start the CLI on the twin "
+                               "(make cli TWIN=1)")
         else:
             raise CommandError("send", "transport", f"{arg!r} is not a transport",
                                f"use one of {', '.join(transports)}")
@@ -462,7 +467,9 @@ class FabricCLI(CLI):
         """Send one message through the agents and print what happened.
         Usage: send SRC DST [BYTES] [TRANSPORT]    e.g. send h0 h3 1M mrc
         BYTES: 1500, 64k, 1M (default 1M = 1000000). TRANSPORT: mrc (default),
-        single-path, mrc-no-trim, mrc-no-probe (a new transport restarts the agents).
+        mrc-no-trim, mrc-no-probe, and the RoCE baseline: roce, roce-8, roce-16 (and -pfc
+        without DCQCN) on a single-plane fabric (make cli TWIN=1), with @planes on a
+        multi-plane one (roce-8@planes). A new transport restarts the agents.
         Prints delivery, verification, time and the sender's counters during the
         transfer: retransmissions, EVs retired and reinstated, probes, timeouts..."""
         session = self.session
@@ -561,18 +568,26 @@ def main(argv: list[str] | None = None) -> int:
                              "ports, or nodes and node:port, comma separated "
                              "(docs/wireshark.md)")
     parser.add_argument("--results", default="results", help="folder for the session folder")
+    parser.add_argument("--twin", action="store_true",
+                        help="build the topology's single-plane twin, where the RoCE "
+                             "transports run (experiments/twin.py)")
     args = parser.parse_args(argv)
 
     from experiments.lifecycle import PREFLIGHT_ERRORS, Run
+    from experiments.twin import fabric_of, twin_of
     from topologies.model import load_topology
 
     try:
-        run = Run.prepare("cli", load_topology(args.topo), args.dataplane, args.results,
-                          args.capture)
+        fabric = load_topology(args.topo)
+        if args.twin:
+            fabric = twin_of(fabric)
+        run = Run.prepare("cli", fabric, args.dataplane, args.results, args.capture)
     except PREFLIGHT_ERRORS as err:
         print(f"error: {err}", file=sys.stderr)
         return USAGE_ERROR
-    return _session(run, TRANSPORTS)
+    # The transports that run on this fabric: on a multi-plane one MRC and RoCE with
+    # @planes, on a single-plane one (its own twin) every transport.
+    return _session(run, tuple(t for t in TRANSPORTS if fabric_of(t, fabric) is fabric))
 
 
 def _session(run, transports: tuple[str, ...]) -> int:

@@ -131,7 +131,7 @@ class Run:
         self.status = 1
         self.error: str | None = None
         # What the entry point's summary gets from the lifecycle: per fabric its
-        # bring-up, and at each teardown the captures and the eBPF ports' counters.
+        # bring-up and, at its teardown, its eBPF ports' counters; the captures.
         self.facts: dict = {"fabrics": []}
         self._capture = None
         self._signals: dict = {}
@@ -186,14 +186,18 @@ class Run:
 
     def up(self, fabric: Fabric | None = None, faults=()):
         """Build, shape and program `fabric` (the run's own by default), tearing down
-        the one up now first; write its resolved topology into the results folder, start
-        the capture, and load the eBPF program on the ports `faults` will use. Returns
-        the network (experiments/bringup.py Network)."""
+        the one up now first (a fabric already up stays up); write its resolved topology
+        into the results folder, start the capture, and load the eBPF program on the
+        ports `faults` will use. Returns the network (experiments/bringup.py Network)."""
         from experiments import ebpf_switch
         from experiments.bringup import bring_up
         from topologies.resolved import write_resolved_topology
 
         fabric = fabric or self.fabric
+        if self.network is not None and self.network.fabric == fabric:
+            if self.network.ebpf.available and faults:  # only what is new to the ports
+                ebpf_switch.prepare_faults(self.network.net, fabric, faults)
+            return self.network
         self.down()
         self.progress(f"building {fabric.name}: {len(fabric.hosts)} hosts, "
                       f"{len(fabric.switches)} switches, {len(fabric.links)} links")
@@ -208,9 +212,9 @@ class Run:
         if network.ebpf.available and faults:
             ebpf_switch.prepare_faults(network.net, fabric, faults)
         first = len(self.facts["fabrics"]) == 1
-        write_resolved_topology(self.folder / ("topology.json" if first else
-                                               f"topology-{fabric.name}.json"),
-                                fabric, self.target.name)
+        resolved = self.folder / ("topology.json" if first else f"topology-{fabric.name}.json")
+        write_resolved_topology(resolved, fabric, self.target.name)
+        network.net.resolved_topology = resolved  # what the host agents read
         if self.capture_spec is not None:
             from experiments.capture import start_capture
 
@@ -240,7 +244,8 @@ class Run:
                     self.progress(f"capture: {err.__class__.__name__} {err}")
             if network.net.ebpf_ports:
                 try:
-                    self.facts["ebpf_counters"] = ebpf_switch.read_counters(network.net)
+                    self.facts["fabrics"][-1]["ebpf_counters"] = ebpf_switch.read_counters(
+                        network.net)
                 except Exception as err:  # noqa: BLE001 - reported; the teardown goes on
                     self.progress(f"eBPF counters: {err.__class__.__name__} {err}")
             self.progress("tearing down")

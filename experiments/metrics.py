@@ -305,6 +305,8 @@ def summarize(run, events: list[dict]) -> dict:
         "fct_max_s": _round(max(fcts) if fcts else None),
         "victim_fct_s": _round(victims[0] if victims else None),
         "timed_out": run.timed_out,
+        # A RoCE queue pair past its retry limit: where a training job would abort.
+        "aborted": run.aborted,
         "faults_applied": len(run.faults),
         "fault_errors": run.fault_errors,
         "path_events": dict(sorted(counts.items())),

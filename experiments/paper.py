@@ -40,6 +40,7 @@ from experiments.paper_rows import Row, rows
 from experiments.play import Pass, play_pass
 from experiments.plots import goodput_plot
 from experiments.scenario import NotApplicable, Scenario, check_scenario, scale_note, scaled
+from experiments.twin import by_fabric, twin_steps
 from topologies.errors import UserError
 from topologies.model import Fabric, load_topology, with_rate_cap
 
@@ -103,69 +104,102 @@ def checked_rows(fabric: Fabric, only: set[str] | None, data_scale: float = 1.0
     return out
 
 
-def _pass_key(scenario: Scenario) -> str:
+def _pass_key(scenario: Scenario, transports: tuple[str, ...]) -> str:
     """Rows whose references play the same thing share one pass."""
-    return json.dumps([scenario.workload, scenario.params, scenario.transports,
+    return json.dumps([scenario.workload, scenario.params, transports,
                        scenario.protocol, [a.describe() for a in scenario.faults]],
                       sort_keys=True, default=str)
 
 
-def run_rows(net, fabric: Fabric, target, table, folder: Path, features: dict,
-             progress) -> list[dict]:
-    """Play and judge every row; a row that fails to run gets ERROR and the rest go on."""
-    references: dict[str, Pass] = {}
-    results = []
-    for number, checked in enumerate(table, 1):
-        row, scenario, reference = checked.row, checked.scenario, checked.reference
-        progress(f"[{number}/{len(table)}] {row.key}: {row.claim}")
-        entry = {"key": row.key, "section": row.section, "claim": row.claim,
-                 "criterion": row.criterion, "differs": row.differs,
-                 "scenario": row.scenario, "reference": row.reference}
+def run_rows(run: Run, table: list[CheckedRow], features: dict) -> list[dict]:
+    """Play and judge every row; a row that fails to run gets ERROR and the rest go on.
+
+    The rows' transports are played fabric by fabric (experiments/twin.py: MRC on the
+    run's fabric, RoCE on its single-plane twin), one bring-up each, every row's part
+    on each; each row is then judged on its passes put back together."""
+    progress = run.progress
+    results: dict[str, dict] = {}
+    runnable: list[CheckedRow] = []
+    for checked in table:
+        row = checked.row
+        entry = results[row.key] = {
+            "key": row.key, "section": row.section, "claim": row.claim,
+            "criterion": row.criterion, "differs": row.differs, "scenario": row.scenario,
+            "reference": row.reference, "duration_s": 0.0}
         missing = [f for f in row.needs if not features.get(f)]
         if checked.not_applicable:
             entry.update(verdict="NOT APPLICABLE", measured=checked.not_applicable)
-            progress(f"  {row.key}: {entry['measured']}")
-            results.append(entry)
-            continue
-        if missing:
+        elif missing:
             entry.update(verdict="NOT RUN", measured=f"not on this data plane: it has no "
                          f"{' and no '.join(missing)} (link_emulation in paper.json)")
-            progress(f"  {row.key}: {entry['measured']}")
-            results.append(entry)
+        else:
+            runnable.append(checked)
             continue
-        started = time.monotonic()
+        progress(f"{row.key}: {entry['measured']}")
+    played = {c.row.key: (Pass(), Pass() if c.reference is not None else None)
+              for c in runnable}
+    everything = tuple(dict.fromkeys(
+        t for c in runnable for s in (c.scenario, c.reference) if s for t in s.transports))
+    for fabric, here in by_fabric(everything, run.fabric):
+        steps = {c.row.key: twin_steps(c.scenario.faults, run.fabric, fabric)[0]
+                 for c in runnable}
+        network = run.up(fabric, tuple(a for key in steps for a in steps[key]))
+        references: dict[str, Pass] = {}
+        for number, checked in enumerate(runnable, 1):
+            row, scenario, reference = checked.row, checked.scenario, checked.reference
+            entry = results[row.key]
+            mine = tuple(t for t in scenario.transports if t in here)
+            if "verdict" in entry or not mine:
+                continue
+            progress(f"[{number}/{len(runnable)}] {row.key} on {fabric.name}: {row.claim}")
+            started = time.monotonic()
+            try:
+                faulty = play_pass(network.net, fabric, run.target, mine, scenario.plan,
+                                   steps[row.key], run.folder / row.key, scenario.timeout_s,
+                                   scenario.protocol, progress, label=row.key)
+                played[row.key][0].add(faulty)
+                if reference is not None:
+                    theirs = tuple(t for t in reference.transports if t in here)
+                    key = _pass_key(reference, theirs)
+                    if key not in references:
+                        references[key] = play_pass(
+                            network.net, fabric, run.target, theirs, reference.plan,
+                            twin_steps(reference.faults, run.fabric, fabric)[0],
+                            run.folder / f"reference-{fabric.name}-{len(references) + 1}",
+                            reference.timeout_s, reference.protocol, progress,
+                            label=f"{row.key} reference")
+                    played[row.key][1].add(references[key])
+                if not scenario.faults:  # a later row may be measured against this pass
+                    references.setdefault(_pass_key(scenario, mine), faulty)
+            except (KeyboardInterrupt, Interrupted):
+                raise
+            except Exception as err:  # noqa: BLE001 - one row's failure is reported in its row
+                entry.update(verdict="ERROR", measured=f"{err.__class__.__name__}: {err}")
+                progress(f"  {row.key}: ERROR: {entry['measured']}")
+            entry["duration_s"] = round(entry["duration_s"] + time.monotonic() - started, 1)
+    for checked in runnable:
+        row, scenario = checked.row, checked.scenario
+        entry = results[row.key]
+        if "verdict" in entry:
+            continue
+        faulty, against = played[row.key]
+        faulty.order(scenario.transports)
+        if against is not None:
+            against.order(checked.reference.transports)
+        times = [(a.t, a.up) for a in scenario.faults]
         try:
-            faulty = play_pass(net, fabric, target, scenario.transports, scenario.plan,
-                               scenario.faults, folder / row.key, scenario.timeout_s,
-                               scenario.protocol, progress, label=row.key)
-            against = None
-            if reference is not None:
-                key = _pass_key(reference)
-                if key not in references:
-                    references[key] = play_pass(
-                        net, fabric, target, reference.transports, reference.plan,
-                        reference.faults, folder / f"reference-{len(references) + 1}",
-                        reference.timeout_s, reference.protocol, progress,
-                        label=f"{row.key} reference")
-                against = references[key]
-            if not scenario.faults:  # a later row may be measured against this pass
-                references.setdefault(_pass_key(scenario), faulty)
-            times = [(a.t, a.up) for a in scenario.faults]
-            verdict = JUDGES[row.judge](Measured(row, fabric, faulty, against, times,
+            verdict = JUDGES[row.judge](Measured(row, run.fabric, faulty, against, times,
                                                  scenario.faults))
-            goodput_plot(folder / f"{row.key}.png", faulty.runs, faulty.events)
-            entry.update(verdict="PASS" if verdict.passed else "FAIL",
-                         measured=verdict.measured, figures=verdict.figures,
-                         plot=f"{row.key}.png", blocks=faulty.blocks,
-                         reference_blocks=against.blocks if against else None)
-        except (KeyboardInterrupt, Interrupted):
-            raise
-        except Exception as err:  # noqa: BLE001 - one row's failure is reported in its row
+        except Exception as err:  # noqa: BLE001 - a judge that cannot decide is the row's ERROR
             entry.update(verdict="ERROR", measured=f"{err.__class__.__name__}: {err}")
-        entry["duration_s"] = round(time.monotonic() - started, 1)
+            continue
+        goodput_plot(run.folder / f"{row.key}.png", faulty.runs, faulty.events)
+        entry.update(verdict="PASS" if verdict.passed else "FAIL",
+                     measured=verdict.measured, figures=verdict.figures,
+                     plot=f"{row.key}.png", blocks=faulty.blocks,
+                     reference_blocks=against.blocks if against else None)
         progress(f"  {row.key}: {entry['verdict']}: {entry['measured']}")
-        results.append(entry)
-    return results
+    return [results[c.row.key] for c in table]
 
 
 def write_paper(folder: Path, meta: dict, results: list[dict]) -> None:
@@ -223,7 +257,7 @@ def run_paper(run: Run, table, rate_reason: str) -> None:
         meta["link_emulation"] = network.link_emulation()
         meta.update(target.summary_fields())
         features = {name: meta["link_emulation"].get(name) for name in FEATURES}
-        results = run_rows(network.net, fabric, target, table, run.folder, features, progress)
+        results = run_rows(run, table, features)
         run.status = 1 if any(r["verdict"] == "ERROR" for r in results) else 0
     if run.error and run.error != "interrupted":
         meta["error"] = run.error

@@ -35,6 +35,17 @@ class Pass:
     def block(self, transport: str) -> dict:
         return next(b for b in self.blocks if b["transport"] == transport)
 
+    def add(self, other: Pass) -> None:
+        """Take in another pass's transports (played on another fabric, say)."""
+        self.runs += other.runs
+        self.events.update(other.events)
+        self.blocks += other.blocks
+
+    def order(self, transports: tuple[str, ...]) -> None:
+        """Put the transports in the given order (a scenario's)."""
+        self.runs.sort(key=lambda r: transports.index(r.transport))
+        self.blocks.sort(key=lambda b: transports.index(b["transport"]))
+
     def run(self, transport: str) -> TransportRun:
         return next(r for r in self.runs if r.transport == transport)
 
@@ -60,6 +71,8 @@ def play_pass(net, fabric: Fabric, target: Target, transports: tuple[str, ...],
                             folder, timeout_s, protocol, progress)
         events = read_events(run.event_files)
         block = summarize(run, events)
+        block["fabric"] = {"topology": fabric.name, "planes": fabric.spec.planes,
+                           "rate_mbit": fabric.spec.host_t0.rate_mbit}
         if before is not None:
             block["switch_counters"] = ebpf_switch.counter_totals(
                 fabric, before, ebpf_switch.read_counters(net))

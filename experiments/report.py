@@ -6,7 +6,24 @@ from pathlib import Path
 
 from experiments.slowdown import describe
 
+
+def _fabric(block: dict) -> str:
+    fabric = block.get("fabric")
+    if not fabric:
+        return "-"
+    return f"{fabric['topology']} ({fabric['planes']} x {fabric['rate_mbit']:g} Mbit/s)"
+
+
+def _aborted(block: dict) -> str:
+    a = block.get("aborted")
+    if not a:
+        return "no"
+    return (f"**yes, at {a['t']:.2f} s**: QP {a['qp']} of h{a['src']} -> h{a['dst']} past its "
+            "retry limit (the job would abort here)")
+
+
 ROWS = [
+    ("fabric", _fabric),
     ("completed and verified", lambda s: f"{s['transfers_done']}/{s['transfers']}"),
     ("workload time (s)", lambda s: s["workload_s"]),
     ("goodput (Mbit/s)", lambda s: s["goodput_mbps"]),
@@ -15,6 +32,7 @@ ROWS = [
     ("completion time p99 (s)", lambda s: s["fct_p99_s"]),
     ("victim flow completion (s)", lambda s: s["victim_fct_s"]),
     ("timed out", lambda s: s["timed_out"]),
+    ("queue pair in error (job aborted)", _aborted),
     ("paths retired / reinstated", lambda s: f"{s['path_events'].get('retire', 0)} / "
                                              f"{s['path_events'].get('reinstate', 0)}"),
     ("EVs migrated by ECN", lambda s: s["path_events"].get("migrate", 0)),

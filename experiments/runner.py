@@ -10,6 +10,12 @@ without them (`fault_free` in summary.json, the agents' files in `fault-free/`),
 that each transport is measured against its own fault-free run (`slowdown`): a
 baseline that is slower without faults too is not flattered or blamed for it.
 
+The RoCE transports run on the single-plane twin of the fabric (experiments/twin.py)
+unless named `@planes`: the run brings up the multi-plane fabric for the MRC
+transports, plays both passes there, then the twin for the RoCE ones, under the same
+faults mapped onto it; each transport's block says which fabric it ran on
+(`fabric`), and summary.json lists both (`fabrics`).
+
 Where the eBPF switch program runs (experiments/ebpf_switch.py), each transport's block
 gets what the switch ports counted while it ran (`switch_counters`: trimmed, ECN-marked,
 dropped... summed over host-facing and over fabric ports), and the summary every
@@ -21,16 +27,16 @@ from __future__ import annotations
 import json
 import time
 from datetime import datetime
-from pathlib import Path
 
 from experiments.checks import check_paths
 from experiments.lifecycle import Progress, Run
 from experiments.metrics import workload_ok
-from experiments.play import play_pass
+from experiments.play import Pass, play_pass
 from experiments.plots import fct_cdf_plot, flows_plot, goodput_plot, path_state_plot
 from experiments.report import write_report
 from experiments.scenario import Scenario, scale_note, scaled
 from experiments.slowdown import describe, slowdowns
+from experiments.twin import by_fabric, twin_steps
 from topologies.model import Fabric
 
 MAX_FAILED_LISTED = 50
@@ -62,16 +68,20 @@ def run_experiment(run: Run, scenario: Scenario, fault_free: bool = True) -> Non
             run.progress(f"by role: {note}")
         if scenario.resolved:
             summary["scenario_resolved"] = list(scenario.resolved)
-        network = run.up(fabric, scenario.faults)
-        summary["link_emulation"] = network.link_emulation()
-        summary["table_writes"] = network.table_writes
-        summary.update(run.target.summary_fields())
-        summary["bringup_s"] = network.bringup_s
         if scenario.workload == "pathcheck":
+            network = run.up(fabric)
             run.status = run_pathcheck(network.net, fabric, scenario, summary, run.progress)
         else:
-            run.status = run_workload(network.net, fabric, run.target, scenario, run.folder,
-                                      summary, run.progress, fault_free)
+            run.status = run_workload(run, scenario, summary, fault_free)
+    fabrics = run.facts["fabrics"]
+    if fabrics:  # the first is the run's own fabric
+        first = fabrics[0]
+        summary.update(link_emulation=first["link_emulation"],
+                       table_writes=first["table_writes"], bringup_s=first["bringup_s"])
+        if "ebpf_counters" in first:
+            summary["ebpf_counters"] = first["ebpf_counters"]
+    if len(fabrics) > 1:
+        summary["fabrics"] = fabrics
     summary.update({k: v for k, v in run.facts.items() if k != "fabrics"})
     if run.error:
         summary["error"] = run.error
@@ -102,13 +112,13 @@ def run_pathcheck(net, fabric: Fabric, scenario: Scenario, summary: dict,
     return 0 if result.all_ok else 1
 
 
-def run_workload(net, fabric: Fabric, target, scenario: Scenario, folder: Path,
-                 summary: dict, progress: Progress, fault_free: bool = True) -> int:
+def run_workload(run: Run, scenario: Scenario, summary: dict, fault_free: bool = True) -> int:
     """Play the workload once per transport under the faults and, when there are faults
     and `fault_free`, once more without them: each transport's slowdown is its time
-    under the faults against its own fault-free run. The run is ok when MRC lost
+    under the faults against its own fault-free run. Each group of transports plays on
+    its fabric (the RoCE ones on the single-plane twin). The run is ok when MRC lost
     nothing in either pass and every fault was applied."""
-    actions, plan = scenario.faults, scenario.plan
+    plan, progress, folder = scenario.plan, run.progress, run.folder
     summary["scenario_description"] = scenario.description
     summary["workload"] = {"name": scenario.workload, "params": scenario.params,
                            "phases": len(plan), "transfers": sum(map(len, plan)),
@@ -116,16 +126,28 @@ def run_workload(net, fabric: Fabric, target, scenario: Scenario, folder: Path,
                            "data_scale": scenario.data_scale}
     if scenario.data_scale < 1.0:
         progress(scale_note(scenario.data_scale))
-    faulty = play_pass(net, fabric, target, scenario.transports, plan, actions, folder,
-                       scenario.timeout_s, scenario.protocol, progress)
+    faulty, clean = Pass(), Pass() if scenario.faults and fault_free else None
+    for fabric, transports in by_fabric(scenario.transports, run.fabric):
+        steps, left_out = twin_steps(scenario.faults, run.fabric, fabric)
+        for note in left_out:
+            progress(f"{', '.join(transports)} on {fabric.name}: {note}")
+            summary.setdefault("faults_left_out", []).append(note)
+        network = run.up(fabric, steps)
+        if fabric is not run.fabric:
+            progress(f"{', '.join(transports)} on {fabric.name}, the single-plane twin: one "
+                     f"port per host at {fabric.spec.host_t0.rate_mbit:g} Mbit/s")
+        faulty.add(play_pass(network.net, fabric, run.target, transports, plan, steps, folder,
+                             scenario.timeout_s, scenario.protocol, progress))
+        if clean is not None:
+            progress("the same workload without faults, for each transport's slowdown")
+            clean.add(play_pass(network.net, fabric, run.target, transports, plan, (),
+                                folder / FAULT_FREE, scenario.timeout_s, scenario.protocol,
+                                progress, label=FAULT_FREE))
+    faulty.order(scenario.transports)
     summary["transports"] = faulty.blocks
     summary["faults"] = faulty.runs[0].faults if faulty.runs else []
-    clean = None
-    if actions and fault_free:
-        progress("the same workload without faults, for each transport's slowdown")
-        clean = play_pass(net, fabric, target, scenario.transports, plan, (),
-                          folder / FAULT_FREE, scenario.timeout_s, scenario.protocol,
-                          progress, label=FAULT_FREE)
+    if clean is not None:
+        clean.order(scenario.transports)
         summary["fault_free"] = clean.blocks
         summary["slowdown"] = slowdowns(faulty.blocks, clean.blocks)
         for entry in summary["slowdown"]:

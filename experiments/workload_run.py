@@ -5,7 +5,9 @@ apply the faults in place before the start (`before_start`), start fresh agents,
 the fault timeline, play the workload's phases (a phase starts when the previous one
 was delivered, verified and acknowledged), restore whatever a fault left down, gather
 the agents' counters, stop them. Transfers that do not finish before the scenario's
-timeout count as failed, as a crashed job would.
+timeout count as failed, as a crashed job would. A RoCE queue pair past its retry limit
+(hosts/baseline.py) ends its transport's run at once, as it would abort a training job:
+`aborted` says when and which.
 
 The fabric's switches are programmed with static source-routed tables and run no
 routing protocol, so for the baseline transports the fault timeline also plays the
@@ -27,7 +29,7 @@ from experiments.agents import AgentSet
 from experiments.faults import FaultInjector, Step, apply_before_start
 from experiments.reroute import RoutingState
 from experiments.workloads import Transfer
-from hosts.protocol import BASELINE_QPS
+from hosts.protocol import transport_spec
 
 
 @dataclass
@@ -62,16 +64,19 @@ class TransportRun:
     stats: dict = field(default_factory=dict)
     timed_out: bool = False
     event_files: list[Path] = field(default_factory=list)
+    # The first queue pair that went to the error state (hosts/baseline.py): the job
+    # would abort here. {"t": seconds from the start, "src", "dst", "qp"}.
+    aborted: dict | None = None
 
     @property
     def ok(self) -> bool:
-        return not self.timed_out and all(t.done for t in self.transfers)
+        return not self.timed_out and not self.aborted and all(t.done for t in self.transfers)
 
 
 def run_transport(net, fabric, transport: str, phases: list[list[Transfer]],
                   steps: list[Step], apply_fault, folder: Path, timeout_s: float,
                   protocol: dict, progress, progress_s: float = 0.05) -> TransportRun:
-    baseline = transport in BASELINE_QPS
+    baseline = transport_spec(transport).baseline
     # Faults in place before the start are there before the agents: each agent finds its
     # ports as the job would (a dead port is dead when it starts).
     played, early_errors, early = apply_before_start(
@@ -93,9 +98,15 @@ def run_transport(net, fabric, transport: str, phases: list[list[Transfer]],
         deadline = start + timeout_s
         for index, phase in enumerate(phases):
             if not _play_phase(agents, phase, index, run, deadline):
-                run.timed_out = True
-                progress(f"  {transport}: phase {index + 1}/{len(phases)} did not finish "
-                         f"within {timeout_s:g}s")
+                if run.aborted:
+                    a = run.aborted
+                    progress(f"  {transport}: queue pair {a['qp']} of h{a['src']} -> "
+                             f"h{a['dst']} went to the error state at {a['t']:.2f}s (past "
+                             "its retry limit): the job would abort here")
+                else:
+                    run.timed_out = True
+                    progress(f"  {transport}: phase {index + 1}/{len(phases)} did not "
+                             f"finish within {timeout_s:g}s")
                 break
         run.end = time.monotonic()
         injector.stop(restore=apply_fault)
@@ -151,6 +162,10 @@ def _play_phase(agents: AgentSet, phase: list[Transfer], index: int, run: Transp
             key = (message["agent"], message["dst"], message["msg_id"])
             if key in results:
                 results[key].completed = message["t"]
+        elif kind == "qp_error":
+            run.aborted = {"t": round(message["t"] - run.start, 4), "src": message["agent"],
+                           "dst": message["dst"], "qp": message["qp"]}
+            return False
         elif kind in ("error", "exited"):
             raise RuntimeError(f"agent h{message['agent']}: {message.get('message', message)}")
         else:

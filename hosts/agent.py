@@ -10,6 +10,7 @@ Control channel: JSON lines on stdin (commands) and stdout (answers and notifica
     -> {"cmd": "send", "dst": 3, "msg_id": 0, "bytes": 1000000}
     <- {"event": "completed", "dst": 3, "msg_id": 0, "bytes": ..., "t": ...}   (all acked)
     <- {"event": "delivered", "src": 1, "msg_id": 0, "bytes": ..., "verified": true, "t": ...}
+    <- {"event": "qp_error", "dst": 3, "qp": 2, "t": ...}   (a RoCE QP past its retry limit)
     -> {"cmd": "stats"}   <- {"event": "stats", ...counters}
     -> {"cmd": "paths", "dst": 3}   <- {"event": "paths", "peers": {"3": [{"ev": ...,
        "plane": 0, "path": 1, "state": "GOOD", "active": true}, ...]}}   (dst optional)
@@ -51,8 +52,9 @@ from hosts.netio import CarrierWatcher, PlaneSockets, carrier
 from hosts.payload import build, check
 from hosts.protocol import MAX_MSG_LEN, MRC_UDP_PORT
 from topologies.addressing import AddressingError, host_address, parse_usids
-from topologies.model import Fabric, load_topology, with_rate_cap
+from topologies.model import Fabric
 from topologies.paths import path_for_ev
+from topologies.resolved import read_fabric
 
 # Time the loop gives to making and checking messages per turn: a chunk or two, so
 # packets and acks wait at most about this long behind them.
@@ -62,22 +64,18 @@ JOB_BUDGET_S = 0.0005
 @dataclass
 class AgentConfig:
     host: int
-    topology: str
-    # No link faster than this (topologies/model.py `with_rate_cap`): the rate the run
-    # built its links at when it capped the topology's (BMv2's CPU, `make paper`), so
+    # The run's resolved topology (topology.json, topologies/resolved.py): the fabric
+    # the run built, at the rates it capped the links to, or the single-plane twin, so
     # that the agent paces, and sets its timers, for the links it really has.
-    rate_cap_mbit: float | None = None
+    topology: str
     transport: str = "mrc"
     events: str = ""
     protocol: dict = field(default_factory=dict)
     progress_s: float = 0.05  # how often the event log gets a progress sample
 
     def fabric(self) -> Fabric:
-        """The fabric of the run: the topology, at the rate it was capped to."""
-        fabric = load_topology(self.topology)
-        if self.rate_cap_mbit is not None:
-            fabric = with_rate_cap(fabric, self.rate_cap_mbit)
-        return fabric
+        """The fabric of the run, as the run wrote it."""
+        return read_fabric(self.topology)
 
     @classmethod
     def load(cls, path: str) -> AgentConfig:
@@ -120,7 +118,8 @@ class Agent:
                          "foreign": 0, "delivered": 0, "verify_failed": 0}
         self.endpoint: Endpoint = make_endpoint(
             config.transport, self.me, self.fabric, config.protocol,
-            on_event=self.log, on_delivered=self.delivered, on_completed=self.completed)
+            on_event=self.log, on_delivered=self.delivered, on_completed=self.completed,
+            on_qp_error=self.qp_error)
         # Making and checking messages, a chunk at a time between packets: (steps, then).
         self.jobs: deque[tuple[Generator, Callable]] = deque()
         self.running = True
@@ -170,6 +169,10 @@ class Agent:
     def completed(self, dst: int, msg_id: int, size: int) -> None:
         self.emit({"event": "completed", "dst": dst, "msg_id": msg_id, "bytes": size,
                    "t": time.monotonic()})
+
+    def qp_error(self, dst: int, qp: int, now: float) -> None:
+        """A baseline queue pair passed its retry limit: a job would abort here."""
+        self.emit({"event": "qp_error", "dst": dst, "qp": qp, "t": now})
 
     # ----------------------------------------------------------------- control
     def command(self, line: str) -> None:

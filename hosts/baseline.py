@@ -1,6 +1,8 @@
-"""The RoCE-like baseline transport (pure logic): queue pairs, go-back-N, DCQCN, ECMP.
+"""The RoCE baseline transport (pure logic): queue pairs, ECMP, go-back-N, QP errors, DCQCN.
 
-It stands for RoCEv2 on an ECMP fabric, the network MRC is compared with:
+It stands for RoCEv2 as the MRC paper ran it (section 5.2.7: a single-plane fabric
+with ECMP routing, PFC and DCQCN), the network MRC is compared with. The lossless
+class (PFC) is the switches' (docs/protocol.md "The RoCE baseline"); here is the NIC:
 
 - **Queue pairs.** A connection has `qps` queue pairs (hosts/protocol.py BASELINE_QPS:
   `roce` and `single-path` 1, `roce-8` 8, `roce-16` 16). Each message is cut into one
@@ -9,27 +11,37 @@ It stands for RoCEv2 on an ECMP fabric, the network MRC is compared with:
   over their QPs (HCCL_RDMA_QPS_PER_CONNECTION, NCCL_IB_QPS_PER_CONNECTION): even a
   single large message then uses every QP. A QP's PSNs carry its number in the top
   byte (protocol.QP_PSN_SHIFT), so each QP is its own in-order sequence.
-- **ECMP.** Each QP is hashed onto one path (EV), as a switch hashes a QP's UDP source
-  port, and keeps it. Hashes collide: 8 QPs over 16 paths rarely take 8 different
-  paths, which is the baseline's handicap the MRC paper measures. When routing knows
-  the QP's path dead, the QP is hashed again over the paths routing still offers
-  (resilient hashing: only the QPs on the dead path move), and back to its own path
-  when routing offers it again.
+- **Ports and ECMP.** A QP is bound to one NIC port (an RC QP is): the only one on
+  the single-plane twin, or, with `@planes`, port `(src + dst + qp) mod planes`. Its
+  UDP source port is a hash of the QP (`qp_flow_port`), and the switches' ECMP hashes
+  its 5-tuple among their equal-cost next hops on shortest paths (topologies/paths.py
+  `ecmp_path`): same-rack traffic stays at the T0, cross-rack traffic takes the T1 its
+  source T0's hash picks, and keeps it. Hashes collide: 8 QPs over 4 T1s often share
+  one, which is the baseline's handicap the MRC paper measures. When routing takes a
+  next hop away, only the QPs hashed onto it move, to the next hops left (resilient
+  hashing), and back when routing offers it again; a QP never changes port.
 - **Go-back-N with NAK.** The receiver takes only the next expected PSN of each QP
   (hosts/receiver.py, in_order) and answers the first out-of-sequence packet with a
   NACK (reason GAP) carrying the expected PSN; the QP goes back to it at once. The
   retransmission timeout (doubling per retry) is only the backstop for a lost NACK or
   a lost tail.
-- **DCQCN.** Each QP sends at its own rate, line rate at first. An ECN echo (the CNP of
-  DCQCN, here carried on the SACK or NACK that answers a CE-marked packet) cuts it:
+- **QP errors.** A QP whose retransmission timer fires `qp_retry_count` times in a row
+  without progress (7 by default, the most a verbs QP's retry_cnt takes; -1: never)
+  moves to the error state: it sends nothing more, its messages never complete, and
+  the endpoint reports it (`on_qp_error`): a training job aborts there, which is what
+  a silent T1 does to RoCE and what MRC exists to avoid.
+- **DCQCN.** Each QP sends at its own rate, line rate at first. A CNP (the receiver
+  sends one for a CE-marked packet, at most one per QP and `cnp_interval_s`) cuts it:
   `target = rate; rate *= 1 - alpha / 2; alpha = (1 - g) alpha + g`, at most once per
-  `DCQCN_PERIOD_S` or one smoothed round trip, whichever is longer. Each period
+  `dcqcn_period_s` or one smoothed round trip, whichever is longer. Each period
   without a cut decays alpha (`alpha *= 1 - g`) and recovers the rate toward the
-  target (`rate = (rate + target) / 2`), after `DCQCN_FAST_STEPS` such steps also
-  raising the target by `DCQCN_AI` of the line rate (additive increase). Simplified
+  target (`rate = (rate + target) / 2`), after `dcqcn_fast_steps` such steps also
+  raising the target by `dcqcn_ai` of the line rate (additive increase). Simplified
   from Zhu et al. (SIGCOMM 2015): one timer drives both alpha and the increase (no
   byte counter, no hyper increase), and its period is of the order of the emulated
-  fabric's round trip (milliseconds), not DCQCN's 55 us.
+  fabric's round trip (milliseconds), not DCQCN's 55 us. Its settings are
+  ProtocolConfig's `dcqcn_*` (hosts/config.py). Without DCQCN (the `-pfc` transports)
+  the receiver sends no CNP and the QPs send at line rate: PFC alone holds them.
 - **Routing.** The QPs move only on what the fabric's routing would tell the host
   (`Routes`): a failure next to the switch that forwards the flow (the host's own port,
   its T0's uplink) after `local_failover_s` (hardware ECMP fails over in
@@ -43,24 +55,23 @@ from __future__ import annotations
 
 import hashlib
 import heapq
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 from hosts import protocol, wire
 from hosts.config import ProtocolConfig
-from hosts.protocol import QP_PSN_SHIFT, ev_choice, ev_plane, make_ev
+from hosts.protocol import QP_PSN_SHIFT
 from hosts.sender import SenderError, smooth_rtt
+from topologies.model import Fabric
+from topologies.paths import Path, ecmp_path
 
 # How long routing takes to move traffic: ProtocolConfig.local_failover_s for a failure
 # next to the forwarding switch (ECMP failover in hardware), reconvergence_s for a
 # remote one (BGP).
 ROUTE_KINDS = ("local-down", "local-up", "remote-down", "remote-up")
 
-# DCQCN, scaled to the emulated fabric (module docstring).
-DCQCN_G = 1 / 16  # alpha's gain (DCQCN: 1/256 at a 55 us period)
-DCQCN_PERIOD_S = 0.004  # alpha and rate-increase timer; at most one cut per period
-DCQCN_FAST_STEPS = 5  # recovery steps toward the target before additive increase
-DCQCN_AI = 0.05  # additive increase of the target, as a fraction of the line rate
-DCQCN_MIN_RATE = 0.01  # the rate never falls below this fraction of the line rate
+# RoCEv2 NICs take a QP's UDP source port from the dynamic range (RFC 6335), from a
+# hash of the QP: the entropy the fabric's ECMP hashes.
+FLOW_PORT_BASE, FLOW_PORT_MASK = 0xC000, 0x3FFF
 
 PathKey = tuple[int, int, int | None]  # (destination host, plane, spine or None)
 
@@ -131,14 +142,13 @@ class Routes:
 
 
 class QueuePair:
-    """One QP of a connection: its packets, go-back-N state, path and DCQCN rate."""
+    """One QP of a connection: its packets, go-back-N state, port, path and DCQCN rate."""
 
     __slots__ = ("index", "first_psn", "packets", "sent", "base", "next", "resend_until",
-                 "sent_at",
-                 "retries", "hash", "ev", "rate", "target", "alpha", "timer", "last_cut",
-                 "steps", "send_at")
+                 "sent_at", "retries", "plane", "flow_port", "ev", "spine", "error",
+                 "rate", "target", "alpha", "timer", "last_cut", "steps", "send_at")
 
-    def __init__(self, index: int, flow_hash: int):
+    def __init__(self, index: int, plane: int, flow_port: int):
         self.index = index
         self.first_psn = index << QP_PSN_SHIFT
         self.packets: list[tuple[int, int, int, int, bool]] = []  # msg, off, len, size, last
@@ -148,8 +158,11 @@ class QueuePair:
         self.resend_until = 0  # packets below this one are retransmissions
         self.sent_at = 0.0  # when the oldest unacknowledged packet was (re)sent
         self.retries = 0  # timeouts since the last progress
-        self.hash = flow_hash
-        self.ev = 0
+        self.plane = plane  # the NIC port it is bound to
+        self.flow_port = flow_port  # its UDP source port, what ECMP hashes
+        self.ev = 0  # the path ECMP gives it now (its canonical EV)
+        self.spine: int | None = None
+        self.error = False  # past its retry limit: sends nothing more
         self.rate = 1.0  # DCQCN current rate, a fraction of the line rate
         self.target = 1.0
         self.alpha = 1.0
@@ -160,41 +173,52 @@ class QueuePair:
 
     @property
     def busy(self) -> bool:
-        return self.base < len(self.packets)
+        return self.base < len(self.packets) and not self.error
 
     def window_open(self, window: int) -> bool:
-        return self.next < len(self.packets) and self.next - self.base < window
+        return (self.next < len(self.packets) and self.next - self.base < window
+                and not self.error)
 
 
-def _hash(text: str) -> int:
-    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=4).digest(), "big")
+def qp_flow_port(src: int, dst: int, qp: int) -> int:
+    """The UDP source port of queue pair `qp` from host `src` to host `dst`."""
+    digest = hashlib.blake2b(f"{src}->{dst}/{qp}".encode(), digest_size=2).digest()
+    return FLOW_PORT_BASE | int.from_bytes(digest, "big") & FLOW_PORT_MASK
+
+
+def qp_port(src: int, dst: int, qp: int, planes: int) -> int:
+    """The NIC port (plane) queue pair `qp` is bound to: its turn among the ports."""
+    return (src + dst + qp) % planes
 
 
 class RoceSender:
     """The sending side of one baseline connection: `qps` queue pairs to one peer.
 
     Driven like hosts/sender.py's Sender by the endpoint: send_message(), poll(),
-    on_sack(), on_nack(), timer_at(), has_work(). `line_rate_Bps` (bytes a second of
-    the host's link) turns DCQCN's rate into a pace; None leaves the QPs unpaced.
-    `path_of(ev)` names an EV's path as routing does, (plane, spine); `routes` is the
-    host's routing knowledge, shared by its connections.
+    on_sack(), on_nack(), on_cnp(), timer_at(), has_work(). `line_rate_Bps` (bytes a
+    second of the host's link) turns DCQCN's rate into a pace; None leaves the QPs
+    unpaced. `routes` is the host's routing knowledge, shared by its connections;
+    `on_qp_error(qp, now)` hears of a QP that moved to the error state.
     """
 
-    def __init__(self, me: int, peer: int, conn_id: int, planes: int, paths_per_plane: int,
+    def __init__(self, me: int, peer: int, conn_id: int, fabric: Fabric,
                  config: ProtocolConfig, on_event, on_completed, qps: int = 1,
                  line_rate_Bps: float | None = None, routes: Routes | None = None,
-                 path_of: Callable[[int], tuple[int, int | None]] | None = None):
+                 dcqcn: bool = True, on_qp_error=None):
         if not 1 <= qps <= protocol.MAX_QPS:
             raise SenderError(f"qps must be 1..{protocol.MAX_QPS} (got {qps})")
-        self.me, self.peer, self.conn_id = me, peer, conn_id
+        self.me, self.peer, self.conn_id, self.fabric = me, peer, conn_id, fabric
         self.config, self.on_event, self.on_completed = config, on_event, on_completed
-        self.paths = [make_ev(p, c) for p in range(planes) for c in range(paths_per_plane)]
-        self.path_of = path_of or (lambda ev: (ev_plane(ev), ev_choice(ev)))
+        self.on_qp_error = on_qp_error or (lambda qp, now: None)
         self.routes = routes or Routes(config.local_failover_s, config.reconvergence_s)
         self.line_rate_Bps = line_rate_Bps
-        self.qps = [QueuePair(q, _hash(f"{me}->{peer}/{q}")) for q in range(qps)]
+        self.dcqcn = dcqcn
+        planes = fabric.spec.planes
+        self.qps = [QueuePair(q, qp_port(me, peer, q, planes), qp_flow_port(me, peer, q))
+                    for q in range(qps)]
         for qp in self.qps:
-            qp.ev = self.paths[qp.hash % len(self.paths)]
+            path = self._ecmp(qp)
+            qp.ev, qp.spine = path.ev, path.spine
         self._route_version = -1
         self.local_up = [True] * planes
         self.messages: dict[int, list] = {}  # msg_id -> [data, packets left, started]
@@ -207,7 +231,12 @@ class RoceSender:
         self.srtt = 0.0
         self.rttvar = 0.0
         self.stats = {"data_tx": 0, "retransmits": 0, "acked": 0, "timeouts": 0, "reroutes": 0,
-                      "messages_completed": 0, "nak_rx": 0, "cnp_rx": 0, "rate_cuts": 0}
+                      "messages_completed": 0, "nak_rx": 0, "cnp_rx": 0, "rate_cuts": 0,
+                      "qp_errors": 0}
+
+    def _ecmp(self, qp: QueuePair, usable=lambda path: True) -> Path | None:
+        """The path the fabric's ECMP gives the QP's flow among the `usable` ones."""
+        return ecmp_path(self.fabric, self.me, self.peer, qp.plane, qp.flow_port, usable)
 
     # ------------------------------------------------------------------ queueing
     @property
@@ -255,9 +284,9 @@ class RoceSender:
         window = self.config.window
         wanted, resend = set(), False
         for qp in self.qps:
-            if qp.next < len(qp.packets) and qp.next - qp.base < window:
+            if qp.window_open(window):
                 if qp.send_at <= now:
-                    wanted.add(ev_plane(qp.ev))
+                    wanted.add(qp.plane)
                     resend = resend or qp.next == qp.base < qp.resend_until
                 elif qp.send_at < wake:
                     wake = qp.send_at
@@ -295,14 +324,14 @@ class RoceSender:
         window = self.config.window
         for i in range(n):
             qp = self.qps[(self._rr + i) % n]
-            if qp.base == len(qp.packets):
-                continue  # idle: its DCQCN timer catches up when it next sends
+            if qp.base == len(qp.packets) or qp.error:
+                continue  # idle (its DCQCN timer catches up when it next sends), or dead
             if qp.next > qp.base and now - qp.sent_at > self._rto(qp):
                 self._timeout(qp, now)
             if qp.send_at > now or qp.next - qp.base >= window:
                 continue
             self._dcqcn_steps(qp, now)
-            plane = ev_plane(qp.ev)
+            plane = qp.plane
             while budget > 0 and self._sendable(qp):
                 restart = qp.next == qp.base < qp.resend_until
                 if not (resend_ready if resend_ready and restart else plane_ready)(plane):
@@ -350,32 +379,38 @@ class RoceSender:
     def _timeout(self, qp: QueuePair, now: float) -> None:
         self.stats["timeouts"] += 1
         self.on_event({"t": now, "event": "timeout", "psn": qp.first_psn + qp.base,
-                       "ev": qp.ev, "plane": ev_plane(qp.ev), "peer": self.peer, "qp": qp.index})
+                       "ev": qp.ev, "plane": qp.plane, "peer": self.peer, "qp": qp.index})
         qp.retries += 1
+        limit = self.config.qp_retry_count
+        if limit >= 0 and qp.retries > limit:
+            qp.error = True
+            self.stats["qp_errors"] += 1
+            self.on_event({"t": now, "event": "qp-error", "psn": qp.first_psn + qp.base,
+                           "ev": qp.ev, "plane": qp.plane, "peer": self.peer, "qp": qp.index,
+                           "retries": limit})
+            self.on_qp_error(qp, now)
+            return
         self._go_back(qp, now)
 
     # ------------------------------------------------------------------ routing
     def _place(self, now: float) -> None:
-        """Put each QP on its own hashed path if routing offers it, else hash it over
-        the paths routing offers (if none, it stays where it is)."""
+        """Put each QP on the path ECMP gives its flow among the paths routing offers
+        (its own hashed path while routing offers it: resilient hashing); with none, it
+        stays where it is and its packets are lost there."""
         self._route_version = self.routes.version
-        usable = [ev for ev in self.paths if self._usable(ev)]
         for qp in self.qps:
-            home = self.paths[qp.hash % len(self.paths)]
-            ev = home if self._usable(home) else (usable[qp.hash % len(usable)] if usable
-                                                  else qp.ev)
-            if ev == qp.ev:
+            path = self._ecmp(qp, self._usable)
+            if path is None or path.ev == qp.ev:
                 continue
-            old, qp.ev = qp.ev, ev
+            old, qp.ev, qp.spine = qp.ev, path.ev, path.spine
             self.stats["reroutes"] += 1
-            self.on_event({"t": now, "event": "reroute", "ev": ev, "from_ev": old,
-                           "plane": ev_plane(ev), "peer": self.peer, "qp": qp.index})
+            self.on_event({"t": now, "event": "reroute", "ev": qp.ev, "from_ev": old,
+                           "plane": qp.plane, "peer": self.peer, "qp": qp.index})
             if qp.next > qp.base:
                 self._go_back(qp, now)  # what was in flight on the old path is presumed lost
 
-    def _usable(self, ev: int) -> bool:
-        plane, spine = self.path_of(ev)
-        return self.routes.usable((self.peer, plane, spine))
+    def _usable(self, path: Path) -> bool:
+        return self.routes.usable((self.peer, path.plane, path.spine))
 
     def set_local_plane(self, plane: int, up: bool, now: float) -> None:
         """The host's own port. Its state goes into every answer's port_state at once;
@@ -399,14 +434,20 @@ class RoceSender:
             self.on_sack(hdr, ctl, now)
         elif hdr.type == protocol.NACK:
             self.on_nack(hdr, ctl, now)
+        elif hdr.type == protocol.CNP:
+            self.on_cnp(hdr, ctl, now)
 
     def on_sack(self, hdr: wire.Header, ctl: wire.Control, now: float) -> None:
         qp = self._qp_of(hdr.psn)
         if qp is None:
             return
-        if hdr.flags & protocol.F_ECN_ECHO:
-            self._cnp(qp, now)
         self._ack(qp, ctl.cum_psn - qp.first_psn, now)
+
+    def on_cnp(self, hdr: wire.Header, ctl: wire.Control, now: float) -> None:
+        """A congestion notification for the QP its PSN names."""
+        qp = self._qp_of(hdr.psn)
+        if qp is not None:
+            self._cnp(qp, now)
 
     def on_nack(self, hdr: wire.Header, ctl: wire.Control, now: float) -> None:
         """A GAP NACK names the PSN the receiver expects: everything below it arrived,
@@ -414,8 +455,6 @@ class RoceSender:
         qp = self._qp_of(hdr.psn)
         if qp is None:
             return
-        if hdr.flags & protocol.F_ECN_ECHO:
-            self._cnp(qp, now)
         if hdr.reason != protocol.R_GAP:
             # A trimmed packet (never sent by this transport, but a switch decides):
             # send it, and everything after it, again.
@@ -461,43 +500,44 @@ class RoceSender:
 
     # ------------------------------------------------------------------ DCQCN
     def _cnp(self, qp: QueuePair, now: float) -> None:
-        """Congestion notification: cut the QP's rate (at most once per period)."""
+        """Congestion notification: cut the QP's rate (at most once per period); without
+        DCQCN it is only counted."""
         self.stats["cnp_rx"] += 1
+        if not self.dcqcn:
+            return
         self._dcqcn_steps(qp, now)
         period = self._dcqcn_period()
         if now - qp.last_cut < period:
             return
+        g = self.config.dcqcn_g
         qp.target = qp.rate
-        qp.rate = max(DCQCN_MIN_RATE, qp.rate * (1 - qp.alpha / 2))
-        qp.alpha = (1 - DCQCN_G) * qp.alpha + DCQCN_G
+        qp.rate = max(self.config.dcqcn_min_rate, qp.rate * (1 - qp.alpha / 2))
+        qp.alpha = (1 - g) * qp.alpha + g
         qp.steps, qp.last_cut, qp.timer = 0, now, now + period
         self.stats["rate_cuts"] += 1
         self.on_event({"t": now, "event": "rate-cut", "rate": round(qp.rate, 4),
                        "alpha": round(qp.alpha, 4), "peer": self.peer, "qp": qp.index})
 
     def _dcqcn_period(self) -> float:
-        """DCQCN's timer period: DCQCN_PERIOD_S, but never under one smoothed round
+        """DCQCN's timer period: dcqcn_period_s, but never under one smoothed round
         trip. DCQCN's 55 us period is several round trips of the fabric it was made for;
         on a slow emulated link (a 2.5 Mbit/s frame takes 4 ms, a round trip tens) a
         fixed 4 ms period cut a QP several times for the marks of one window, until
         one flow of eight crawled for over half a minute."""
-        return max(DCQCN_PERIOD_S, self.srtt)
+        return max(self.config.dcqcn_period_s, self.srtt)
 
     def _dcqcn_steps(self, qp: QueuePair, now: float) -> None:
         """Every period without a cut: alpha decays, the rate recovers toward the
         target, and after the fast-recovery steps the target rises."""
+        config = self.config
         while qp.timer is not None and qp.timer <= now:
-            qp.alpha *= 1 - DCQCN_G
+            qp.alpha *= 1 - config.dcqcn_g
             qp.steps += 1
-            if qp.steps > DCQCN_FAST_STEPS:
-                qp.target = min(1.0, qp.target + DCQCN_AI)
+            if qp.steps > config.dcqcn_fast_steps:
+                qp.target = min(1.0, qp.target + config.dcqcn_ai)
             qp.rate = min(1.0, (qp.rate + qp.target) / 2)
             # Back at line rate: nothing left to recover, the timer sleeps (alpha keeps
             # the value it has, as it would after a long quiet spell at full rate).
             qp.timer = None if qp.rate >= 1.0 - 1e-6 else qp.timer + self._dcqcn_period()
             if qp.timer is None:
                 qp.rate = qp.target = 1.0
-
-
-# The 1-QP baseline under its older name (bench/ and `single-path` scenarios use it).
-SinglePathSender = RoceSender

@@ -6,6 +6,7 @@ range are a `ConfigError` naming the setting ("protocol.window: ...").
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, fields, replace
 
 from hosts.protocol import DEFAULT_MTU_PAYLOAD, MAX_PAYLOAD
@@ -57,6 +58,20 @@ class ProtocolConfig:
     ack_every: int = 8  # in-order data packets one SACK may answer (within a receive batch)
     reconvergence_s: float = 1.0  # baselines: BGP reconvergence after a remote failure
     local_failover_s: float = 0.005  # baselines: ECMP failover after a failure next door
+    # Baselines: timeouts in a row without progress after which a queue pair moves to
+    # the error state, as a verbs QP's retry_cnt (7, the most it takes); -1: never.
+    qp_retry_count: int = 7
+    # Baselines: DCQCN (hosts/baseline.py, docs/protocol.md "DCQCN"), scaled to the
+    # emulated fabric: alpha's gain (DCQCN: 1/256 at a 55 us period), the period of its
+    # alpha and rate-increase timer (at most one cut per period or round trip), the
+    # recovery steps before additive increase, the increase as a share of the line
+    # rate, the rate's floor, and the receiver's least gap between two CNPs of a QP.
+    dcqcn_g: float = 1 / 16
+    dcqcn_period_s: float = 0.004
+    dcqcn_fast_steps: int = 5
+    dcqcn_ai: float = 0.05
+    dcqcn_min_rate: float = 0.01
+    cnp_interval_s: float = 0.001
     pace: bool = True  # pace each plane at its link rate (no local queue overflow)
     # Congestion window below `window` (hosts/cc.py): nscc, delay or off (true and
     # false, as older scenario files say, mean delay and off). nscc is the default since
@@ -121,7 +136,8 @@ class ProtocolConfig:
                               f"EVs per connection (got {self.evs_per_plane!r})")
         timers = ("reorder_min_s", "plane_reorder_min_s", "rto_min_s", "rto_initial_s", "rto_max_s",
                   "probe_initial_s", "probe_max_s", "tick_s", "target_delay_s",
-                  "nscc_target_min_s", "nscc_qa_delay_s", "reverse_probe_s")
+                  "nscc_target_min_s", "nscc_qa_delay_s", "reverse_probe_s",
+                  "dcqcn_period_s", "cnp_interval_s")
         for name in timers:
             if not getattr(self, name) > 0:
                 raise ConfigError(f"protocol.{name}: must be a positive number of seconds "
@@ -133,6 +149,16 @@ class ProtocolConfig:
             if not getattr(self, name) >= 0:  # also refuses NaN
                 raise ConfigError(f"protocol.{name}: must not be negative "
                                   f"(got {getattr(self, name)!r})")
+        if self.qp_retry_count < -1:
+            raise ConfigError(f"protocol.qp_retry_count: must be -1 (never) or more "
+                              f"(got {self.qp_retry_count!r})")
+        for name in ("dcqcn_g", "dcqcn_ai", "dcqcn_min_rate"):
+            if not 0 < getattr(self, name) <= 1:
+                raise ConfigError(f"protocol.{name}: must be above 0 up to 1 "
+                                  f"(got {getattr(self, name)!r})")
+        if self.dcqcn_fast_steps < 0:
+            raise ConfigError(f"protocol.dcqcn_fast_steps: must not be negative "
+                              f"(got {self.dcqcn_fast_steps!r})")
         if self.ecn_migrate_marks < 0:
             raise ConfigError(f"protocol.ecn_migrate_marks: must not be negative "
                               f"(got {self.ecn_migrate_marks!r})")
@@ -171,6 +197,7 @@ class ProtocolConfig:
         known = {f.name: f.type for f in fields(cls)}
         unknown = sorted(set(overrides or {}) - set(known))
         if unknown:
-            raise ConfigError(f"protocol.{unknown[0]}: unknown setting; known: "
-                              f"{', '.join(sorted(known))}")
+            close = difflib.get_close_matches(str(unknown[0]), known, n=3)
+            hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+            raise ConfigError(f"protocol.{unknown[0]}: unknown setting{hint}")
         return replace(cls(), **(overrides or {}))

@@ -11,8 +11,11 @@ of the reverse EV set of their peer (hosts/reverse.py), whose probes it sends.
 Transports (hosts/protocol.py TRANSPORTS): `mrc`; `mrc-no-probe`, whose senders never
 probe (`probes` off), so a retired path never comes back; `mrc-no-trim`, whose data
 asks switches not to trim it (the traffic class, set by the agent's sockets); and
-the RoCE-like baseline of hosts/baseline.py (`roce`, `roce-8`, `roce-16`, `single-path`),
-whose queue pairs follow what the fabric's routing tells the host (`route_event()`).
+the RoCE baseline of hosts/baseline.py (`roce`, `roce-8`, `roce-16`, `single-path`, and
+their `-pfc` and `@planes` variants), whose queue pairs follow what the fabric's
+routing tells the host (`route_event()`) and whose answers take the path the fabric's
+ECMP gives them; its receivers send a CNP for a CE-marked packet (DCQCN), and a queue
+pair past its retry limit is reported to `on_qp_error(peer, qp, now)`.
 """
 
 from __future__ import annotations
@@ -22,15 +25,15 @@ from collections import deque
 from dataclasses import replace
 
 from hosts import protocol, wire
-from hosts.baseline import RoceSender, Routes
+from hosts.baseline import RoceSender, Routes, qp_flow_port
 from hosts.config import REVERSE_PROBE_S, ProtocolConfig
 from hosts.pacing import Pacer
-from hosts.protocol import BASELINE_QPS, QP_PSN_SHIFT, TRANSPORTS, ev_choice, ev_plane, make_ev
+from hosts.protocol import QP_PSN_SHIFT, ev_choice, ev_plane, make_ev, transport_spec
 from hosts.receiver import NO_ANSWER, Receiver
 from hosts.reverse import ReverseEvs
 from hosts.sender import Sender
 from topologies.model import Fabric
-from topologies.paths import choices_per_plane, path_for_ev
+from topologies.paths import choices_per_plane, ecmp_path, path_index
 
 # Reverse-EV probes go no more often than once in this many frame times of the host
 # link per peer and plane: about two and a half unloaded round trips through three
@@ -67,12 +70,14 @@ def link_adjusted(config: ProtocolConfig, fabric: Fabric) -> ProtocolConfig:
 
 class Endpoint:
     def __init__(self, me: int, fabric: Fabric, transport: str, config: ProtocolConfig,
-                 on_event, on_delivered, on_completed):
-        if transport not in TRANSPORTS:
-            raise ValueError(f"unknown transport {transport!r}; use one of {TRANSPORTS}")
+                 on_event, on_delivered, on_completed, on_qp_error=None):
+        self.spec = transport_spec(transport)
+        if not self.spec.probes and not self.spec.baseline:
+            config = replace(config, probes=False)
         config = link_adjusted(config, fabric)
         self.me, self.fabric, self.transport, self.config = me, fabric, transport, config
         self.on_event, self.on_delivered, self.on_completed = on_event, on_delivered, on_completed
+        self.on_qp_error = on_qp_error or (lambda peer, qp, now: None)
         self.planes = fabric.spec.planes
         self.local_up = [True] * self.planes
         self._port_state = (1 << self.planes) - 1
@@ -87,8 +92,9 @@ class Endpoint:
         # Keyed by (peer, connection, queue pair); MRC connections have queue pair 0 only.
         self.receivers: dict[tuple[int, int, int], Receiver] = {}
         # Baseline transports: queue pairs per connection, and what routing told this host.
-        self.qps = BASELINE_QPS.get(transport)
+        self.qps = self.spec.qps or None
         self.routes = Routes(config.local_failover_s, config.reconvergence_s)
+        self.cnp_at: dict[tuple[int, int, int], float] = {}  # (peer, conn, QP) -> last CNP
         self.control_out: deque = deque()
         self.peers_seen: set[int] = set()
         self.counters = {"garbage": 0, "unknown_conn": 0, "control_tx": 0, "reverse_probes": 0}
@@ -114,6 +120,10 @@ class Endpoint:
             answer, flags, reason = receiver.on_data(hdr, payload, ce, now)
             if not self.qps:
                 self._reverse_set(src).inbound(now)
+            elif ce:
+                # RoCE answers carry no ECN echo: the congestion news is a CNP.
+                flags &= ~protocol.F_ECN_ECHO
+                self._cnp(src, hdr, plane, qp, now)
             if answer == NO_ANSWER:
                 return
             if reason:
@@ -156,7 +166,9 @@ class Endpoint:
             if sender is None or sender.conn_id != hdr.conn_id:
                 self.counters["unknown_conn"] += 1
                 return
-            if kind == protocol.SACK:
+            if kind == protocol.CNP:
+                sender.on_cnp(hdr, ctl, now)
+            elif kind == protocol.SACK:
                 sender.on_sack(hdr, ctl, now)
                 if isinstance(sender, Sender):
                     # Our data crossed to the peer on this EV: good for our answers too.
@@ -269,8 +281,9 @@ class Endpoint:
                                  "state": ev.state, "active": ev.active}
                                 for ev in sender.evs.by_ev.values()]
             else:
-                states[peer] = [{"ev": qp.ev, "plane": ev_plane(qp.ev),
-                                 "path": ev_choice(qp.ev) % paths, "state": "IN_USE",
+                states[peer] = [{"ev": qp.ev, "plane": qp.plane,
+                                 "path": path_index(qp.ev, paths),
+                                 "state": "ERROR" if qp.error else "IN_USE",
                                  "active": True, "qp": qp.index} for qp in sender.qps]
         return states
 
@@ -295,7 +308,7 @@ class Endpoint:
         paths = self.paths_to.get(peer)
         if paths is None:
             paths = self.paths_to[peer] = choices_per_plane(self.fabric, self.me, peer)
-        return ev_choice(ev) % paths
+        return path_index(ev, paths)
 
     def _sack_group(self, key: tuple[int, int, int, int, int], hdr: wire.Header,
                     psns: list[int]) -> None:
@@ -326,28 +339,24 @@ class Endpoint:
                 self.on_completed(peer, msg_id, size)
 
             if self.qps:
-                sender = self._roce_sender(peer, paths, completed)
+                sender = self._roce_sender(peer, completed)
             else:
-                config = self.config
-                if self.transport == "mrc-no-probe":
-                    config = replace(config, probes=False)
-                sender = Sender(self.me, peer, self._conn_id(peer), self.planes, paths, config,
-                                self.on_event, completed)
+                sender = Sender(self.me, peer, self._conn_id(peer), self.planes, paths,
+                                self.config, self.on_event, completed)
             for plane, up in enumerate(self.local_up):
                 if not up:
                     sender.set_local_plane(plane, False, 0.0)
             self.senders[peer] = sender
         return sender
 
-    def _roce_sender(self, peer: int, paths: int, completed) -> RoceSender:
-        def path_of(ev: int, peer=peer) -> tuple[int, int | None]:
-            path = path_for_ev(self.fabric, self.me, peer, ev)
-            return path.plane, path.spine
+    def _roce_sender(self, peer: int, completed) -> RoceSender:
+        def qp_error(qp, now: float, peer=peer) -> None:
+            self.on_qp_error(peer, qp.index, now)
 
         line_rate_Bps = self.fabric.spec.host_t0.rate_mbit * 1e6 / 8
-        return RoceSender(self.me, peer, self._conn_id(peer), self.planes, paths, self.config,
+        return RoceSender(self.me, peer, self._conn_id(peer), self.fabric, self.config,
                           self.on_event, completed, qps=self.qps, line_rate_Bps=line_rate_Bps,
-                          routes=self.routes, path_of=path_of)
+                          routes=self.routes, dcqcn=self.spec.dcqcn, on_qp_error=qp_error)
 
     def _receiver(self, peer: int, conn_id: int, qp: int = 0) -> Receiver:
         key = (peer, conn_id, qp)
@@ -368,12 +377,14 @@ class Endpoint:
                 hdr: wire.Header, ctl: wire.Control) -> None:
         # The answer goes back on the plane it came in on (if that plane is down here, on
         # the first plane that is up), along the mirror of the data path, except where
-        # MRC's reverse EV set (hosts/reverse.py) knows better.
+        # MRC's reverse EV set (hosts/reverse.py) knows better. A RoCE answer takes the
+        # path the fabric's ECMP gives its queue pair's flow back.
         if not self.local_up[plane]:
             plane = next((p for p, up in enumerate(self.local_up) if up), plane)
-        ev = hdr.ev if ev_plane(hdr.ev) == plane else make_ev(plane, ev_choice(hdr.ev))
-        evs = [ev]
-        if not self.qps:
+        if self.qps:
+            evs = [self._ecmp_back(dst, plane, hdr.psn >> QP_PSN_SHIFT, hdr.ev)]
+        else:
+            ev = hdr.ev if ev_plane(hdr.ev) == plane else make_ev(plane, ev_choice(hdr.ev))
             reverse = self._reverse_set(dst)
             evs = (reverse.reply_evs(plane, ev) if kind == protocol.PROBE_REPLY
                    else [reverse.answer_ev(plane, ev)])
@@ -382,6 +393,27 @@ class Endpoint:
                                        hdr.psn, ctl, hdr.offset, hdr.msg_len)
             self.control_out.append((plane, dst, ev, data))
 
+
+    # ------------------------------------------------------------------ RoCE answers
+    def _ecmp_back(self, peer: int, plane: int, qp: int, data_ev: int) -> int:
+        """The EV of the path ECMP gives queue pair `qp`'s flow from here to `peer`
+        among those this host's routing offers (the data's mirror if it offers none)."""
+        path = ecmp_path(self.fabric, self.me, peer, plane, qp_flow_port(self.me, peer, qp),
+                         lambda p: self.routes.usable((peer, p.plane, p.spine)))
+        return path.ev if path is not None else make_ev(plane, ev_choice(data_ev))
+
+    def _cnp(self, peer: int, hdr: wire.Header, plane: int, qp: int, now: float) -> None:
+        """DCQCN's notification point: a CE-marked packet of a queue pair gets a CNP back,
+        at most one per `cnp_interval_s` (none without DCQCN: the -pfc transports)."""
+        if not self.spec.dcqcn:
+            return
+        key = (peer, hdr.conn_id, qp)
+        if now - self.cnp_at.get(key, float("-inf")) < self.config.cnp_interval_s:
+            return
+        self.cnp_at[key] = now
+        ctl = wire.Control(0, 0, 0, hdr.ev, 1, self._port_state)
+        self._answer(protocol.CNP, 0, 0, plane, peer, hdr._replace(psn=qp << QP_PSN_SHIFT),
+                     ctl)
 
     # ------------------------------------------------------------------ reverse EVs
     def _peer_conn_id(self, peer: int) -> int:
@@ -409,6 +441,7 @@ class Endpoint:
 
 
 def make_endpoint(transport: str, me: int, fabric: Fabric, overrides: dict, on_event,
-                  on_delivered, on_completed) -> Endpoint:
+                  on_delivered, on_completed, on_qp_error=None) -> Endpoint:
     config = ProtocolConfig.with_overrides(overrides)
-    return Endpoint(me, fabric, transport, config, on_event, on_delivered, on_completed)
+    return Endpoint(me, fabric, transport, config, on_event, on_delivered, on_completed,
+                    on_qp_error)

@@ -12,11 +12,16 @@ This module imports nothing from the project, so anything may import it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 # --------------------------------------------------------------------- encapsulation
 VERSION = 1
 # UDP port of every MRC datagram, source and destination. Any free port would do; this
 # one sits beside the RoCEv2 port (4791) and is not assigned by IANA.
 MRC_UDP_PORT = 4793
+# RoCEv2's UDP destination port: the port the fabric's ECMP hashes a baseline flow's
+# 5-tuple with (topologies/paths.py ecmp_path).
+ROCE_UDP_PORT = 4791
 
 # Socket options of linux/udp.h that Python's socket module does not export: send and
 # accept UDP over IPv6 with a zero checksum (docs/protocol.md explains why).
@@ -59,8 +64,11 @@ TRIMMED_L4_BYTES = UDP_HEADER_BYTES + MRC_HEADER_BYTES
 
 # --------------------------------------------------------------------- header values
 DATA, SACK, NACK, PROBE, PROBE_REPLY, PLANE_STATUS = 1, 2, 3, 4, 5, 6
+# The RoCE baseline's congestion notification (DCQCN's CNP): its receiver sends one for
+# a CE-marked packet, at most one per queue pair and `cnp_interval_s`.
+CNP = 7
 TYPE_NAMES = {DATA: "DATA", SACK: "SACK", NACK: "NACK", PROBE: "PROBE",
-              PROBE_REPLY: "PROBE_REPLY", PLANE_STATUS: "PLANE_STATUS"}
+              PROBE_REPLY: "PROBE_REPLY", PLANE_STATUS: "PLANE_STATUS", CNP: "CNP"}
 
 F_TRIMMED = 0x01
 F_TRIMMED_LASTHOP = 0x02
@@ -130,25 +138,67 @@ PRIORITY_CONTROL = 7
 # --------------------------------------------------------------------- transports
 # `mrc`: the full protocol. `mrc-no-trim`: its data asks switches not to trim it
 # (DSCP_NO_TRIM), so congestion drops instead. `mrc-no-probe`: retired paths are never
-# probed, so they never come back. `roce`, `roce-8`, `roce-16`: the RoCE-like baseline
-# of hosts/baseline.py with 1, 8 or 16 queue pairs per connection; `single-path` is the
-# 1-QP baseline under its older name.
-TRANSPORTS = ("mrc", "mrc-no-trim", "mrc-no-probe", "roce", "roce-8", "roce-16",
-              "single-path")
-# Queue pairs per connection of each baseline transport; the others are MRC's.
+# probed, so they never come back. `roce`, `roce-8`, `roce-16`: the RoCE baseline of
+# hosts/baseline.py with 1, 8 or 16 queue pairs per connection, PFC and DCQCN, as the
+# MRC paper ran it (section 5.2.7); `single-path` is the 1-QP baseline under its older
+# name. `-pfc` (`roce-8-pfc`): PFC alone, no DCQCN (the paper's appendix compares
+# both). The baseline runs on the single-plane twin of the fabric
+# (experiments/twin.py); `@planes` (`roce-8@planes`) runs it on the multi-plane fabric
+# itself, each queue pair bound to one NIC port.
+MRC_TRANSPORTS = ("mrc", "mrc-no-trim", "mrc-no-probe")
+# Queue pairs per connection of each baseline transport, by its base name.
 BASELINE_QPS = {"roce": 1, "roce-8": 8, "roce-16": 16, "single-path": 1}
+PFC_ONLY = "-pfc"
+ON_PLANES = "@planes"
+TRANSPORTS = MRC_TRANSPORTS + tuple(
+    f"{base}{pfc}{where}" for where in ("", ON_PLANES) for base in BASELINE_QPS
+    for pfc in ("", PFC_ONLY) if not (pfc and base == "single-path"))
+
+
+@dataclass(frozen=True)
+class TransportSpec:
+    """What a transport's name says (TRANSPORTS)."""
+
+    name: str
+    qps: int  # queue pairs per connection; 0 for MRC
+    dcqcn: bool = False  # the baseline's rate control on ECN marks
+    trims: bool = False  # switches may trim its data (DSCP_TRIMMABLE)
+    probes: bool = False  # MRC probes retired paths
+    on_twin: bool = False  # runs on the single-plane twin of the fabric
+
+    @property
+    def baseline(self) -> bool:
+        return self.qps > 0
+
+    @property
+    def data_dscp(self) -> int:
+        """The DSCP its DATA packets carry. The baseline stands for RoCE on an ECMP
+        fabric, whose switches do not trim it and mark it at every hop (DSCP_ROCE);
+        mrc-no-trim is MRC without trimming, so it keeps MRC's ECN rule (DSCP_NO_TRIM)."""
+        if self.baseline:
+            return DSCP_ROCE
+        return DSCP_TRIMMABLE if self.trims else DSCP_NO_TRIM
+
+
+def transport_spec(name: str) -> TransportSpec:
+    """The spec of a transport name; ValueError for a name not in TRANSPORTS."""
+    if name not in TRANSPORTS:
+        raise ValueError(f"unknown transport {name!r}; use one of {', '.join(TRANSPORTS)}")
+    if name in MRC_TRANSPORTS:
+        return TransportSpec(name, 0, trims=name != "mrc-no-trim",
+                             probes=name != "mrc-no-probe")
+    base, on_planes = name.removesuffix(ON_PLANES), name.endswith(ON_PLANES)
+    pfc_only = base.endswith(PFC_ONLY)
+    return TransportSpec(name, BASELINE_QPS[base.removesuffix(PFC_ONLY)], dcqcn=not pfc_only,
+                         on_twin=not on_planes)
+
+
 # A baseline packet's PSN: the queue pair in the top 8 bits, its sequence number in the
 # low 24 (RoCE's BTH PSN is 24 bits too), so each QP has a go-back-N sequence of its own
 # on one connection id.
 QP_PSN_SHIFT = 24
 QP_SEQ_MASK = (1 << QP_PSN_SHIFT) - 1
 MAX_QPS = 1 << (32 - QP_PSN_SHIFT)
-# The DSCP each transport's DATA packets carry. The baseline stands for RoCE on an
-# ECMP fabric, whose switches do not trim it and mark it at every hop (DSCP_ROCE);
-# mrc-no-trim is MRC without trimming, so it keeps MRC's ECN rule (DSCP_NO_TRIM).
-DATA_DSCP = {"mrc": DSCP_TRIMMABLE, "mrc-no-trim": DSCP_NO_TRIM,
-             "mrc-no-probe": DSCP_TRIMMABLE, "roce": DSCP_ROCE, "roce-8": DSCP_ROCE,
-             "roce-16": DSCP_ROCE, "single-path": DSCP_ROCE}
 # Control packets (SACK, NACK, PROBE...) are never trimmed, whatever the transport.
 CONTROL_DSCP = DSCP_NO_TRIM
 # Every packet leaves ECT(0), control packets too: a switch marks rather than drops
@@ -159,12 +209,7 @@ CONTROL_TRAFFIC_CLASS = traffic_class(CONTROL_DSCP, ECN_ECT0)
 
 def data_traffic_class(transport: str) -> int:
     """The IPv6 traffic class of a transport's DATA packets."""
-    return traffic_class(DATA_DSCP[transport], ECN_ECT0)
-
-
-def trimmable(transport: str) -> bool:
-    """Whether switches may trim the transport's DATA packets."""
-    return DATA_DSCP[transport] == DSCP_TRIMMABLE
+    return traffic_class(transport_spec(transport).data_dscp, ECN_ECT0)
 
 
 # --------------------------------------------------------------------- entropy values

@@ -4,7 +4,7 @@ Each host has a real `Endpoint`; datagrams travel through a model of the fabric 
 of sockets: a fixed delay plus random jitter (reordering), and per packet, with given
 probabilities, loss, duplication, trimming (DATA cut to its header, on a fabric hop or
 on the last hop) and ECN marking. Like the switches, it trims only the DATA of a
-transport that marks it trimmable (hosts/protocol.py DATA_DSCP): where it would trim
+transport that marks it trimmable (hosts/protocol.py TransportSpec): where it would trim
 the data of `mrc-no-trim` or `single-path`, it drops it. The chaos may differ per path
 (`path_chaos`, keyed by plane and spine). Paths can be black-holed (every path through
 a T1, or one plane port of a host, seen by its agent as carrier loss or not; both
@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from hosts import protocol, wire
 from hosts.endpoint import make_endpoint
 from hosts.payload import message_bytes, verify
-from hosts.protocol import DATA_FRAME_BYTES, frame_bytes
+from hosts.protocol import DATA_FRAME_BYTES, frame_bytes, transport_spec
 from topologies.model import Fabric
 from topologies.paths import path_for_ev
 
@@ -132,7 +132,7 @@ class SimNet:
         # DATA packets put on each path, by (plane, spine): what tests count to see
         # which paths a transport really uses.
         self.data_on_path: Counter[tuple[int, int | None]] = Counter()
-        self.trimmable = protocol.trimmable(self.transport)
+        self.trimmable = transport_spec(self.transport).trims
         self._paths: dict = {}
         self.hosts = []
         for h in self.fabric.hosts:

@@ -1,7 +1,7 @@
 """The MRC wire format (docs/protocol.md) as a fast `struct` codec.
 
 One 32-byte header on every packet; a 24-byte control body behind the header of SACK,
-NACK, PROBE, PROBE_REPLY and PLANE_STATUS; the payload behind the header of DATA.
+NACK, PROBE, PROBE_REPLY, PLANE_STATUS and CNP; the payload behind the header of DATA.
 `decode()` raises `WireError` for anything that is not a well-formed MRC packet, so the
 agent can count and drop garbage without ever crashing on it.
 
@@ -75,7 +75,7 @@ def encode_data(flags: int, plane: int, conn_id: int, ev: int, msg_id: int, psn:
 def encode_control(kind: int, flags: int, plane: int, reason: int, conn_id: int, ev: int,
                    msg_id: int, psn: int, control: Control | tuple, offset: int = 0,
                    msg_len: int = 0) -> bytes:
-    """A 56-byte control packet (SACK, NACK, PROBE, PROBE_REPLY, PLANE_STATUS)."""
+    """A 56-byte control packet (SACK, NACK, PROBE, PROBE_REPLY, PLANE_STATUS, CNP)."""
     return HEADER.pack(VERSION << 4 | kind, flags, plane, reason, conn_id, ev, msg_id, psn,
                        offset, msg_len, 0, 0) + CONTROL.pack(*control)
 

@@ -47,13 +47,17 @@ class FabricTopo(Topo):
 
 class FabricNet(Mininet):
     """A Mininet network with a netlink socket in every node's namespace, made at start
-    so that the first link fault is as quick as the others, and the eBPF switch program
+    so that the first link fault is as quick as the others, the eBPF switch program
     of every port it has been loaded on ((node, interface) -> EbpfPort), so that every
-    fault and every counter reading finds the program the bring-up loaded."""
+    fault and every counter reading finds the program the bring-up loaded, and the path
+    of its resolved topology file once the run has written one."""
 
     def __init__(self, *args, **kwargs):
         self.link_state = LinkState()  # before Mininet's own set-up, which may build
         self.ebpf_ports: dict[tuple[str, str], EbpfPort] = {}
+        # The run's topology.json for this network, once written (the host agents read
+        # it: experiments/agents.py).
+        self.resolved_topology = None
         super().__init__(*args, **kwargs)
 
     def start(self) -> None:

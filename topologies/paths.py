@@ -7,18 +7,32 @@ Between two hosts A and B the fabric offers, in every plane p:
 
 A path is named by a 32-bit entropy value (EV): a plane and a choice among that plane's
 paths (the bit layout is a protocol fact, in hosts/protocol.py). The choice counts
-modulo the number of paths, so any EV maps to a path and many EVs may share one (as in
-MRC, where a connection keeps 128-256 EVs). The catalogue gives each path its canonical
-EV (choice < paths per plane). Nothing per path needs storing but the EV: the
-destination address follows by rule.
+modulo the number of paths (`path_index`, the one home of that rule), so any EV maps
+to a path and many EVs may share one (as in MRC, where a connection keeps 128-256
+EVs). The catalogue gives each path its canonical EV (choice < paths per plane).
+Nothing per path needs storing but the EV: the destination address follows by rule.
+
+The RoCE baseline does not choose paths: switches hash its flows (`ecmp_path`). Each
+switch on the way picks among its equal-cost next hops on shortest paths by a hash of
+the packet's 5-tuple: a source T0 among the plane's T1s for another rack, nothing to
+pick for the same rack (the T0 delivers it) or on the way down. The hash is
+`ecmp_hash`: CRC-32 of the switch's uSID and the 5-tuple (source and destination
+addresses, UDP source and destination ports, protocol 17), modulo the live next hops
+(resilient: a flow moves only when its own next hop is gone). The fabric's switches
+forward by static uSID tables, so the sender asks this rule and writes the path it
+gives into the destination address: the same path, for the same 5-tuple, as the
+switches' hash would take.
 """
 
 from __future__ import annotations
 
+import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
+from ipaddress import IPv6Address
 
-from hosts.protocol import ev_choice, ev_plane, make_ev
-from topologies.addressing import usid_address
+from hosts.protocol import ROCE_UDP_PORT, ev_choice, ev_plane, make_ev
+from topologies.addressing import host_address, usid_address
 from topologies.model import Fabric
 
 
@@ -47,6 +61,12 @@ def choices_per_plane(fabric: Fabric, src: int, dst: int) -> int:
     return fabric.spec.t1_per_plane + (1 if same_rack else 0)
 
 
+def path_index(ev: int, paths_per_plane: int) -> int:
+    """The index, within its plane, of the path an EV names: its choice modulo the
+    plane's path count."""
+    return ev_choice(ev) % paths_per_plane
+
+
 def path_for_ev(fabric: Fabric, src: int, dst: int, ev: int) -> Path:
     """The path an EV names between two hosts. Raises ValueError for a plane that does
     not exist or for src == dst."""
@@ -57,7 +77,7 @@ def path_for_ev(fabric: Fabric, src: int, dst: int, ev: int) -> Path:
         raise ValueError(f"EV {ev:#010x} names plane {plane}; the fabric has "
                          f"{fabric.spec.planes}")
     a, b = fabric.host(src), fabric.host(dst)
-    choice = ev_choice(ev) % choices_per_plane(fabric, src, dst)
+    choice = path_index(ev, choices_per_plane(fabric, src, dst))
     t0a, t0b = fabric.t0(plane, a.rack).usid, fabric.t0(plane, b.rack).usid
     if a.rack == b.rack:
         if choice == 0:
@@ -81,3 +101,36 @@ def all_paths(fabric: Fabric) -> list[Path]:
     n = len(fabric.hosts)
     return [path for a in range(n) for b in range(n) if a != b
             for path in catalogue(fabric, a, b)]
+
+
+def ecmp_hash(seed: int, src: str, dst: str, sport: int, dport: int = ROCE_UDP_PORT) -> int:
+    """A switch's ECMP hash of a UDP flow: CRC-32 of its uSID (`seed`) and the
+    5-tuple (source and destination IPv6 addresses, ports, protocol 17)."""
+    key = (seed.to_bytes(2, "big") + IPv6Address(src).packed + IPv6Address(dst).packed
+           + sport.to_bytes(2, "big") + dport.to_bytes(2, "big") + b"\x11")
+    return zlib.crc32(key)
+
+
+def ecmp_candidates(fabric: Fabric, src: int, dst: int, plane: int) -> list[Path]:
+    """The shortest paths between two hosts in one plane: the direct path in the same
+    rack, one per T1 between racks."""
+    same_rack = fabric.host(src).rack == fabric.host(dst).rack
+    paths = [p for p in catalogue(fabric, src, dst) if p.plane == plane]
+    return [p for p in paths if (p.spine is None) == same_rack]
+
+
+def ecmp_path(fabric: Fabric, src: int, dst: int, plane: int, sport: int,
+              usable: Callable[[Path], bool] = lambda path: True) -> Path | None:
+    """The path the switches' ECMP takes for the flow (src, dst, `sport`) in `plane`
+    (module docstring), among the `usable` ones (those routing still offers); None if
+    routing offers none."""
+    candidates = ecmp_candidates(fabric, src, dst, plane)
+    if len(candidates) == 1:
+        return candidates[0] if usable(candidates[0]) else None
+    seed = fabric.t0(plane, fabric.host(src).rack).usid
+    h = ecmp_hash(seed, host_address(src), host_address(dst), sport)
+    home = candidates[h % len(candidates)]
+    if usable(home):
+        return home
+    alive = [p for p in candidates if usable(p)]
+    return alive[h % len(alive)] if alive else None

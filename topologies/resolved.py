@@ -1,12 +1,18 @@
 """The resolved topology file (`topology.json`): the fabric as tools see it, without Mininet.
 
-A run writes it into its results folder once the network is up: every node's role,
-index, uSID, plane or address, and ports (number, interface, MAC, peer and peer port,
-tier). Tools that must not import Mininet or re-derive the addressing plan (packet
-dissectors, labs, analysis scripts) read it back with `read_resolved_topology()`.
+A run writes it into its results folder once the network is up: the topology's
+numbers as the run built them (`spec`: planes, racks, link rates after any cap, queue
+and marking thresholds), and every node's role, index, uSID, plane or address, and
+ports (number, interface, MAC, peer and peer port, tier). Tools that must not import
+Mininet or re-derive the addressing plan (packet dissectors, labs, analysis scripts)
+read it back with `read_resolved_topology()`; the host agents rebuild the run's own
+Fabric from it with `read_fabric()`, so that an agent works on the very fabric the run
+built (a capped rate, the single-plane twin) and never on the topology file's.
 
     {"topology": "2tier-2plane", "source": "topologies/2tier-2plane.yaml",
      "dataplane": "kernel",
+     "spec": {"name": "2tier-2plane", "planes": 2, "racks": 2, ..., "links": {
+               "host_t0": {"rate_mbit": 20.0, "delay_ms": 0.5, "queue_pkts": 64}, ...}},
      "nodes": {"h0": {"role": "host", "index": 0, "usid": "0x8000",
                       "address": "fcbb:bb00:8000::", "ports": [
                         {"port": 0, "intf": "h0-eth0", "mac": "02:00:80:00:00:00",
@@ -20,13 +26,14 @@ and loads it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from topologies.addressing import host_address
 from topologies.errors import UserError, shown
-from topologies.model import TIERS, Fabric
+from topologies.model import TIERS, Fabric, TopologyError, build_fabric, parse_spec
 
 ROLES = ("host", "t0", "t1")
 FIX = "use the topology.json a run wrote into its results folder"
@@ -97,8 +104,43 @@ def resolved_topology(fabric: Fabric, dataplane: str | None = None) -> dict:
     doc: dict = {"topology": fabric.name, "source": fabric.spec.source}
     if dataplane is not None:
         doc["dataplane"] = dataplane
+    doc["spec"] = spec_document(fabric)
     doc["nodes"] = nodes
     return doc
+
+
+def spec_document(fabric: Fabric) -> dict:
+    """The topology's numbers as a topology file writes them (topologies/model.py reads
+    this shape), at the rates and thresholds the fabric has."""
+    spec = fabric.spec
+    return {"name": spec.name, "planes": spec.planes, "racks": spec.racks,
+            "hosts_per_rack": spec.hosts_per_rack, "t1_per_plane": spec.t1_per_plane,
+            "links": {tier: dataclasses.asdict(fabric.link_params(tier)) for tier in TIERS},
+            "ecn_threshold_pkts": spec.ecn_threshold_pkts,
+            "trim_threshold_pkts": spec.trim_threshold_pkts}
+
+
+def read_fabric(path: Path | str) -> Fabric:
+    """The Fabric a run built, rebuilt from its topology.json: the spec by the same rule
+    as a topology file, its nodes checked against the file's (a file edited by hand, or
+    written by another version, is refused rather than half believed)."""
+    source = str(path)
+    topo = read_resolved_topology(path)
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        fabric = build_fabric(dataclasses.replace(parse_spec(doc.get("spec"), source),
+                                                  source=topo.source))
+    except TopologyError as err:
+        raise ResolvedTopologyError(source, f"spec.{err.field}", err.problem, FIX) from None
+    for node in (*fabric.hosts, *fabric.switches):
+        found = topo.nodes.get(node.name)
+        if found is None or (found.role, found.index, found.usid) != (node.role, node.index,
+                                                                      node.usid):
+            raise ResolvedTopologyError(source, f"nodes.{node.name}", "does not match the "
+                                        "fabric its spec builds", FIX)
+    if len(topo.nodes) != len(fabric.hosts) + len(fabric.switches):
+        raise ResolvedTopologyError(source, "nodes", "holds nodes its spec does not build", FIX)
+    return fabric
 
 
 def write_resolved_topology(path: Path, fabric: Fabric, dataplane: str | None = None) -> None:

@@ -30,6 +30,7 @@ const bit<4> MRC_TYPE_NACK = 3;
 const bit<4> MRC_TYPE_PROBE = 4;
 const bit<4> MRC_TYPE_PROBE_REPLY = 5;
 const bit<4> MRC_TYPE_PLANE_STATUS = 6;
+const bit<4> MRC_TYPE_CNP = 7;
 const bit<8> MRC_FLAG_TRIMMED = 0x01;
 const bit<8> MRC_FLAG_TRIMMED_LASTHOP = 0x02;
 const bit<8> MRC_FLAG_ECN_ECHO = 0x04;

@@ -100,6 +100,8 @@ def test_send_fail_a_link_send_again_paths_exit(tmp_path):
 
 def test_end_of_input_tears_down(tmp_path):
     child = start_cli(tmp_path)
-    out = command(child, "send h1 h2 100k single-path")
-    assert "h1 -> h2 over single-path: 100000 bytes delivered" in out, out
+    out = command(child, "send h1 h2 100k single-path")  # RoCE runs on the twin
+    assert "single-path runs on the single-plane twin of 2tier-2plane" in out, out
+    out = command(child, "send h1 h2 100k single-path@planes")
+    assert "h1 -> h2 over single-path@planes: 100000 bytes delivered" in out, out
     finish(child, tmp_path, "eof")

@@ -1,5 +1,6 @@
-"""The baseline with one queue pair (`single-path`, `roce`): hashed path, go-back-N on
-timeout and on NACK, moves only when routing says so (tests/unit/test_reroute.py)."""
+"""The baseline with one queue pair (`single-path`, `roce`): the path the switches' ECMP
+hash gives its flow, go-back-N on timeout and on NACK, moves only when routing says so
+(tests/unit/test_reroute.py), and moves to the error state past its retry limit."""
 
 from __future__ import annotations
 
@@ -19,9 +20,14 @@ CFG = ProtocolConfig(window=8, mtu_payload=100, cc=False, reconvergence_s=1.0,
 FABRIC = load_topology("2tier-2plane")
 
 
-def sender(events=None, cfg=CFG, me=0, peer=1):
-    return RoceSender(me, peer, 9, 2, 2, cfg, (events if events is not None else []).append,
-                      lambda *a: None)
+def sender(events=None, cfg=CFG, me=0, peer=3, **kwargs):
+    return RoceSender(me, peer, 9, FABRIC, cfg, (events if events is not None else []).append,
+                      lambda *a: None, **kwargs)
+
+
+def path_of(s) -> tuple[int, int | None]:
+    path = path_for_ev(FABRIC, s.me, s.peer, s.ev)
+    return path.plane, path.spine
 
 
 def psns(out):
@@ -31,7 +37,7 @@ def psns(out):
 def test_one_hashed_path_per_flow_and_in_order_window():
     s = sender()
     assert s.ev == sender().ev  # the hash is stable
-    assert len({sender(me=a, peer=b).ev for a in range(4) for b in range(4) if a != b}) > 1
+    assert len({path_of(sender(me=a, peer=b)) for a in (0, 1) for b in (2, 3)}) > 1
     s.send_message(0, bytes(1000), 0.0)
     out = s.poll(0.0)
     assert psns(out) == list(range(8)) and {p[1] for p in out} == {s.ev}
@@ -63,13 +69,13 @@ def test_after_routing_moves_the_flow_everything_is_resent_at_once_on_the_new_pa
     s = sender()
     s.send_message(0, bytes(500), 0.0)
     s.poll(0.0)
-    plane, spine = s.path_of(s.ev)
-    s.routes.event("remote-down", [(1, plane, spine)], 0.01)
+    plane, spine = path_of(s)
+    s.routes.event("remote-down", [(3, plane, spine)], 0.01)
     for t in (0.2, 0.5, 0.9):  # routing has not reconverged: timeouts on the old path
-        assert {p[1] for p in s.poll(t)} <= {s.ev} and s.path_of(s.ev) == (plane, spine)
+        assert {p[1] for p in s.poll(t)} <= {s.ev} and path_of(s) == (plane, spine)
     out = s.poll(1.01)
     assert psns(out) == [0, 1, 2, 3, 4] and {p[1] for p in out} == {s.ev}
-    assert s.path_of(s.ev) != (plane, spine)
+    assert path_of(s) != (plane, spine) and path_of(s)[0] == plane  # the QP keeps its port
     assert all(wire.decode(p[2])[0].flags & protocol.F_RETRANSMIT for p in out)
 
 
@@ -95,6 +101,45 @@ def test_completes_back_to_back_with_the_in_order_receiver():
     assert done == [4] and got == {4: data}
     # PSN 4 arrived out of sequence: its NACK sent the sender back to 3 at once.
     assert s.stats["nak_rx"] == 1 and s.stats["timeouts"] == 0 and s.stats["reroutes"] == 0
+
+
+def test_same_rack_flows_stay_at_the_t0_and_queue_pairs_keep_their_ports():
+    # h0 -> h1 share rack 0: every QP takes the T0 straight down, whatever its hash.
+    near = RoceSender(0, 1, 9, FABRIC, CFG, lambda e: None, lambda *a: None, qps=16)
+    assert {path_for_ev(FABRIC, 0, 1, qp.ev).spine for qp in near.qps} == {None}
+    # Between racks the hash picks a T1 per QP, on the QP's own port: QP q of h0 -> h3
+    # uses port (0 + 3 + q) mod 2, and keeps it when routing takes its T1 away.
+    far = RoceSender(0, 3, 9, FABRIC, CFG, lambda e: None, lambda *a: None, qps=16)
+    assert [qp.plane for qp in far.qps] == [(3 + q) % 2 for q in range(16)]
+    assert all(path_for_ev(FABRIC, 0, 3, qp.ev).plane == qp.plane for qp in far.qps)
+    assert {path_for_ev(FABRIC, 0, 3, qp.ev).spine for qp in far.qps} == {0, 1}
+    far.routes.event("local-down", [(3, p, 0) for p in range(2)], 0.0)
+    far.poll(0.01)
+    assert [qp.plane for qp in far.qps] == [(3 + q) % 2 for q in range(16)]
+    assert {path_for_ev(FABRIC, 0, 3, qp.ev).spine for qp in far.qps} == {1}
+
+
+def test_a_queue_pair_past_its_retry_limit_moves_to_the_error_state():
+    events, errors = [], []
+    cfg = ProtocolConfig(window=8, mtu_payload=100, cc=False, rto_min_s=0.05, rto_max_s=0.1,
+                         qp_retry_count=3)
+    s = sender(events, cfg, on_qp_error=lambda qp, now: errors.append((qp.index, now)))
+    s.send_message(0, bytes(500), 0.0)
+    t = 0.0
+    while t < 3.0:  # nothing ever answers: a silent switch on its path
+        s.poll(t)
+        t += 0.01
+    assert s.stats["timeouts"] == 4 and s.stats["qp_errors"] == 1
+    assert len(errors) == 1 and not s.busy and s.poll(t) == []
+    (error,) = [e for e in events if e["event"] == "qp-error"]
+    assert (error["qp"], error["retries"], error["psn"]) == (0, 3, 0)
+    # -1: retry for ever, as a verbs QP never does.
+    forever = sender(cfg=ProtocolConfig(window=8, mtu_payload=100, cc=False, rto_min_s=0.05,
+                                        rto_max_s=0.1, qp_retry_count=-1))
+    forever.send_message(0, bytes(500), 0.0)
+    for i in range(300):
+        forever.poll(i * 0.01)
+    assert forever.stats["timeouts"] > 10 and forever.stats["qp_errors"] == 0 and forever.busy
 
 
 def test_message_ids_are_unique():

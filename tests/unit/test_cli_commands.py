@@ -57,6 +57,17 @@ def test_send_mistakes_are_one_line(fabric, args, names):
     assert one_line_error(parse_send, fabric, args, TRANSPORTS).startswith(names)
 
 
+def test_on_a_multi_plane_fabric_roce_is_sent_with_at_planes(fabric):
+    from experiments.twin import fabric_of
+
+    here = tuple(t for t in TRANSPORTS if fabric_of(t, fabric) is fabric)
+    assert "roce-8@planes" in here and "roce-8" not in here and "mrc" in here
+    assert parse_send(fabric, ["h0", "h3", "roce-8@planes"], here).transport == "roce-8@planes"
+    assert one_line_error(parse_send, fabric, ["h0", "h3", "roce-8"], here).startswith(
+        "send: transport: roce-8 runs on the single-plane twin of 2tier-2plane, not on this "
+        "fabric; fix: use roce-8@planes here, or start the CLI on the twin (make cli TWIN=1)")
+
+
 def test_link_in_both_orders_is_the_scenarios_link_flap(fabric):
     down = parse_link(fabric, ["down", "p0t0r0", "p0t1s0"])
     assert down == step(0.0, False, "link-flap", ("p0t0r0", "p0t1s0"))

@@ -159,8 +159,9 @@ def test_lab06_solution_runs_have_every_field_a_real_summary_has():
         summary = json.loads((SOLUTION_RUNS / scenario / "summary.json").read_text())
         assert summary["scenario"] == scenario
         for block in summary["transports"]:
-            # Runs with the eBPF switch also count its ports per transport.
-            assert keys <= set(block) <= keys | {"switch_counters"}, scenario
+            # Runs with the eBPF switch also count its ports per transport; a run says
+            # which fabric each transport ran on.
+            assert keys <= set(block) <= keys | {"switch_counters", "fabric"}, scenario
 
 
 def test_lab06_reads_the_newest_run_of_each_scenario(tmp_path):

@@ -149,7 +149,9 @@ def test_traffic_classes():
         == protocol.DSCP_TRIMMABLE
     assert protocol.traffic_class(0, protocol.ECN_CE) & protocol.ECN_MASK == protocol.ECN_CE
     assert protocol.DSCP_TRIMMABLE != protocol.DSCP_NO_TRIM
-    assert set(protocol.DATA_DSCP) == set(protocol.TRANSPORTS)
+    assert all(protocol.transport_spec(t).data_dscp in (
+        protocol.DSCP_NO_TRIM, protocol.DSCP_TRIMMABLE, protocol.DSCP_ROCE)
+        for t in protocol.TRANSPORTS)
 
 
 def test_each_transport_rides_the_class_of_its_ecn_and_trimming_rules():
@@ -158,15 +160,18 @@ def test_each_transport_rides_the_class_of_its_ecn_and_trimming_rules():
     classes = (protocol.DSCP_NO_TRIM, protocol.DSCP_TRIMMABLE, protocol.DSCP_ROCE)
     assert len(set(classes)) == 3 and all(0 <= dscp < 64 for dscp in classes)
     # The baseline is RoCE: never trimmed, marked at every hop (DCQCN).
-    for transport in protocol.BASELINE_QPS:
-        assert protocol.DATA_DSCP[transport] == protocol.DSCP_ROCE
-        assert not protocol.trimmable(transport)
+    specs = [protocol.transport_spec(t) for t in protocol.TRANSPORTS]
+    baselines = [s for s in specs if s.baseline]
+    assert len(baselines) == len(protocol.TRANSPORTS) - len(protocol.MRC_TRANSPORTS)
+    for spec in baselines:
+        assert spec.data_dscp == protocol.DSCP_ROCE and not spec.trims
     # Every MRC transport stays out of the RoCE class, mrc-no-trim included: it is MRC
     # without trimming, not a RoCE flow.
-    mrc = set(protocol.TRANSPORTS) - set(protocol.BASELINE_QPS)
-    assert mrc and all(protocol.DATA_DSCP[t] != protocol.DSCP_ROCE for t in mrc)
-    assert protocol.DATA_DSCP["mrc-no-trim"] == protocol.DSCP_NO_TRIM
-    assert protocol.trimmable("mrc") and not protocol.trimmable("mrc-no-trim")
+    mrc = [s for s in specs if not s.baseline]
+    assert mrc and all(s.data_dscp != protocol.DSCP_ROCE for s in mrc)
+    assert protocol.transport_spec("mrc-no-trim").data_dscp == protocol.DSCP_NO_TRIM
+    assert protocol.transport_spec("mrc").trims
+    assert not protocol.transport_spec("mrc-no-trim").trims
     assert protocol.CONTROL_DSCP != protocol.DSCP_ROCE
 
 

@@ -155,21 +155,21 @@ def test_delay_per_kind_and_unknown_kinds():
     assert 0.001 <= LOCAL_FAILOVER_S <= 0.01  # hardware ECMP: milliseconds
 
 
-def flow_on_a_path(reconvergence_s=1.0):
+def flow_on_a_path(reconvergence_s=1.0, **settings):
     """A 1-QP connection h0 -> h3 with data in flight; its path and routing."""
-    def path_of(ev):
-        path = path_for_ev(FABRIC, 0, 3, ev)
-        return path.plane, path.spine
-
     config = ProtocolConfig(mtu_payload=100, rto_min_s=0.05, rto_max_s=0.2,
-                            reconvergence_s=reconvergence_s)
+                            reconvergence_s=reconvergence_s, **settings)
     routes = Routes(LOCAL_FAILOVER_S, reconvergence_s)
     events = []
-    sender = RoceSender(0, 3, 3, 2, 2, config, events.append, lambda *a: None, routes=routes,
-                        path_of=path_of)
+    sender = RoceSender(0, 3, 3, FABRIC, config, events.append, lambda *a: None, routes=routes)
     sender.send_message(0, bytes(2000), 0.0)
     sender.poll(0.0)
     return sender, routes, events
+
+
+def path_of(sender) -> tuple[int, int | None]:
+    path = path_for_ev(FABRIC, 0, 3, sender.ev)
+    return path.plane, path.spine
 
 
 def moved_at(sender, start, step=0.0005, until=5.0) -> float | None:
@@ -183,23 +183,25 @@ def moved_at(sender, start, step=0.0005, until=5.0) -> float | None:
     return None
 
 
-@pytest.mark.parametrize("fault, host_kind, delay", [
-    (step(0.1, False, "link-flap", ("p0t0r0", "p0t1s0")), "local-down", LOCAL_FAILOVER_S),
-    (step(0.1, False, "link-flap", ("p0t0r1", "p0t1s0")), "remote-down", 1.0),
-    (step(0.1, False, "switch-reboot", ("p0t1s0",)), "local-down", LOCAL_FAILOVER_S),
+@pytest.mark.parametrize("kind, where, host_kind, delay", [
+    ("link-flap", "uplink", "local-down", LOCAL_FAILOVER_S),  # its source T0's uplink
+    ("link-flap", "downlink", "remote-down", 1.0),  # the T1's link down to rack 1
+    ("switch-reboot", "t1", "local-down", LOCAL_FAILOVER_S),
 ])
-def test_the_queue_pair_moves_after_the_delay_of_the_fault_kind(fault, host_kind, delay):
+def test_the_queue_pair_moves_after_the_delay_of_the_fault_kind(kind, where, host_kind, delay):
     sender, routes, events = flow_on_a_path()
-    # Put the flow on plane 0 spine 0, the path every fault above breaks.
-    (qp,) = sender.qps
-    qp.ev = next(ev for ev in sender.paths if sender.path_of(ev) == (0, 0))
-    qp.hash = sender.paths.index(qp.ev)
+    plane, spine = path_of(sender)  # the path ECMP hashed the flow onto
+    t1 = f"p{plane}t1s{spine}"
+    target = {"uplink": (f"p{plane}t0r0", t1), "downlink": (f"p{plane}t0r1", t1),
+              "t1": (t1,)}[where]
+    fault = step(0.1, False, kind, target)
     (event,) = [e for e in route_events(fault, FABRIC) if e.host == 0]
     assert event.kind == host_kind
     routes.event(event.kind, event.paths, fault.t)
     t = moved_at(sender, fault.t)
     assert t == pytest.approx(fault.t + delay, abs=0.001)
-    assert sender.path_of(sender.ev) != (0, 0)
+    # To the other T1, on the same port: an RC QP is bound to its port.
+    assert path_of(sender) == (plane, 1 - spine)
     (reroute,) = [e for e in events if e["event"] == "reroute"]
     assert reroute["t"] == t
 
@@ -207,7 +209,7 @@ def test_the_queue_pair_moves_after_the_delay_of_the_fault_kind(fault, host_kind
 def test_a_blackhole_never_moves_the_queue_pair_until_the_switch_is_back():
     sender, routes, events = flow_on_a_path(reconvergence_s=0.5)
     first = sender.ev
-    plane, spine = sender.path_of(first)
+    plane, spine = path_of(sender)
     hole = f"p{plane}t1s{spine}"
     for event in route_events(step(0.0, False, "blackhole", (hole,)), FABRIC):
         routes.event(event.kind, event.paths, 0.0)  # there are none
@@ -219,7 +221,7 @@ def test_a_blackhole_never_moves_the_queue_pair_until_the_switch_is_back():
 def test_when_routing_gives_the_path_back_the_queue_pair_returns_to_it():
     sender, routes, _ = flow_on_a_path()
     home = sender.ev
-    plane, spine = sender.path_of(home)
+    plane, spine = path_of(sender)
     routes.event("local-down", [(3, plane, spine)], 0.0)
     assert moved_at(sender, 0.0) == pytest.approx(LOCAL_FAILOVER_S, abs=0.001)
     routes.event("remote-up", [(3, plane, spine)], 0.1)
@@ -227,12 +229,16 @@ def test_when_routing_gives_the_path_back_the_queue_pair_returns_to_it():
     assert sender.ev == home
 
 
-def test_the_hosts_own_port_losing_carrier_is_local():
-    sender, routes, _ = flow_on_a_path()
-    plane, _ = sender.path_of(sender.ev)
+def test_a_queue_pair_whose_own_port_loses_carrier_stays_and_fails():
+    # An RC QP is bound to its port: with the port down it has nowhere to go, retries
+    # and moves to the error state; the job would abort there.
+    sender, routes, events = flow_on_a_path(qp_retry_count=3)
+    first = sender.ev
+    plane, _ = path_of(sender)
     routes.local_plane(plane, False, 0.2)
-    assert moved_at(sender, 0.2) == pytest.approx(0.2 + LOCAL_FAILOVER_S, abs=0.001)
-    assert sender.path_of(sender.ev)[0] != plane
+    assert moved_at(sender, 0.2, step=0.01, until=5.0) is None
+    assert sender.ev == first and sender.stats["qp_errors"] == 1
+    assert [e["event"] for e in events if e["event"] in ("reroute", "qp-error")] == ["qp-error"]
 
 
 # ---------------------------------------------------------------------- the fault injector

@@ -1,7 +1,7 @@
-"""The RoCE-like baseline end to end between real endpoints: a lost packet recovered by
-the NACK within a round trip (and only by a timeout when the NACK is ignored), queue
-pairs spread over paths, DCQCN cutting the rate on ECN and recovering, the agent's
-route command."""
+"""The RoCE baseline end to end between real endpoints: a lost packet recovered by the
+NACK within a round trip (and only by a timeout when the NACK is ignored), queue pairs
+on their ports spread over the T1s by the switches' ECMP hash, DCQCN cutting the rate
+on CNPs and recovering, the agent's route command."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ import heapq
 
 import pytest
 
+from experiments.twin import twin_of
 from hosts import protocol, wire
 from hosts.agent import Agent
-from hosts.baseline import DCQCN_PERIOD_S, RoceSender
+from hosts.baseline import RoceSender
 from hosts.config import ProtocolConfig
 from hosts.endpoint import make_endpoint
 from hosts.payload import message_bytes, verify
@@ -20,6 +21,8 @@ from topologies.paths import path_for_ev
 
 FABRIC = load_topology("2tier-2plane")
 FABRIC8 = load_topology("2tier-8plane")
+TWIN8 = twin_of(FABRIC8)
+DCQCN_PERIOD_S = ProtocolConfig().dcqcn_period_s
 DELAY_S = 0.0005  # one way
 
 
@@ -154,26 +157,39 @@ def qp_paths(transport, fabric, src, dst, size):
 
 
 def test_one_queue_pair_takes_one_path():
-    _, per_qp, _ = qp_paths("roce", FABRIC8, 0, 7, 60 * 1200)
+    _, per_qp, _ = qp_paths("roce", TWIN8, 0, 7, 60 * 1200)
     assert list(per_qp) == [0] and len(per_qp[0]) == 1
 
 
 @pytest.mark.parametrize("transport, qps", [("roce-8", 8), ("roce-16", 16)])
-def test_queue_pairs_each_keep_one_path_and_spread_over_the_fabric(transport, qps):
-    # h0 -> h7 on 2tier-8plane: 8 planes x 4 spines = 32 paths.
-    net, per_qp, packets = qp_paths(transport, FABRIC8, 0, 7, qps * 20 * 1200)
+def test_queue_pairs_each_keep_one_path_over_the_twins_spines(transport, qps):
+    # h0 -> h7 on the single-plane twin of 2tier-8plane: one port, 4 spines.
+    net, per_qp, packets = qp_paths(transport, TWIN8, 0, 7, qps * 20 * 1200)
     assert sorted(per_qp) == list(range(qps))
     assert all(len(paths) == 1 for paths in per_qp.values())  # a QP sticks to its path
     used = set().union(*per_qp.values())
-    # Hashed, so some QPs share a path (ECMP collisions); still most paths carry one.
-    assert len(used) >= qps // 2 and len({plane for plane, _ in used}) >= min(qps, 8) // 2
+    # Hashed, so some QPs share a spine (ECMP collisions); still they spread.
+    assert {plane for plane, _ in used} == {0} and len(used) >= 2
     # One message is striped evenly over the QPs.
     assert set(packets.values()) == {20}
     assert stat(net, "timeouts") == 0
 
 
+def test_on_the_planes_each_queue_pair_is_bound_to_one_port():
+    # roce-8@planes on 2tier-8plane: QP q of h0 -> h7 uses port (0 + 7 + q) mod 8.
+    net, per_qp, _ = qp_paths("roce-8@planes", FABRIC8, 0, 7, 8 * 20 * 1200)
+    assert {q: {plane for plane, _ in paths} for q, paths in per_qp.items()} == {
+        q: {(7 + q) % 8} for q in range(8)}
+    assert all(len(paths) == 1 for paths in per_qp.values())
+
+
+def test_same_rack_queue_pairs_never_leave_the_t0():
+    _, per_qp, _ = qp_paths("roce-16", TWIN8, 0, 3, 16 * 5 * 1200)  # h0, h3: rack 0
+    assert set().union(*per_qp.values()) == {(0, None)}
+
+
 def test_messages_start_on_successive_queue_pairs():
-    sender = RoceSender(0, 3, 3, 2, 2, ProtocolConfig(mtu_payload=100), lambda e: None,
+    sender = RoceSender(0, 3, 3, FABRIC, ProtocolConfig(mtu_payload=100), lambda e: None,
                         lambda *a: None, qps=4)
     for msg_id in range(4):
         sender.send_message(msg_id, bytes(100), 0.0)  # one packet each
@@ -182,10 +198,10 @@ def test_messages_start_on_successive_queue_pairs():
 
 # ---------------------------------------------------------------------- DCQCN
 def ecn_echo(sender, qp_index, psn, now):
+    """A CNP for the QP (what its receiver sends for a CE-marked packet)."""
     qp = sender.qps[qp_index]
-    hdr = wire.Header(protocol.SACK, protocol.F_ECN_ECHO, 0, 0, 3, qp.ev, 0,
-                      qp.first_psn + psn, 0, 0, 0)
-    sender.on_sack(hdr, wire.Control(qp.first_psn + psn + 1, 0, 0, qp.ev, 1, 3), now)
+    hdr = wire.Header(protocol.CNP, 0, 0, 0, 3, qp.ev, 0, qp.first_psn, 0, 0, 0)
+    sender.on_packet(hdr, wire.Control(0, 0, 0, qp.ev, 1, 3), now)
 
 
 def gaps(out_times):
@@ -203,7 +219,7 @@ def send_times(sender, t, count, until):
 
 def test_dcqcn_cuts_the_rate_on_ecn_and_recovers_without_it():
     line = 1e7  # bytes a second
-    s = RoceSender(0, 3, 3, 2, 2, ProtocolConfig(mtu_payload=1000, window=1000, cc=False),
+    s = RoceSender(0, 3, 3, FABRIC, ProtocolConfig(mtu_payload=1000, window=1000, cc=False),
                    lambda e: None, lambda *a: None, line_rate_Bps=line)
     s.send_message(0, bytes(1_000_000), 0.0)
     frame = protocol.frame_bytes(protocol.MRC_HEADER_BYTES + 1000)

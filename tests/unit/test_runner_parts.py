@@ -113,10 +113,13 @@ def test_agents_work_on_the_fabric_the_run_built_at_its_capped_rate(tmp_path, ca
     from hosts.config import ProtocolConfig
     from hosts.endpoint import link_adjusted
     from topologies.model import with_rate_cap
+    from topologies.resolved import write_resolved_topology
 
     topology = load_topology("2tier-8plane")
     built = topology if cap is None else with_rate_cap(topology, cap)
-    config = agent_config(built, 3, "mrc", tmp_path / "events.jsonl", None, 0.05)
+    write_resolved_topology(tmp_path / "topology.json", built, "kernel")
+    config = agent_config(tmp_path / "topology.json", 3, "mrc", tmp_path / "events.jsonl",
+                          None, 0.05)
     fabric = AgentConfig(**json.loads(json.dumps(config))).fabric()
     assert fabric.spec.host_t0 == built.spec.host_t0 and fabric.spec.t0_t1 == built.spec.t0_t1
     assert fabric.spec.host_t0.rate_mbit == (10.0 if cap is None else cap)

@@ -5,7 +5,7 @@
 --   tshark -X lua_script:tools/wireshark/mrc.lua -o usid.topology:results/<run>/topology.json -r f.pcap
 --
 -- Protocol "mrc" (UDP port 4793): the 32-byte MRC header and the 24-byte control body
--- of SACK, NACK, PROBE, PROBE_REPLY and PLANE_STATUS, every field, as docs/protocol.md
+-- of SACK, NACK, PROBE, PROBE_REPLY, PLANE_STATUS and CNP, every field, as docs/protocol.md
 -- defines them. A trimmed DATA packet (a switch cut its payload) is shown as such:
 -- payload_len says what the sender put behind the header, the packet holds none.
 --
@@ -29,7 +29,7 @@ local NACK = 3
 local F_TRIMMED = 0x01
 
 local TYPE_NAMES = { [1] = "DATA", [2] = "SACK", [3] = "NACK", [4] = "PROBE",
-                     [5] = "PROBE_REPLY", [6] = "PLANE_STATUS" }
+                     [5] = "PROBE_REPLY", [6] = "PLANE_STATUS", [7] = "CNP" }
 local FLAG_BITS = { { 0x01, "TRIMMED" }, { 0x02, "TRIMMED_LASTHOP" }, { 0x04, "ECN_ECHO" },
                     { 0x08, "LAST" }, { 0x10, "RETRANSMIT" }, { 0x20, "ALWAYS_SKIP" } }
 local REASON_NAMES = { [0] = "none", [1] = "TRIMMED", [2] = "TRIMMED_LASTHOP", [3] = "GAP" }
