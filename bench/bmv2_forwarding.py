@@ -238,7 +238,7 @@ def data_frame(fabric, src: int, first_hop: Hop, address: str) -> bytes:
     head = (Ether(src=mac_address(host, 0), dst=mac_address(first_hop.switch,
                                                             first_hop.in_port))
             / IPv6(src=host_address(src), dst=address,
-                   tc=protocol.traffic_class(protocol.DSCP_TRIMMABLE, 0))
+                   tc=protocol.traffic_class(protocol.DEFAULT_DSCP[protocol.TRIMMABLE], 0))
             / UDP(sport=protocol.MRC_UDP_PORT, dport=protocol.MRC_UDP_PORT, chksum=0)
             / MRC(type=protocol.DATA, conn_id=1, ev=0, psn=0, msg_len=1 << 20))
     pad = protocol.DATA_FRAME_BYTES - len(bytes(head))

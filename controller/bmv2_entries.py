@@ -5,8 +5,10 @@ become, for p4src/mrc_switch.p4:
 
 - `MrcIngress.my_usid`: (block, own uSID) -> usid_shift         one entry
 - `MrcIngress.next_hop`: (block, next uSID) -> set_next_hop(port, dmac)   one per route
-- `MrcIngress.port_config`: egress port -> set_port_config(mac, host_facing, ECN and
-  trim thresholds)                                               one per port
+- `MrcIngress.port_config`: egress port -> set_port_config(mac, host_facing, RED's
+  thresholds and slope, trim threshold, size and DSCP, queue limits)   one per port
+- `MrcIngress.pfc_config`: ingress port -> set_pfc_thresholds(xoff, xon)   one per port
+- `MrcIngress.dscp_class`: DSCP -> set_behaviour(behaviour)     one per traffic class
 """
 
 from __future__ import annotations
@@ -20,9 +22,13 @@ from topologies.addressing import LOCATOR_BLOCK
 MY_USID = "MrcIngress.my_usid"
 NEXT_HOP = "MrcIngress.next_hop"
 PORT_CONFIG = "MrcIngress.port_config"
+PFC_CONFIG = "MrcIngress.pfc_config"
+DSCP_CLASS = "MrcIngress.dscp_class"
 BLOCK_FIELD = "hdr.ipv6.dst_block"
 ACTIVE_FIELD = "hdr.ipv6.dst_active"
 PORT_FIELD = "standard_metadata.egress_spec"
+INGRESS_PORT_FIELD = "standard_metadata.ingress_port"
+DSCP_FIELD = "hdr.ipv6.dscp"
 
 
 def _entry(p4info: P4Info, table: str, matches: dict[str, int], action: str,
@@ -52,8 +58,19 @@ def table_entries(p4info: P4Info, tables: SwitchTables) -> list[p4runtime_pb2.Ta
                               "MrcIngress.set_port_config",
                               {"port_mac": mac_value(port.mac),
                                "host_facing": int(port.host_facing),
-                               "ecn_threshold": tables.ecn_threshold_pkts,
-                               "trim_threshold": tables.trim_threshold_pkts}))
+                               "ecn_kmin": port.ecn_kmin, "ecn_kmax": port.ecn_kmax,
+                               "ecn_slope": port.ecn_slope,
+                               "trim_threshold": port.trim_threshold,
+                               "trim_size": tables.trim_size_bytes,
+                               "dscp_trimmed": port.dscp_trimmed,
+                               "queue_limit": port.queue,
+                               "priority_limit": port.priority_limit}))
+        entries.append(_entry(p4info, PFC_CONFIG, {INGRESS_PORT_FIELD: port.port},
+                              "MrcIngress.set_pfc_thresholds",
+                              {"xoff": port.xoff, "xon": port.xon}))
+    for dscp, behaviour in sorted(tables.dscp_behaviour.items()):
+        entries.append(_entry(p4info, DSCP_CLASS, {DSCP_FIELD: dscp},
+                              "MrcIngress.set_behaviour", {"behaviour": behaviour}))
     return entries
 
 

@@ -17,8 +17,19 @@ from controller.p4info import P4Info
 from controller.p4runtime_session import P4RuntimeError, SwitchSession
 from controller.tables import SwitchTables
 
-COUNTERS = ("MrcIngress.forwarded_packets", "MrcIngress.dropped_packets",
-            "MrcEgress.trimmed_packets", "MrcEgress.ecn_marked_packets")
+# The P4 program's per-port counters by the names the eBPF switch gives the same
+# counts (controller/ebpf_config.py COUNTERS); all by egress port but `pfc_xoff_tx` and
+# `unroutable`, by ingress port.
+COUNTERS = {
+    "forwarded": "MrcIngress.forwarded",
+    "trim_pkts": "MrcIngress.trim_pkts",
+    "tx_trim_pkts": "MrcEgress.tx_trim_pkts",
+    "dropped_trim_pkts": "MrcIngress.dropped_trim_pkts",
+    "ecn_marked": "MrcEgress.ecn_marked",
+    "dropped": "MrcIngress.dropped",
+    "pfc_xoff_tx": "MrcIngress.pfc_xoff_tx",
+    "unroutable": "MrcIngress.unroutable",
+}
 
 
 @dataclass(frozen=True)
@@ -52,6 +63,8 @@ def program_switch(address: str, device_id: int, p4info: P4Info, device_config: 
 
 def read_counters(address: str, device_id: int, p4info: P4Info,
                   timeout_s: float = 5.0) -> dict[str, dict[int, int]]:
-    """Per-port counters of a running switch (reads only; it stays as programmed)."""
+    """Per-port counters of a running switch, {name: {port: packets}} (reads only; it
+    stays as programmed)."""
     with SwitchSession(address, device_id, election_id=2, timeout_s=timeout_s) as session:
-        return {name: session.read_counter(p4info.counter_id(name)) for name in COUNTERS}
+        return {name: session.read_counter(p4info.counter_id(counter))
+                for name, counter in COUNTERS.items()}

@@ -1,31 +1,41 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The MRC switch features of the kernel data plane: a tc program on the clsact egress
- * hook of one switch port (docs/ebpf-switch.md).
+ * The switch features of the kernel data plane: one tc program on the clsact egress
+ * hook of every switch port (docs/ebpf-switch.md), loaded once and attached to every
+ * port, its maps shared and keyed by the port's interface index.
  *
  * The kernel forwards (SRv6 uSID shift, next hop); this program does what the P4
- * switch does on top of forwarding, for the port it is loaded on:
+ * switch does on top of forwarding, reading no further than the UDP header and
+ * deciding by the DSCP alone (docs/protocol.md "Traffic classes"):
  *
- *   - a virtual queue (bytes, drained at the port's link rate) stands for the port's
- *     backlog, as NDP's Tofino switch uses a meter as its estimate of the queue;
- *   - an MRC DATA packet of the trimmable DSCP class that finds the virtual queue at or
- *     over the trim threshold is cut to its headers exactly as p4src/include/egress.p4
- *     does; untrimmable data is dropped once the virtual queue reaches the queue limit;
- *   - an ECN-capable packet of the data class that finds the virtual queue at or over
- *     the ECN threshold is marked CE, on a port facing a host only if it is of the
- *     RoCE DSCP class (ECN per traffic class, as in p4src/include/egress.p4);
- *   - control packets and trimmed headers go to the port's priority class (an htb class
- *     chosen through skb->priority), data to the data class;
- *   - random loss per port and "gray" loss per destination address prefix, for fault
- *     injection on kernels without netem;
- *   - per-port counters.
+ *   - TRAFFIC CLASSES: the DSCP picks a behaviour (the `dscp_class` map, written once
+ *     from the topology): priority (control, trimmed headers, CNPs), trimmable data,
+ *     best-effort data, or lossless (the RoCE baseline's class);
+ *   - QUEUES: a virtual queue per behaviour (bytes, drained at the port's link rate,
+ *     the priority queue first, the lossless one only while it is not paused) stands
+ *     for the port's real htb classes, as NDP's Tofino switch uses a meter as its
+ *     estimate of the queue; skb->priority picks the real class;
+ *   - TRIMMING as SONiC configures it: trimmable data that finds its queue at or over
+ *     the trim threshold is cut to the trim size, its lengths fixed, its DSCP rewritten
+ *     to TRIMMED, or TRIMMED_LASTHOP on a port facing a host, and sent in the priority
+ *     queue; a trimmed packet that finds no room there is dropped (DROPPED_TRIM_PKTS);
+ *   - ECN, RED-like: an ECT packet of a data class is marked CE with a probability
+ *     that rises linearly from 0 at Kmin to Pmax at Kmax, and always at or over Kmax;
+ *     "at random" is the Weyl sequence of the port's marking decisions, so the P4
+ *     switch, counting the same way, takes the very same decision for the same packet;
+ *     never on a port facing a host, except for the lossless class (DCQCN);
+ *   - PFC for the lossless class: it is never dropped; the bytes each ingress port has
+ *     queued in its switch are counted, and past XOFF the port at the other end of that
+ *     link is paused (its lossless virtual queue stops), resumed below XON, hop by hop
+ *     back to the sending NIC; an event on the `pfc_events` ring tells user space,
+ *     which holds a paused NIC's sender (experiments/pfc.py); a timer drains the
+ *     lossless queue of a port that no packet visits;
+ *   - faults: random loss per port and gray loss per destination prefix;
+ *   - counters per port, with SONiC's names for trimming.
  *
- * Every value comes from the maps, written from Python (controller/ebpf_config.py), and
- * the protocol facts (UDP port, packet type, flags, header and trimmed lengths, the
- * trimmable and RoCE DSCPs, counter indexes) come from the compiler command line (-D,
- * built from hosts/protocol.py by controller/ebpf_config.py), so none of them is
- * written down here a second time. Each `tc filter add ... obj` load gets its own
- * instance of every map: one program, one set of maps per port.
+ * Every value comes from the maps, written from Python (controller/ebpf_config.py);
+ * the behaviour and counter numbers come from the compiler command line (-D, built from
+ * hosts/protocol.py and the config module), so none is written down here twice.
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -33,115 +43,165 @@
 #include <linux/ipv6.h>
 #include <linux/pkt_cls.h>
 #include <linux/udp.h>
+#include <linux/time.h>
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
-#if !defined(MRC_UDP_PORT) || !defined(MRC_TYPE_DATA) || !defined(MRC_FLAG_TRIMMED) \
-    || !defined(MRC_FLAG_TRIMMED_LASTHOP) || !defined(MRC_HEADER_LEN) \
-    || !defined(MRC_TRIMMED_FRAME_BYTES) || !defined(MRC_TRIMMED_L4_BYTES) \
-    || !defined(MRC_DSCP_TRIMMABLE) || !defined(MRC_DSCP_ROCE) || !defined(MRC_ECN_CE) \
-    || !defined(VQ_MAX_IDLE_USEC) \
-    || !defined(COUNTER_FORWARDED) || !defined(COUNTER_TRIMMED) \
+#if !defined(BEHAVIOUR_BEST_EFFORT) || !defined(BEHAVIOUR_TRIMMABLE) \
+    || !defined(BEHAVIOUR_PRIORITY) || !defined(BEHAVIOUR_LOSSLESS) \
+    || !defined(ECN_CE) || !defined(VQ_MAX_IDLE_USEC) || !defined(PFC_SLOTS) \
+    || !defined(PFC_TICK_NS) || !defined(MODE_SWITCH) || !defined(MODE_FAULTS) \
+    || !defined(PFC_XOFF) || !defined(PFC_XON) || !defined(COUNTER_COUNT) \
+    || !defined(COUNTER_FORWARDED) || !defined(COUNTER_TRIM_PKTS) \
+    || !defined(COUNTER_TX_TRIM_PKTS) || !defined(COUNTER_DROPPED_TRIM_PKTS) \
     || !defined(COUNTER_ECN_MARKED) || !defined(COUNTER_DROPPED) \
-    || !defined(COUNTER_FAULT_DROPPED) || !defined(COUNTER_COUNT)
-#error "build with controller.ebpf_config.compile_command(): it passes the protocol facts"
+    || !defined(COUNTER_FAULT_DROPPED) || !defined(COUNTER_PFC_XOFF_RX) \
+    || !defined(COUNTER_PFC_XOFF_TX) || !defined(WEYL_STEP)
+#error "build with controller.ebpf_config.compile_command(): it passes the facts"
 #endif
 
 #define ETH_LEN sizeof(struct ethhdr)
 #define OFF_IP6 ETH_LEN
 #define OFF_UDP (OFF_IP6 + sizeof(struct ipv6hdr))
-#define OFF_MRC (OFF_UDP + sizeof(struct udphdr))
-/* A trimmed packet keeps exactly the headers this program parses. */
-_Static_assert(MRC_TRIMMED_FRAME_BYTES == OFF_MRC + MRC_HEADER_LEN, "trimmed frame");
-_Static_assert(MRC_TRIMMED_L4_BYTES == sizeof(struct udphdr) + MRC_HEADER_LEN, "trimmed L4");
-
+#define HEADERS_LEN (OFF_UDP + sizeof(struct udphdr))
 #define ECN_MASK 0x03
 #define NSEC_PER_USEC 1000ULL
 #define USEC_PER_SEC 1000000ULL
+#define PROBABILITY_ONE 65536
 
-/* Per-port settings, one entry. The field order and sizes are those of
- * controller/ebpf_config.py (PORT_CONFIG); tests/integration/test_ebpf_switch.py
- * checks both against this object's BTF. */
+/* Per-port settings (HASH by ifindex). Field order and sizes are those of
+ * controller/ebpf_config.py (PORT_CONFIG); tests/integration/test_ebpf_switch.py checks
+ * both against this object's BTF. */
 struct port_config {
-    __u64 rate_bytes_per_s;      /* virtual queue drain rate: the link rate */
-    __u32 ecn_threshold_bytes;   /* CE at or above this virtual backlog */
-    __u32 trim_threshold_bytes;  /* trim trimmable data at or above this backlog */
-    __u32 drop_threshold_bytes;  /* drop untrimmable data at or above (queue limit) */
-    __u32 classid_control;       /* skb->priority of control packets and trimmed headers */
-    __u32 classid_data;          /* skb->priority of everything else */
-    __u8 host_facing;            /* last hop: ECN marks for the RoCE class only,
-                                  * TRIMMED_LASTHOP when trimming */
-    __u8 enabled;                /* 0 until the configuration is written: pass all */
-    __u8 pad[2];
+    __u64 rate_bytes_per_s;        /* virtual queues drain at the link rate */
+    __u32 ecn_kmin_bytes;          /* RED: no mark below */
+    __u32 ecn_kmax_bytes;          /* RED: every ECT packet marked at or above */
+    __u32 ecn_pmax;                /* mark probability at Kmax, in 1/65536 */
+    __u32 trim_threshold_bytes;    /* trim trimmable data at or above */
+    __u32 drop_threshold_bytes;    /* the data queue's limit: tail drop at or above */
+    __u32 priority_limit_bytes;    /* the priority queue's limit */
+    __u32 trim_size_bytes;         /* frame bytes a trimmed packet keeps */
+    __u32 xoff_bytes;              /* PFC: what this port's ingress may queue ... */
+    __u32 xon_bytes;               /* ... before its peer pauses, and resumes */
+    __u32 peer_ifindex;            /* the port at the other end of the link, 0: none */
+    __u32 classid_priority;        /* skb->priority of each real htb class */
+    __u32 classid_lossless;
+    __u32 classid_data;
+    __u8 host_facing;              /* last hop: ECN for the lossless class only */
+    __u8 dscp_trimmed;             /* the DSCP a trim here writes */
+    __u8 mode;                     /* MODE_SWITCH, MODE_FAULTS (faults only), 0: pass */
+    __u8 pad;
 };
 
-struct vq_state {
+/* What a port's queues hold now (HASH by ifindex), under its lock. */
+struct port_state {
     struct bpf_spin_lock lock;
-    __u32 pad;
-    __u64 bytes;    /* virtual backlog at last_ns */
+    __u32 paused;                  /* the peer's ingress is past XOFF: hold lossless */
+    __u64 priority_bytes;
+    __u64 lossless_bytes;
+    __u64 data_bytes;
     __u64 last_ns;
+    __u64 ecn_seq;                 /* ECN decisions taken so far (the Weyl sequence) */
+    __u64 paused_since_ns;
+    __u64 paused_total_ns;
+    __u32 timer_armed;
+    __u32 timer_ready;
+    __u32 slot_ifindex[PFC_SLOTS]; /* lossless bytes queued here, by ingress port */
+    __u64 slot_bytes[PFC_SLOTS];
+    struct bpf_timer timer;
 };
 
-/* A destination prefix with gray loss: IPv6 address (the uSID path as it leaves this
- * port) and prefix length in bits. */
+/* The lossless bytes an ingress port has queued in its switch (HASH by ifindex). */
+struct ingress_state {
+    __u64 bytes;
+    __u32 xoff;                    /* 1 while its peer is paused */
+    __u32 pad;
+};
+
+struct counters {
+    __u64 value[COUNTER_COUNT];
+};
+
+/* A destination prefix with gray loss on one port: the IPv6 address the packet has as
+ * it leaves the port (its uSID path), preceded by the port's ifindex (big endian, so
+ * that it is the first 32 bits of the prefix). */
 struct gray_key {
     __u32 prefixlen;
+    __u32 ifindex;
     __u8 addr[16];
 };
 
+struct pfc_event {
+    __u32 kind;                    /* PFC_XOFF or PFC_XON */
+    __u32 ifindex;                 /* the port paused or resumed */
+    __u64 ns;
+};
+
 struct {
-    __uint(type, BPF_MAP_TYPE_ARRAY);
-    __uint(max_entries, 1);
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 4096);
     __type(key, __u32);
     __type(value, struct port_config);
-} config SEC(".maps");
+} ports SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 4096);
+    __type(key, __u32);
+    __type(value, struct port_state);
+} state SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 4096);
+    __type(key, __u32);
+    __type(value, struct ingress_state);
+} ingress SEC(".maps");
 
 struct {
     __uint(type, BPF_MAP_TYPE_ARRAY);
-    __uint(max_entries, 1);
+    __uint(max_entries, 64);
     __type(key, __u32);
-    __type(value, struct vq_state);
-} vqueue SEC(".maps");
+    __type(value, __u32);
+} dscp_class SEC(".maps");
 
 struct {
-    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-    __uint(max_entries, COUNTER_COUNT);
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 4096);
     __type(key, __u32);
-    __type(value, __u64);
+    __type(value, struct counters);
 } counters SEC(".maps");
 
+/* Random loss of a port: a packet is lost when prandom_u32 < the threshold
+ * (probability x 2^32; 2^32 loses every packet). */
 struct {
-    __uint(type, BPF_MAP_TYPE_LPM_TRIE);
-    __uint(max_entries, 64);
-    __uint(map_flags, BPF_F_NO_PREALLOC);
-    __type(key, struct gray_key);
-    __type(value, __u64);  /* loss threshold, as in port_loss */
-} gray_loss SEC(".maps");
-
-/* Random loss of the port: a packet is lost when prandom_u32 < the threshold
- * (probability x 2^32; 2^32 loses every packet). A map of its own, so a fault changes
- * it without rewriting the configuration. */
-struct {
-    __uint(type, BPF_MAP_TYPE_ARRAY);
-    __uint(max_entries, 1);
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 4096);
     __type(key, __u32);
     __type(value, __u64);
 } port_loss SEC(".maps");
 
-enum pkt_class {
-    CLASS_OTHER,         /* not IPv6: forwarded untouched, data class */
-    CLASS_IPV6,          /* IPv6 but not MRC: data class, may be ECN-marked */
-    CLASS_MRC_DATA,      /* untrimmed MRC DATA: trimmed or dropped by the queue */
-    CLASS_MRC_CONTROL,   /* any other MRC packet, or a header trimmed upstream */
-};
+struct {
+    __uint(type, BPF_MAP_TYPE_LPM_TRIE);
+    __uint(max_entries, 1024);
+    __uint(map_flags, BPF_F_NO_PREALLOC);
+    __type(key, struct gray_key);
+    __type(value, __u64);          /* loss threshold, as in port_loss */
+} gray_loss SEC(".maps");
 
-static __always_inline void count(__u32 index)
+struct {
+    __uint(type, BPF_MAP_TYPE_RINGBUF);
+    __uint(max_entries, 1 << 16);
+} pfc_events SEC(".maps");
+
+enum queue { QUEUE_DATA, QUEUE_PRIORITY, QUEUE_LOSSLESS };
+
+static __always_inline void count(__u32 ifindex, __u32 index)
 {
-    __u64 *value = bpf_map_lookup_elem(&counters, &index);
+    struct counters *c = bpf_map_lookup_elem(&counters, &ifindex);
 
-    /* Per-CPU slots: no other CPU writes this one. */
-    if (value)
-        *value += 1;
+    if (c && index < COUNTER_COUNT)
+        __sync_fetch_and_add(&c->value[index], 1);
 }
 
 static __always_inline int lost(__u64 threshold)
@@ -149,136 +209,319 @@ static __always_inline int lost(__u64 threshold)
     return threshold && (__u64)bpf_get_prandom_u32() < threshold;
 }
 
+/* What draining a lossless queue took from each ingress port, to be applied outside
+ * the port's lock. */
+struct drained {
+    __u32 ifindex[PFC_SLOTS];
+    __u64 bytes[PFC_SLOTS];
+};
+
+/* Drain the virtual queues by the time since the last update (under the lock): the
+ * priority queue first, then the lossless one unless paused, then data. Lossless bytes
+ * leave each ingress's share in proportion (a FIFO, taken as a fluid). */
+static __always_inline void drain(struct port_state *st, const struct port_config *cfg,
+                                  __u64 now, struct drained *out)
+{
+    __u64 elapsed_us = now > st->last_ns ? (now - st->last_ns) / NSEC_PER_USEC : 0;
+
+    /* An idle port's queues are empty at any rate it accepts; the cap keeps
+     * elapsed x rate inside 64 bits. */
+    if (elapsed_us > VQ_MAX_IDLE_USEC)
+        elapsed_us = VQ_MAX_IDLE_USEC;
+    __u64 budget = elapsed_us * cfg->rate_bytes_per_s / USEC_PER_SEC;
+    __u64 take = st->priority_bytes < budget ? st->priority_bytes : budget;
+
+    st->priority_bytes -= take;
+    budget -= take;
+    if (!st->paused && st->lossless_bytes) {
+        __u64 total = st->lossless_bytes, left = total;
+
+        take = total < budget ? total : budget;
+        budget -= take;
+        for (int k = 0; k < PFC_SLOTS; k++) {
+            __u64 share = take == total ? st->slot_bytes[k]
+                                        : st->slot_bytes[k] * take / total;
+
+            if (share > st->slot_bytes[k])
+                share = st->slot_bytes[k];
+            st->slot_bytes[k] -= share;
+            left -= share < left ? share : left;
+            out->ifindex[k] = st->slot_ifindex[k];
+            out->bytes[k] = share;
+        }
+        st->lossless_bytes = left;
+    }
+    take = st->data_bytes < budget ? st->data_bytes : budget;
+    st->data_bytes -= take;
+    if (now > st->last_ns)
+        st->last_ns = now;
+}
+
+static __always_inline void pfc_event(__u32 kind, __u32 ifindex, __u64 now)
+{
+    struct pfc_event ev = {.kind = kind, .ifindex = ifindex, .ns = now};
+
+    bpf_ringbuf_output(&pfc_events, &ev, sizeof(ev), 0);
+}
+
+/* Pause (on) or resume the peer of ingress port `ifindex`: its lossless queue stops or
+ * drains again, and user space is told to hold or release the real one. */
+static __always_inline void pause_peer(__u32 ifindex, int on, __u64 now)
+{
+    struct port_config *cfg = bpf_map_lookup_elem(&ports, &ifindex);
+
+    if (!cfg)
+        return;
+    /* The port sends its PAUSE whether or not the program runs at the other end. */
+    if (on)
+        count(ifindex, COUNTER_PFC_XOFF_TX);
+    if (!cfg->peer_ifindex)
+        return;
+    __u32 peer = cfg->peer_ifindex;
+    struct port_state *st = bpf_map_lookup_elem(&state, &peer);
+
+    if (st) {
+        bpf_spin_lock(&st->lock);
+        if (on && !st->paused) {
+            st->paused = 1;
+            st->paused_since_ns = now;
+        } else if (!on && st->paused) {
+            st->paused = 0;
+            st->paused_total_ns += now - st->paused_since_ns;
+        }
+        bpf_spin_unlock(&st->lock);
+    }
+    if (on)
+        count(peer, COUNTER_PFC_XOFF_RX);
+    pfc_event(on ? PFC_XOFF : PFC_XON, peer, now);
+}
+
+/* An ingress port's queued bytes grew or shrank by `delta`: past XOFF its peer
+ * pauses, below XON it resumes. */
+static __always_inline void account(__u32 ifindex, __s64 delta, __u64 now)
+{
+    struct ingress_state *in = bpf_map_lookup_elem(&ingress, &ifindex);
+    struct port_config *cfg = bpf_map_lookup_elem(&ports, &ifindex);
+
+    if (!in || !cfg)
+        return;
+    __s64 bytes = (__s64)(__sync_fetch_and_add(&in->bytes, delta) + delta);
+
+    if (delta > 0 && bytes > (__s64)cfg->xoff_bytes
+            && __sync_val_compare_and_swap(&in->xoff, 0, 1) == 0)
+        pause_peer(ifindex, 1, now);
+    else if (delta < 0 && bytes <= (__s64)cfg->xon_bytes
+             && __sync_val_compare_and_swap(&in->xoff, 1, 0) == 1)
+        pause_peer(ifindex, 0, now);
+}
+
+static __always_inline void settle(const struct drained *out, __u64 now)
+{
+    for (int k = 0; k < PFC_SLOTS; k++)
+        if (out->ifindex[k] && out->bytes[k])
+            account(out->ifindex[k], -(__s64)out->bytes[k], now);
+}
+
+static int drain_timer(void *map, __u32 *key, struct port_state *st);
+
+/* Keep a lossless queue draining while no packet visits its port. */
+static __always_inline void arm(struct port_state *st)
+{
+    if (!st->timer_ready) {
+        /* -EBUSY when another CPU got there first: the timer is set up all the same. */
+        bpf_timer_init(&st->timer, &state, CLOCK_MONOTONIC);
+        bpf_timer_set_callback(&st->timer, drain_timer);
+        st->timer_ready = 1;
+    }
+    if (__sync_val_compare_and_swap(&st->timer_armed, 0, 1) == 0)
+        bpf_timer_start(&st->timer, PFC_TICK_NS, 0);
+}
+
+static int drain_timer(void *map, __u32 *key, struct port_state *st)
+{
+    struct port_config *cfg = bpf_map_lookup_elem(&ports, key);
+    struct drained out = {};
+    __u64 now = bpf_ktime_get_ns(), left;
+
+    if (!cfg)
+        return 0;
+    bpf_spin_lock(&st->lock);
+    drain(st, cfg, now, &out);
+    left = st->lossless_bytes;
+    bpf_spin_unlock(&st->lock);
+    settle(&out, now);
+    st->timer_armed = 0;
+    if (left)
+        arm(st);
+    return 0;
+}
+
+/* RED with a Weyl sequence: the mark probability at `backlog`, against the sequence's
+ * next value (n x WEYL_STEP mod 2^16, spread evenly over [0, 2^16)). */
+static __always_inline int red(struct port_state *st, const struct port_config *cfg,
+                               __u64 backlog)
+{
+    if (backlog < cfg->ecn_kmin_bytes)
+        return 0;
+    __u64 x = (st->ecn_seq++ * WEYL_STEP) & (PROBABILITY_ONE - 1);
+
+    if (backlog >= cfg->ecn_kmax_bytes)
+        return 1;
+    __u64 p = (__u64)cfg->ecn_pmax * (backlog - cfg->ecn_kmin_bytes)
+              / (cfg->ecn_kmax_bytes - cfg->ecn_kmin_bytes);
+    return x < p;
+}
+
 SEC("tc")
 int mrc_port(struct __sk_buff *skb)
 {
-    __u32 zero = 0;
-    struct port_config *cfg = bpf_map_lookup_elem(&config, &zero);
-    struct vq_state *vq = bpf_map_lookup_elem(&vqueue, &zero);
+    __u32 port = skb->ifindex;
+    struct port_config *cfg = bpf_map_lookup_elem(&ports, &port);
 
-    if (!cfg || !vq || !cfg->enabled)
+    if (!cfg || !cfg->mode)
         return TC_ACT_OK;
 
-    enum pkt_class class = CLASS_OTHER;
     __u8 ip6_first[2] = {0, 0};  /* version, traffic class, flow label (first bits) */
-    __u8 mrc_first[2] = {0, 0};  /* version/type, flags */
-    struct gray_key dst = {.prefixlen = 128};
+    struct gray_key dst = {.prefixlen = 32 + 128, .ifindex = bpf_htonl(port)};
+    __u32 behaviour = BEHAVIOUR_BEST_EFFORT, ipv6 = 0, udp = 0;
 
     if (skb->protocol == bpf_htons(ETH_P_IPV6)
             && bpf_skb_load_bytes(skb, OFF_IP6, ip6_first, sizeof(ip6_first)) == 0
             && bpf_skb_load_bytes(skb, OFF_IP6 + offsetof(struct ipv6hdr, daddr),
                                   dst.addr, sizeof(dst.addr)) == 0) {
         __u8 next_hdr = 0;
-        struct udphdr udp;
 
-        class = CLASS_IPV6;
-        if (bpf_skb_load_bytes(skb, OFF_IP6 + offsetof(struct ipv6hdr, nexthdr),
-                               &next_hdr, 1) == 0
-                && next_hdr == IPPROTO_UDP
-                && skb->len >= MRC_TRIMMED_FRAME_BYTES
-                && bpf_skb_load_bytes(skb, OFF_UDP, &udp, sizeof(udp)) == 0
-                && udp.dest == bpf_htons(MRC_UDP_PORT)
-                && bpf_skb_load_bytes(skb, OFF_MRC, mrc_first, sizeof(mrc_first)) == 0) {
-            int data = (mrc_first[0] & 0x0f) == MRC_TYPE_DATA
-                       && !(mrc_first[1] & MRC_FLAG_TRIMMED);
-            class = data ? CLASS_MRC_DATA : CLASS_MRC_CONTROL;
+        ipv6 = 1;
+        udp = bpf_skb_load_bytes(skb, OFF_IP6 + offsetof(struct ipv6hdr, nexthdr),
+                                 &next_hdr, 1) == 0
+              && next_hdr == IPPROTO_UDP && skb->len >= HEADERS_LEN;
+    }
+    /* Traffic class = low nibble of byte 0, high nibble of byte 1; DSCP its top six
+     * bits, ECN its low two. */
+    __u32 dscp = ((ip6_first[0] & 0x0f) << 2) | (ip6_first[1] >> 6);
+    __u8 ecn = (ip6_first[1] >> 4) & ECN_MASK;
+
+    if (ipv6) {
+        __u32 *found = bpf_map_lookup_elem(&dscp_class, &dscp);
+
+        if (found)
+            behaviour = *found;
+    }
+
+    int trim = 0, drop = 0, mark = 0, dropped_trim = 0;
+    enum queue queue = QUEUE_DATA;
+    __u64 now = bpf_ktime_get_ns();
+    __u32 len = skb->len, in_port = skb->ingress_ifindex;
+
+    if (cfg->mode == MODE_SWITCH) {
+        struct port_state *st = bpf_map_lookup_elem(&state, &port);
+        struct drained out = {};
+        int lossless = 0, slotted = 0;
+
+        if (!st)
+            return TC_ACT_OK;
+        bpf_spin_lock(&st->lock);
+        drain(st, cfg, now, &out);
+        if (behaviour == BEHAVIOUR_PRIORITY) {
+            queue = QUEUE_PRIORITY;
+            if (st->priority_bytes >= cfg->priority_limit_bytes)
+                drop = 1;
+            else
+                st->priority_bytes += len;
+        } else if (behaviour == BEHAVIOUR_LOSSLESS) {
+            /* Never dropped: past XOFF its upstream is paused instead. */
+            queue = QUEUE_LOSSLESS;
+            lossless = 1;
+            mark = ecn && red(st, cfg, st->lossless_bytes);
+            st->lossless_bytes += len;
+            for (int k = 0; k < PFC_SLOTS && in_port && !slotted; k++) {
+                if (st->slot_ifindex[k] == in_port
+                        || (st->slot_ifindex[k] == 0 && st->slot_bytes[k] == 0)) {
+                    st->slot_ifindex[k] = in_port;
+                    st->slot_bytes[k] += len;
+                    slotted = 1;
+                }
+            }
+        } else if (behaviour == BEHAVIOUR_TRIMMABLE && udp
+                   && st->data_bytes >= cfg->trim_threshold_bytes
+                   && len > cfg->trim_size_bytes) {
+            trim = 1;
+            queue = QUEUE_PRIORITY;
+            if (st->priority_bytes >= cfg->priority_limit_bytes)
+                dropped_trim = 1;
+            else
+                st->priority_bytes += cfg->trim_size_bytes;
+        } else if (st->data_bytes >= cfg->drop_threshold_bytes) {
+            drop = 1;
+        } else {
+            mark = ipv6 && ecn && !cfg->host_facing && red(st, cfg, st->data_bytes);
+            st->data_bytes += len;
+        }
+        bpf_spin_unlock(&st->lock);
+        settle(&out, now);
+        if (lossless) {
+            if (slotted)
+                account(in_port, len, now);
+            arm(st);
         }
     }
 
-    /* Traffic class = low nibble of byte 0, high nibble of byte 1; DSCP its top six
-     * bits, ECN its low two. */
-    __u8 dscp = ((ip6_first[0] & 0x0f) << 2) | (ip6_first[1] >> 6);
-    __u8 ecn = (ip6_first[1] >> 4) & ECN_MASK;
-    int trim = 0, drop = 0, mark = 0;
-    __u64 now = bpf_ktime_get_ns();
-
-    /*
-     * The virtual queue: what the port would hold if it sent at its link rate. It is
-     * drained by the time since the last packet, then decides for this packet, which
-     * then joins it (a trimmed packet with its header bytes only, a dropped one not at
-     * all). Lost packets still join: the link carried them before losing them.
-     */
-    bpf_spin_lock(&vq->lock);
-    __u64 elapsed_us = now > vq->last_ns ? (now - vq->last_ns) / NSEC_PER_USEC : 0;
-    /* A port idle this long has an empty virtual queue at any rate it accepts; the cap
-     * keeps elapsed x rate inside 64 bits. */
-    if (elapsed_us > VQ_MAX_IDLE_USEC)
-        elapsed_us = VQ_MAX_IDLE_USEC;
-    __u64 drained = elapsed_us * cfg->rate_bytes_per_s / USEC_PER_SEC;
-    __u64 backlog = vq->bytes > drained ? vq->bytes - drained : 0;
-
-    if (class == CLASS_MRC_DATA && backlog >= cfg->trim_threshold_bytes
-            && dscp == MRC_DSCP_TRIMMABLE)
-        trim = 1;
-    else if (class == CLASS_MRC_DATA && backlog >= cfg->drop_threshold_bytes)
-        drop = 1;
-    else if ((class == CLASS_MRC_DATA || class == CLASS_IPV6)
-             && (!cfg->host_facing || dscp == MRC_DSCP_ROCE)
-             && ecn != 0 && backlog >= cfg->ecn_threshold_bytes)
-        /* ECN per traffic class (egress.p4). MRC's classes are never marked on a port
-         * facing a host: the last hop is shared by every path to the host, so a mark
-         * there says nothing about the path. The RoCE class is marked at every hop, as
-         * a RoCE fabric marks it: DCQCN needs the last hop's marks to slow the senders
-         * of an incast before the receiver's port overflows. */
-        mark = 1;
-    if (!drop)
-        backlog += trim ? MRC_TRIMMED_FRAME_BYTES : skb->len;
-    vq->bytes = backlog;
-    if (now > vq->last_ns)
-        vq->last_ns = now;
-    bpf_spin_unlock(&vq->lock);
-
     if (drop) {
-        count(COUNTER_DROPPED);
+        count(port, COUNTER_DROPPED);
         return TC_ACT_SHOT;
     }
-
     if (trim) {
-        __u8 flags = mrc_first[1] | MRC_FLAG_TRIMMED
-                     | (cfg->host_facing ? MRC_FLAG_TRIMMED_LASTHOP : 0);
-        __be16 l4_len = bpf_htons(MRC_TRIMMED_L4_BYTES);
-        __u16 no_checksum = 0;
+        count(port, COUNTER_TRIM_PKTS);
+        if (dropped_trim) {
+            count(port, COUNTER_DROPPED_TRIM_PKTS);
+            return TC_ACT_SHOT;
+        }
+        __be16 l4_len = bpf_htons(cfg->trim_size_bytes - OFF_UDP);
+        /* The DSCP becomes the trimmed class's; the version, ECN and flow label stay. */
+        __u8 tc = (cfg->dscp_trimmed << 2) | ecn;
+        __u8 tclass[2] = {(ip6_first[0] & 0xf0) | (tc >> 4),
+                          ((tc & 0x0f) << 4) | (ip6_first[1] & 0x0f)};
 
-        /* A packet the kernel cannot cut (e.g. a GSO aggregate) is dropped, as a full
+        /* A packet the kernel cannot cut (a GSO aggregate, say) is dropped, as a full
          * queue would drop it, rather than sent whole into the priority class. */
-        if (bpf_skb_change_tail(skb, MRC_TRIMMED_FRAME_BYTES, 0)
+        if (bpf_skb_change_tail(skb, cfg->trim_size_bytes, 0)
+                || bpf_skb_store_bytes(skb, OFF_IP6, tclass, sizeof(tclass), 0)
                 || bpf_skb_store_bytes(skb, OFF_IP6 + offsetof(struct ipv6hdr, payload_len),
                                        &l4_len, sizeof(l4_len), 0)
                 || bpf_skb_store_bytes(skb, OFF_UDP + offsetof(struct udphdr, len),
-                                       &l4_len, sizeof(l4_len), 0)
-                || bpf_skb_store_bytes(skb, OFF_UDP + offsetof(struct udphdr, check),
-                                       &no_checksum, sizeof(no_checksum), 0)
-                || bpf_skb_store_bytes(skb, OFF_MRC + 1, &flags, 1, 0)) {
-            count(COUNTER_DROPPED);
+                                       &l4_len, sizeof(l4_len), 0)) {
+            count(port, COUNTER_DROPPED_TRIM_PKTS);
             return TC_ACT_SHOT;
         }
-        count(COUNTER_TRIMMED);
+        count(port, COUNTER_TX_TRIM_PKTS);
     } else if (mark) {
-        __u8 byte1 = ip6_first[1] | (MRC_ECN_CE << 4);
+        __u8 byte1 = ip6_first[1] | (ECN_CE << 4);
 
         if (bpf_skb_store_bytes(skb, OFF_IP6 + 1, &byte1, 1, 0) == 0)
-            count(COUNTER_ECN_MARKED);
+            count(port, COUNTER_ECN_MARKED);
     }
 
     /* Faults act on the wire, after the queue. */
-    __u64 *loss = bpf_map_lookup_elem(&port_loss, &zero);
+    __u64 *loss = bpf_map_lookup_elem(&port_loss, &port);
 
     if (loss && lost(*loss)) {
-        count(COUNTER_FAULT_DROPPED);
+        count(port, COUNTER_FAULT_DROPPED);
         return TC_ACT_SHOT;
     }
-    if (class != CLASS_OTHER) {
+    if (ipv6) {
         __u64 *gray = bpf_map_lookup_elem(&gray_loss, &dst);
 
         if (gray && lost(*gray)) {
-            count(COUNTER_FAULT_DROPPED);
+            count(port, COUNTER_FAULT_DROPPED);
             return TC_ACT_SHOT;
         }
     }
 
-    skb->priority = (trim || class == CLASS_MRC_CONTROL) ? cfg->classid_control
-                                                         : cfg->classid_data;
-    count(COUNTER_FORWARDED);
+    if (cfg->mode == MODE_SWITCH)
+        skb->priority = queue == QUEUE_PRIORITY ? cfg->classid_priority
+                        : queue == QUEUE_LOSSLESS ? cfg->classid_lossless
+                        : cfg->classid_data;
+    count(port, COUNTER_FORWARDED);
     return TC_ACT_OK;
 }
 

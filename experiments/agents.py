@@ -73,6 +73,9 @@ class AgentSet:
             thread = threading.Thread(target=self._read, args=(host.index, proc), daemon=True)
             thread.start()
             self.threads.append(thread)
+        self.pfc = net.pfc  # PFC pauses a host's NIC through its agent (experiments/pfc.py)
+        if self.pfc is not None:
+            self.pfc.attach(self)
 
     def _read(self, host: int, proc: subprocess.Popen) -> None:
         for raw in proc.stdout:
@@ -122,6 +125,8 @@ class AgentSet:
         return result
 
     def stop(self) -> None:
+        if self.pfc is not None and self.pfc.agents is self:
+            self.pfc.attach(None)
         for host, proc in self.procs.items():
             if proc.poll() is None:
                 try:

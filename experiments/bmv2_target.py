@@ -31,13 +31,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from controller.p4info import P4Info
-from controller.program import program_switch
+from controller.program import program_switch, read_counters
 from controller.tables import switch_tables
 from hosts.protocol import DATA_FRAME_BYTES, link_mbit
-from topologies.bmv2 import Bmv2Error, Bmv2Switch
+from topologies.bmv2 import Bmv2Error, Bmv2Switch, queue_commands
 from topologies.model import Fabric, with_rate_cap
 
 if TYPE_CHECKING:
+    from experiments.ebpf_switch import Counters
     from topologies.network import FabricNet, NodeParams
 
 REPO = Path(__file__).resolve().parent.parent
@@ -174,15 +175,17 @@ class Bmv2Target:
 
     def _program_one(self, net: FabricNet, fabric: Fabric, name: str) -> int:
         node = net.get(name)
+        tables = switch_tables(fabric, fabric.node(name))
         result = program_switch(node.grpc_address, node.device_id, self.p4info,
-                                self.device_config, switch_tables(fabric, fabric.node(name)),
+                                self.device_config, tables,
                                 log_path=self.build / "logs" / f"{name}.p4runtime.log")
         self.write_batches += result.write_batches
-        queues = {}
+        commands = []
         for port in fabric.ports(name):
-            params = fabric.link_params(port.tier)
-            queues[port.number] = (params.rate_mbit, params.queue_pkts)
-        node.set_queues(queues)
+            link = fabric.link_params(port.tier)
+            commands += queue_commands(port.number, link.rate_mbit, link.queue_pkts,
+                                       tables.trim_size_bytes, fabric.spec.priority_share)
+        node.set_queues(commands)
         return result.entries
 
     def program(self, net: FabricNet, fabric: Fabric) -> int:
@@ -223,6 +226,25 @@ class Bmv2Target:
         node = net.get(switch)
         for _, intf in node.port_intfs():
             node.drop_sent(intf, on)
+
+    def switch_counters(self, net: FabricNet, fabric: Fabric,
+                        switches: list[str] | None = None) -> Counters:
+        """The P4 program's counters of every switch port (read over P4Runtime), with
+        what the eBPF program counted where a fault put it (fault drops on a switch end,
+        on a host port)."""
+        from experiments import ebpf_switch
+
+        found = ebpf_switch.read_counters(net) if net.ebpf_ports else {}
+        if switches is not None:
+            found = {n: found.get(n, {}) for n in switches}
+        for name in switches or [s.name for s in fabric.switches]:
+            node = net.get(name)
+            counts = read_counters(node.grpc_address, node.device_id, self.p4info)
+            for port in fabric.ports(name):
+                ours = found.setdefault(name, {}).setdefault(port.intf, {})
+                for name, by_port in counts.items():
+                    ours[name] = by_port.get(port.number, 0)
+        return found
 
     def summary_fields(self) -> dict[str, object]:
         # Every switch gets one batch at start-up and one more per reboot: the summary

@@ -7,10 +7,11 @@ before the error goes on. The hosts are the same on every target: their configur
 from the target.
 
 Where the switches have no queues of their own (the kernel target), every switch port
-gets the eBPF switch program (experiments/ebpf_switch.py: trimming, ECN on a virtual
-queue, a priority class, counters) under htb priority classes instead of the plain
-shaping; where the program cannot be built or loaded, the ports are shaped as before
-and `link_emulation()` says why trimming and ECN are missing.
+gets the eBPF switch program (experiments/ebpf_switch.py: traffic classes by DSCP,
+trimming, RED-like ECN on virtual queues, PFC for the lossless class, counters) under
+htb classes instead of the plain shaping, and PFC's pauses are carried out
+(experiments/pfc.py); where the program cannot be built or loaded, the ports are shaped
+as before and `link_emulation()` says why trimming and ECN are missing.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from controller.kernel import by_interface, host_commands
 from experiments import ebpf_switch
 from experiments.cleanup import cleanup
 from experiments.ebpf_switch import EbpfStatus
+from experiments.pfc import PfcController
 from experiments.targets import Target
 from topologies.addressing import host_address
 from topologies.model import Fabric
@@ -89,15 +91,16 @@ def bring_up(fabric: Fabric, target: Target,
         cleanup()  # whatever the half-built network's stop left behind
         raise
     try:
-        scratch = net.get(fabric.hosts[0].name).cmd
-        features = probe_features(scratch)
-        ebpf = ebpf_switch.prepare(scratch)
+        scratch = net.get(fabric.hosts[0].name)
+        features = probe_features(scratch.cmd)
+        ebpf = ebpf_switch.prepare(scratch.pid)
         on_switches = target.shape_switch_ports and ebpf.available
         tc = shape_links(net, fabric, features,
                          hosts_only=on_switches or not target.shape_switch_ports)
         if on_switches:
-            say("loading the eBPF switch program on every switch port")
-            tc += ebpf_switch.load_switch_ports(net, fabric)
+            say("loading the eBPF switch program on every port")
+            tc += ebpf_switch.load_fabric(net, fabric, fabric.spec.priority_share)
+            net.pfc = PfcController(net, fabric)
         network = Network(net, fabric, target, features, tc, 0, 0.0, ebpf, on_switches)
         for note in network.link_emulation()["notes"]:
             say(f"note: {note}")

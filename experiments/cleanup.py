@@ -1,9 +1,11 @@
-"""Remove what a run may leave behind: node shells, interfaces, agent and switch processes.
+"""Remove what a run may leave behind: node shells, interfaces, agent and switch processes,
+the eBPF switch program's pins.
 
 Mininet keeps each node's namespace alive through a shell process named
 `mininet:<node>`; killing those shells frees the namespaces and the veths inside them.
 Interfaces of the root namespace (BMv2 switches live there) are deleted by name. Only
 names of this testbed's addressing plan are touched (h<N>, p<P>t0r<R>, p<P>t1s<S>).
+The pins of the eBPF switch program (topologies/ebpf_program.py PIN_DIR) go too.
 The runner calls `cleanup()` before building (to recover from a `kill -9`) and after
 every run; `make clean-net` calls it by hand.
 """
@@ -12,11 +14,13 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 from dataclasses import dataclass
 
 from experiments.capture import PROCESS_PATTERN as CAPTURE_PATTERN
+from topologies.ebpf_program import PIN_DIR
 
 NODE = r"(?:h\d+|p\d+t0r\d+|p\d+t1s\d+)"
 SHELL_RE = re.compile(rf"mininet:{NODE}$")
@@ -35,9 +39,10 @@ class Leftovers:
     shells: list[int]
     processes: list[int]
     interfaces: list[str]
+    pins: bool = False  # the eBPF program's pinned files
 
     def __bool__(self) -> bool:
-        return bool(self.shells or self.processes or self.interfaces)
+        return bool(self.shells or self.processes or self.interfaces or self.pins)
 
     def describe(self) -> str:
         return (f"{len(self.shells)} node shells, {len(self.processes)} processes, "
@@ -70,6 +75,7 @@ def find_leftovers() -> Leftovers:
         shells=[pid for pid, cmd in procs if SHELL_RE.search(cmd)],
         processes=[pid for pid, cmd in procs if PROCESS_RE.search(cmd)],
         interfaces=_interfaces(),
+        pins=PIN_DIR.exists(),
     )
 
 
@@ -83,6 +89,8 @@ def cleanup() -> Leftovers:
             pass
     for name in _interfaces():
         subprocess.run(["ip", "link", "del", name], capture_output=True)
+    if found.pins:
+        shutil.rmtree(PIN_DIR, ignore_errors=True)
     return found
 
 

@@ -63,6 +63,11 @@ TESTBED_HELP = ("Testbed commands: send, link, switch, port, paths, tables, coun
                 "down.")
 # How long an agent may take to answer a question (stats, path states).
 ANSWER_S = 5.0
+# The columns of `counters`, as SONiC's `show interfaces counters` and `... trim` name
+# them (each shown where the data plane counts it).
+COUNTER_COLUMNS = ("forwarded", "dropped", "ecn_marked", "trim_pkts", "tx_trim_pkts",
+                   "dropped_trim_pkts", "pfc_xoff_tx", "pfc_xoff_rx", "fault_dropped")
+COUNTER_COLUMNS_TRIM = ("trim_pkts", "tx_trim_pkts", "dropped_trim_pkts")
 
 
 class CommandError(UserError):
@@ -405,21 +410,34 @@ class FabricSession:
         finally:
             disconnect()
 
-    def counters(self, switch: str) -> list[str]:
-        if self.target.name == "bmv2":
-            from controller.program import read_counters
+    def counters(self, switch: str, trim_only: bool = False) -> list[str]:
+        """A switch's per-port counters as the data plane counts them (the eBPF switch
+        program, the P4 program), in columns as SONiC's `show interfaces counters`
+        shows them; `trim_only`: its `show interfaces counters trim`. On a kernel
+        fabric without the eBPF program, the kernel's own interface counters."""
+        found = self.target.switch_counters(self.net, self.fabric, [switch]).get(switch)
+        if not found:
+            return self._kernel_counters(switch)
+        names = [n for n in (COUNTER_COLUMNS_TRIM if trim_only else COUNTER_COLUMNS)
+                 if any(n in c for c in found.values())]
+        title = "show interfaces counters" + (" trim" if trim_only else "")
+        heads = [name.upper() for name in names]
+        widths = [max(len(h), 7) for h in heads]
+        lines = [f"{switch}: {title}",
+                 f"  {'IFACE':14} {'PEER':8} " + " ".join(f"{h:>{w}}" for h, w in
+                                                         zip(heads, widths))]
+        for port in self.fabric.ports(switch):
+            values = found.get(port.intf, {})
+            lines.append(f"  {port.intf:14} {port.peer:8} " + " ".join(
+                f"{values.get(n, 0):>{w}}" for n, w in zip(names, widths)))
+        return lines
 
-            node = self.net.get(switch)
-            counts = read_counters(node.grpc_address, node.device_id, self.target.p4info)
-            lines = [f"{switch}: P4 counters by port"]
-            for name, by_port in counts.items():
-                shown = ", ".join(f"{port}: {n}" for port, n in sorted(by_port.items()) if n)
-                lines.append(f"  {name}: {shown or 'all zero'}")
-            return lines
+    def _kernel_counters(self, switch: str) -> list[str]:
         node = self.net.get(switch)
         found = json.loads(node.cmd("ip -s -j link show") or "[]")
         stats = {entry["ifname"]: entry.get("stats64", {}) for entry in found}
-        lines = [f"{switch}: kernel interface counters (packets)",
+        lines = [f"{switch}: kernel interface counters (packets; no eBPF switch program "
+                 "here, so no trimming, marking or PFC counts)",
                  f"  {'port':18} {'peer':8} {'rx':>9} {'tx':>9} {'rx drop':>8} {'tx drop':>8}"]
         for port in self.fabric.ports(switch):
             s = stats.get(port.intf, {})
@@ -525,10 +543,17 @@ class FabricCLI(CLI):
         self._run(lambda: self.session.tables(self._one_switch(line, "tables")))
 
     def do_counters(self, line: str) -> None:
-        """A switch's counters: on BMv2, the P4 program's per-port counters (forwarded,
-        dropped, trimmed, ECN-marked); on the kernel, each port's packets and drops.
-        Usage: counters S    e.g. counters p0t1s0"""
-        self._run(lambda: self.session.counters(self._one_switch(line, "counters")))
+        """A switch's per-port counters, as the data plane counts them (forwarded,
+        dropped, ECN-marked, trimmed under SONiC's names TRIM_PKTS, TX_TRIM_PKTS and
+        DROPPED_TRIM_PKTS, PFC pauses); `trim` shows SONiC's `show interfaces counters
+        trim` alone.
+        Usage: counters S [trim]    e.g. counters p0t1s0 trim"""
+        args = line.split()
+        trim_only = args[-1:] == ["trim"]
+        if trim_only:
+            args = args[:-1]
+        self._run(lambda: self.session.counters(
+            self._one_switch(" ".join(args), "counters"), trim_only))
 
     def do_p4shell(self, line: str) -> None:
         """Open p4runtime-shell on a BMv2 switch, read-only (exit returns here).

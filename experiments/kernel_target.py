@@ -22,6 +22,7 @@ from topologies.network import set_link
 from topologies.nodes import KernelRouter
 
 if TYPE_CHECKING:
+    from experiments.ebpf_switch import Counters
     from topologies.network import FabricNet, NodeParams
 
 
@@ -64,3 +65,11 @@ class KernelTarget:
 
     def summary_fields(self) -> dict[str, object]:
         return {}
+
+    def switch_counters(self, net: FabricNet, fabric: Fabric,
+                        switches: list[str] | None = None) -> Counters:
+        """The eBPF switch program's counters, where it runs."""
+        from experiments import ebpf_switch
+
+        found = ebpf_switch.read_counters(net) if net.ebpf_ports else {}
+        return found if switches is None else {n: found[n] for n in switches if n in found}

@@ -226,9 +226,8 @@ class Run:
 
     def down(self) -> None:
         """Tear the fabric that is up down (if any): the capture stopped first, so that
-        every tcpdump can flush, and the eBPF ports' counters read; a failed stop is
+        every tcpdump can flush, and the switch ports' counters read; a failed stop is
         reported and cleanup() removes what is left."""
-        from experiments import ebpf_switch
         from experiments.bringup import tear_down
 
         network, self.network = self.network, None
@@ -242,12 +241,12 @@ class Run:
                         r.as_dict() for r in capture.stop())
                 except Exception as err:  # noqa: BLE001 - reported; cleanup() ends tcpdump
                     self.progress(f"capture: {err.__class__.__name__} {err}")
-            if network.net.ebpf_ports:
-                try:
-                    self.facts["fabrics"][-1]["ebpf_counters"] = ebpf_switch.read_counters(
-                        network.net)
-                except Exception as err:  # noqa: BLE001 - reported; the teardown goes on
-                    self.progress(f"eBPF counters: {err.__class__.__name__} {err}")
+            try:
+                counters = self.target.switch_counters(network.net, network.fabric)
+                if counters:
+                    self.facts["fabrics"][-1]["port_counters"] = counters
+            except Exception as err:  # noqa: BLE001 - reported; the teardown goes on
+                self.progress(f"switch counters: {err.__class__.__name__} {err}")
             self.progress("tearing down")
             try:
                 tear_down(network.net)  # ends with cleanup(), whatever the stop did

@@ -22,9 +22,11 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 # MRC's path events, and the RoCE-like baseline's: go-back-N NAKs received ("nak") and
-# sent on a gap ("gap"), queue pairs moved by routing ("reroute"), DCQCN rate cuts.
+# sent on a gap ("gap"), queue pairs moved by routing ("reroute"), DCQCN rate cuts;
+# probes that failed a retired path's way back, and connections in the error state.
 PATH_EVENTS = ("retire", "reinstate", "skip", "migrate", "probe", "nack", "trim", "timeout",
-               "plane-down", "plane-up", "nak", "gap", "reroute", "rate-cut")
+               "plane-down", "plane-up", "nak", "gap", "reroute", "rate-cut", "probe-failed",
+               "qp-error")
 
 
 def read_events(files: list[Path]) -> list[dict]:

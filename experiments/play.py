@@ -2,8 +2,9 @@
 
 A pass plays the same plan (the workload's phases) under the same fault timeline once
 per transport (experiments/workload_run.py does one transport) and turns each run into
-its summary block (experiments/metrics.py). Where the eBPF switch program runs, a
-block also gets what the switch ports counted during that transport's run.
+its summary block (experiments/metrics.py). Where the data plane counts (the eBPF
+switch program on the kernel, the P4 program on BMv2), a block also gets what the
+switch ports counted during that transport's run (experiments/switch_counters.py).
 
 The runner plays a scenario's pass with its faults and, when it has faults, a second
 pass without them, so each transport can be compared with its own fault-free run
@@ -15,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from experiments import ebpf_switch
 from experiments.faults import Step
 from experiments.metrics import read_events, summarize
+from experiments.switch_counters import counter_totals, total
 from experiments.targets import Target, apply_fault
 from experiments.workload_run import TransportRun, run_transport
 from experiments.workloads import Transfer
@@ -65,7 +66,7 @@ def play_pass(net, fabric: Fabric, target: Target, transports: tuple[str, ...],
     for transport in transports:
         progress(f"{prefix}{transport}: {transfers} transfers in {len(plan)} phases, "
                  f"{len(steps)} fault steps")
-        before = ebpf_switch.read_counters(net) if net.ebpf_ports else None
+        before = target.switch_counters(net, fabric)
         run = run_transport(net, fabric, transport, [list(p) for p in plan], list(steps),
                             lambda step: apply_fault(net, fabric, step, target),
                             folder, timeout_s, protocol, progress)
@@ -73,11 +74,12 @@ def play_pass(net, fabric: Fabric, target: Target, transports: tuple[str, ...],
         block = summarize(run, events)
         block["fabric"] = {"topology": fabric.name, "planes": fabric.spec.planes,
                            "rate_mbit": fabric.spec.host_t0.rate_mbit}
-        if before is not None:
-            block["switch_counters"] = ebpf_switch.counter_totals(
-                fabric, before, ebpf_switch.read_counters(net))
-            progress(f"{prefix}{transport}: eBPF ports "
-                     + ", ".join(f"{k} {v}" for k, v in _total(block["switch_counters"]).items()))
+        if before:
+            block["switch_counters"] = counter_totals(fabric, before,
+                                                      target.switch_counters(net, fabric))
+            progress(f"{prefix}{transport}: switch ports "
+                     + ", ".join(f"{k} {v}" for k, v in total(block["switch_counters"]).items()
+                                 if v))
         progress(f"{prefix}{transport}: {block['transfers_done']}/{block['transfers']} "
                  f"transfers done in {block['workload_s']:.2f}s, "
                  f"{block['goodput_mbps']:.1f} Mbit/s, "
@@ -89,8 +91,3 @@ def play_pass(net, fabric: Fabric, target: Target, transports: tuple[str, ...],
         out.blocks.append(block)
     return out
 
-
-def _total(counters: dict[str, dict]) -> dict[str, int]:
-    """The counters of every group of ports (experiments/ebpf_switch.py) added up."""
-    return {name: sum(group[name] for group in counters.values())
-            for name in next(iter(counters.values()))}

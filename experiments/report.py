@@ -42,12 +42,25 @@ ROWS = [
     ("queue pairs rerouted / rate cuts (baseline)",
      lambda s: f"{s['path_events'].get('reroute', 0)} / {s['path_events'].get('rate-cut', 0)}"),
 ]
-# Rows from the eBPF switch ports' counters (present where the program ran):
-# host-facing ports / fabric ports.
-SWITCH_ROWS = [(f"switch ports: {name.replace('_', ' ')} (host / fabric)",
-                lambda s, name=name: f"{s['switch_counters']['host_ports'][name]} / "
-                                     f"{s['switch_counters']['fabric_ports'][name]}")
-               for name in ("trimmed", "ecn_marked", "dropped", "fault_dropped")]
+# Rows from the switch ports' counters (experiments/switch_counters.py), host-facing
+# ports / fabric ports, each where the data plane counts it. Trimming under SONiC's
+# names (TRIM_PKTS: trimmed; TX_TRIM_PKTS: trimmed and sent; DROPPED_TRIM_PKTS: trimmed,
+# then dropped, the priority queue full).
+SWITCH_COUNTERS = (("trim_pkts", "TRIM_PKTS"), ("tx_trim_pkts", "TX_TRIM_PKTS"),
+                   ("dropped_trim_pkts", "DROPPED_TRIM_PKTS"), ("ecn_marked", "ECN marked"),
+                   ("dropped", "dropped (queue full)"), ("fault_dropped", "fault dropped"),
+                   ("pfc_xoff_tx", "PFC pauses sent"), ("pfc_paused_us", "PFC paused (µs)"))
+
+
+def switch_rows(transports: list[dict]) -> list:
+    """The rows of the switch counters every transport's block has."""
+    counted = [t["switch_counters"]["host_ports"] for t in transports]
+    return [(f"switch ports: {label} (host / fabric)",
+             lambda s, name=name: f"{s['switch_counters']['host_ports'][name]} / "
+                                  f"{s['switch_counters']['fabric_ports'][name]}")
+            for name, label in SWITCH_COUNTERS if all(name in c for c in counted)]
+
+
 # Host ports that got the program for a fault (a gray loss acts there).
 HOST_NIC_ROW = ("host ports: fault dropped",
                 lambda s: s["switch_counters"]["host_nics"]["fault_dropped"])
@@ -90,8 +103,10 @@ def write_report(path: Path, summary: dict) -> None:
     if transports:
         lines += ["## Results", "", "| | " + " | ".join(t["transport"] for t in transports) + " |",
                   "|---|" + "---|" * len(transports)]
-        rows = ROWS + (SWITCH_ROWS if all("switch_counters" in t for t in transports) else [])
-        if all("host_nics" in t.get("switch_counters", {}) for t in transports):
+        rows = ROWS + (switch_rows(transports)
+                       if all("switch_counters" in t for t in transports) else [])
+        if all("fault_dropped" in t.get("switch_counters", {}).get("host_nics", {})
+               for t in transports):
             rows = rows + [HOST_NIC_ROW]
         for label, get in rows:
             lines.append(f"| {label} | " + " | ".join(str(get(t)) for t in transports) + " |")

@@ -16,10 +16,11 @@ transports, plays both passes there, then the twin for the RoCE ones, under the 
 faults mapped onto it; each transport's block says which fabric it ran on
 (`fabric`), and summary.json lists both (`fabrics`).
 
-Where the eBPF switch program runs (experiments/ebpf_switch.py), each transport's block
-gets what the switch ports counted while it ran (`switch_counters`: trimmed, ECN-marked,
-dropped... summed over host-facing and over fabric ports), and the summary every
-port's counters at the end (`ebpf_counters`), as the P4 switch has its counters.
+Where the data plane counts (the eBPF switch program on the kernel, the P4 program on
+BMv2), each transport's block gets what the switch ports counted while it ran
+(`switch_counters`: TRIM_PKTS, ECN-marked, dropped, PFC pauses... summed over
+host-facing and over fabric ports), and the summary every port's counters at the end
+(`port_counters`).
 """
 
 from __future__ import annotations
@@ -78,8 +79,8 @@ def run_experiment(run: Run, scenario: Scenario, fault_free: bool = True) -> Non
         first = fabrics[0]
         summary.update(link_emulation=first["link_emulation"],
                        table_writes=first["table_writes"], bringup_s=first["bringup_s"])
-        if "ebpf_counters" in first:
-            summary["ebpf_counters"] = first["ebpf_counters"]
+        if "port_counters" in first:
+            summary["port_counters"] = first["port_counters"]
     if len(fabrics) > 1:
         summary["fabrics"] = fabrics
     summary.update({k: v for k, v in run.facts.items() if k != "fabrics"})

@@ -29,6 +29,7 @@ from experiments.kernel_target import KernelTarget
 from topologies.model import Fabric
 
 if TYPE_CHECKING:
+    from experiments.ebpf_switch import Counters
     from topologies.network import FabricNet, NodeParams
 
 TARGETS = ("kernel", "bmv2")
@@ -71,6 +72,13 @@ class Target(Protocol):
 
     def summary_fields(self) -> dict[str, object]:
         """Figures of this target for the run summary (e.g. P4Runtime write batches)."""
+
+    def switch_counters(self, net: FabricNet, fabric: Fabric,
+                        switches: list[str] | None = None) -> Counters:
+        """What every port (of `switches`, or of the whole fabric) has counted so far,
+        node -> interface -> counter -> packets, under the names of
+        controller/ebpf_config.py COUNTERS (trimming's are SONiC's); empty where the
+        data plane counts nothing."""
 
 
 def apply_fault(net: FabricNet, fabric: Fabric, step: Step, target: Target) -> None:

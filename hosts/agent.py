@@ -20,6 +20,9 @@ Control channel: JSON lines on stdin (commands) and stdout (answers and notifica
        follow after the kind's delay (hosts/baseline.py), or after `delay_s` if the
        command gives one (0: routing had converged before the job started); MRC
        takes no notice
+    -> {"cmd": "pause", "plane": 2, "on": true}
+       PFC at the NIC port of that plane (experiments/pfc.py): the baseline's data waits
+       there until a pause with "on": false
     -> {"cmd": "quit"}
 
 A message to send is made from its seed (hosts/payload.py), and a delivered one checked
@@ -50,7 +53,7 @@ from dataclasses import dataclass, field
 from hosts.endpoint import Endpoint, make_endpoint
 from hosts.netio import CarrierWatcher, PlaneSockets, carrier
 from hosts.payload import build, check
-from hosts.protocol import MAX_MSG_LEN, MRC_UDP_PORT
+from hosts.protocol import ECN_CE, ECN_MASK, MAX_MSG_LEN, MRC_UDP_PORT, transport_spec
 from topologies.addressing import AddressingError, host_address, parse_usids
 from topologies.model import Fabric
 from topologies.paths import path_for_ev
@@ -110,7 +113,10 @@ class Agent:
         self.interfaces = [p.intf for p in self.fabric.ports(host.name)]
         self.planes = len(self.interfaces)
         self.log = EventLog(config.events, self.me)
-        self.sockets = PlaneSockets(host_address(self.me), self.interfaces, config.transport)
+        classes = self.fabric.spec.traffic_classes  # the DSCP of each traffic class
+        self.class_of = {code: cls for cls, code in enumerate(classes)}
+        self.sockets = PlaneSockets(host_address(self.me), self.interfaces, classes,
+                                    transport_spec(config.transport).data_class)
         self.watcher = CarrierWatcher(self.interfaces)
         self.targets: dict[tuple[int, int], tuple[str, int]] = {}  # (dst, EV) -> sockaddr
         self.hosts_by_address: dict[str, int] = {}
@@ -201,6 +207,11 @@ class Agent:
                 delay = cmd.get("delay_s")
                 self.endpoint.route_event(str(cmd["kind"]), paths, time.monotonic(),
                                           None if delay is None else float(delay))
+            elif kind == "pause":
+                plane = int(cmd["plane"])
+                if not 0 <= plane < self.planes:
+                    raise ValueError(f"no plane {plane}")
+                self.endpoint.pause(plane, bool(cmd["on"]), time.monotonic())
             elif kind == "quit":
                 self.running = False
             else:
@@ -232,17 +243,17 @@ class Agent:
     def flush(self, now: float) -> None:
         """Send what the transport has to send now. The hot path of the agent: one
         sendto per packet, on the plane's socket, with a cached socket address; a
-        control packet whose traffic class differs from DATA's carries its own."""
+        packet of another traffic class than the sockets' carries its own."""
         sent = errors = 0
         socks, targets = self.sockets.socks, self.targets
-        control_cmsg = self.sockets.control_cmsg
-        for plane, dst, ev, data, is_data in self.endpoint.poll(now):
+        default, cmsgs = self.sockets.default, self.sockets.cmsgs
+        for plane, dst, ev, data, cls in self.endpoint.poll(now):
             try:
                 target = targets.get((dst, ev)) or self.target_for(dst, ev)
-                if is_data or control_cmsg is None:
+                if cls == default:
                     socks[plane].sendto(data, target)
                 else:
-                    socks[plane].sendmsg([data], control_cmsg, 0, target)
+                    socks[plane].sendmsg([data], cmsgs[cls], 0, target)
                 sent += 1
             except OSError:  # port down, buffer full: the transport will notice the loss
                 errors += 1
@@ -262,6 +273,7 @@ class Agent:
         os.set_blocking(stdin.fileno(), False)
         selector.register(stdin, selectors.EVENT_READ, "control")
         pending = b""
+        class_of = self.class_of
         now = time.monotonic()
         for plane, intf in enumerate(self.interfaces):
             if not carrier(intf):
@@ -292,13 +304,17 @@ class Agent:
                     for intf, up in self.watcher.events():
                         self.endpoint.set_local_plane(self.interfaces.index(intf), up, now)
                 else:
-                    for data, address, ce in self.sockets.receive(key.data):
+                    for data, address, tclass in self.sockets.receive(key.data):
                         self.counters["rx_datagrams"] += 1
                         src = self.host_of(address)
                         if src is None:
                             self.counters["foreign"] += 1
                             continue
-                        self.endpoint.on_datagram(key.data, src, data, ce, now)
+                        if tclass is None:
+                            ce, cls = False, None
+                        else:
+                            ce, cls = tclass & ECN_MASK == ECN_CE, class_of.get(tclass >> 2)
+                        self.endpoint.on_datagram(key.data, src, data, ce, now, cls)
             now = time.monotonic()
             self.flush(now)
             if self.jobs:

@@ -204,7 +204,7 @@ class RoceSender:
     def __init__(self, me: int, peer: int, conn_id: int, fabric: Fabric,
                  config: ProtocolConfig, on_event, on_completed, qps: int = 1,
                  line_rate_Bps: float | None = None, routes: Routes | None = None,
-                 dcqcn: bool = True, on_qp_error=None):
+                 dcqcn: bool = True, on_qp_error=None, paused: set[int] | None = None):
         if not 1 <= qps <= protocol.MAX_QPS:
             raise SenderError(f"qps must be 1..{protocol.MAX_QPS} (got {qps})")
         self.me, self.peer, self.conn_id, self.fabric = me, peer, conn_id, fabric
@@ -213,6 +213,9 @@ class RoceSender:
         self.routes = routes or Routes(config.local_failover_s, config.reconvergence_s)
         self.line_rate_Bps = line_rate_Bps
         self.dcqcn = dcqcn
+        # The host's NIC ports PFC pauses now (shared by its connections): a QP on one
+        # sends no data until its port is resumed; its timers run on, as a NIC's do.
+        self.paused = paused if paused is not None else set()
         planes = fabric.spec.planes
         self.qps = [QueuePair(q, qp_port(me, peer, q, planes), qp_flow_port(me, peer, q))
                     for q in range(qps)]
@@ -284,7 +287,7 @@ class RoceSender:
         window = self.config.window
         wanted, resend = set(), False
         for qp in self.qps:
-            if qp.window_open(window):
+            if qp.window_open(window) and qp.plane not in self.paused:
                 if qp.send_at <= now:
                     wanted.add(qp.plane)
                     resend = resend or qp.next == qp.base < qp.resend_until
@@ -311,9 +314,9 @@ class RoceSender:
     # ------------------------------------------------------------------ sending
     def poll(self, now: float, plane_ready=lambda p: True, budget: int = 64,
              charge=lambda plane, size: None,
-             resend_ready=None) -> list[tuple[int, int, bytes, bool]]:
-        """Packets to send now: (plane, ev, bytes, is DATA), like Sender.poll; the
-        packet that restarts a go-back-N round asks `resend_ready`, if given."""
+             resend_ready=None) -> list[tuple[int, int, bytes, int]]:
+        """Packets to send now: (plane, ev, bytes, traffic class ROCE), like Sender.poll;
+        the packet that restarts a go-back-N round asks `resend_ready`, if given."""
         self._now = now
         self.routes.advance(now)
         if self._route_version != self.routes.version:
@@ -328,7 +331,7 @@ class RoceSender:
                 continue  # idle (its DCQCN timer catches up when it next sends), or dead
             if qp.next > qp.base and now - qp.sent_at > self._rto(qp):
                 self._timeout(qp, now)
-            if qp.send_at > now or qp.next - qp.base >= window:
+            if qp.send_at > now or qp.next - qp.base >= window or qp.plane in self.paused:
                 continue
             self._dcqcn_steps(qp, now)
             plane = qp.plane
@@ -364,7 +367,7 @@ class RoceSender:
         if self.line_rate_Bps:
             pace = protocol.frame_bytes(len(packet)) / (qp.rate * self.line_rate_Bps)
             qp.send_at = max(qp.send_at, now) + pace
-        return plane, qp.ev, packet, True
+        return plane, qp.ev, packet, protocol.ROCE
 
     def _go_back(self, qp: QueuePair, now: float) -> None:
         """Send everything from the oldest unacknowledged packet again, at once."""

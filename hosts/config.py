@@ -1,7 +1,11 @@
 """Protocol settings of the host agents, with defaults that fit the emulated links.
 
 Scenario files may override any of them (`protocol:`); unknown names and values out of
-range are a `ConfigError` naming the setting ("protocol.window: ...").
+range are a `ConfigError` naming the setting ("protocol.window: ..."). Where the OCP
+MRC API (mrc.h, mrc_ctl.h) has the concept, a setting carries its name (`ev_count`,
+`ev_min_active`, `retry_linear_cnt` and `retry_exp_cnt` for `retry.linear_cnt` and
+`retry.exp_cnt`), and a scenario may give the QP's local ACK `timeout` exponent in
+place of `rto_min_s` (docs/protocol.md "Settings" maps each one).
 """
 
 from __future__ import annotations
@@ -11,15 +15,34 @@ from dataclasses import dataclass, fields, replace
 
 from hosts.protocol import DEFAULT_MTU_PAYLOAD, MAX_PAYLOAD
 
-# The paper's senders draw 128-256 EVs per connection, over planes of up to 256 paths.
-# The emulated planes have 1-4 paths, where 128 EVs would only repeat each path dozens of
-# times and slow down the per-EV loss detection (a loss shows when later packets on the
-# same EV are acknowledged). So with evs_per_plane = 0 a plane gets AUTO_EVS_PER_PATH EVs
-# per path, at least AUTO_MIN_EVS_PER_PLANE (enough that retiring one path never runs
-# into the ev_min_active floor), and a connection never more than MAX_EVS_PER_CONNECTION.
-AUTO_EVS_PER_PATH = 4
-AUTO_MIN_EVS_PER_PLANE = 8
-MAX_EVS_PER_CONNECTION = 256
+# EV sets (docs/protocol.md "Connections and EVs"). The paper's NICs draw 128-256 EVs per
+# connection (OCP MRC's `ev_count`), split equally over the planes: 16-32 per plane of up
+# to 256 paths, each plane's a random subset of its paths. The emulated planes have
+# 2-16 paths and carry a few packets per round trip, where 16-32 EVs per plane would
+# repeat each path many times over and slow the per-EV loss detection (a loss shows when
+# later packets on the same EV are acknowledged). So with ev_count = 0 each plane gets
+# AUTO_EVS_PER_PLANE EVs: two or more per path on planes of up to four paths (enough
+# that retiring one path never runs into the ev_min_active floor, and fine-grained
+# enough that migrating one EV moves an eighth of the plane's share), and a random
+# subset of at most half the paths on planes of 16, as in the paper. A connection has at
+# most MAX_EV_COUNT EVs (the paper's largest set).
+AUTO_EVS_PER_PLANE = 8
+MAX_EV_COUNT = 256
+
+# What a same-rack pair may use (rack_local_paths): the direct path through its T0
+# only; spine detours while the direct path of a plane is bad; or every path.
+RACK_LOCAL_PATHS = ("direct", "fallback", "all")
+
+# OCP MRC's local ACK timeout (`mrc_qp_attr.timeout`): 1.024 us x 2^timeout, timeout
+# 0..24. A scenario may give it instead of rto_min_s (with_overrides).
+ACK_TIMEOUT_UNIT_S = 1.024e-6
+ACK_TIMEOUT_MAX = 24
+# OCP MRC's exponential retry count (`mrc_qp_attr.retry.exp_cnt`) that means "forever".
+RETRY_EXP_INFINITE = 25
+
+# Settings renamed: a scenario that still names one gets the new name in the error.
+RENAMED = {"evs_per_plane": "ev_count (the EVs of a connection over all its planes, "
+                            "OCP MRC's name: planes x the old value)"}
 
 # The default interval of reverse-EV probes; on slow links the agent makes it longer
 # (hosts/endpoint.py `link_adjusted`), a scenario's own value it keeps.
@@ -36,19 +59,51 @@ class ConfigError(ValueError):
 class ProtocolConfig:
     mtu_payload: int = DEFAULT_MTU_PAYLOAD  # payload bytes per DATA packet
     window: int = 64  # packets in flight per connection (the congestion window's cap)
-    evs_per_plane: int = 0  # active EVs per plane and connection; 0: from the catalogue
+    # EVs per connection (OCP MRC's ev_count), split equally over the planes (rounded
+    # down to a multiple of the plane count, at least one per plane); 0: automatic,
+    # AUTO_EVS_PER_PLANE per plane. At most MAX_EV_COUNT.
+    ev_count: int = 0
     ev_seed: int = 0  # EV sets are drawn from this seed and the connection's identity
-    ev_min_active: int = 2  # never retire below this many usable active EVs
+    # Never retire below this many usable active EVs (OCP MRC's ev_min_active; at most
+    # ev_count when that is set).
+    ev_min_active: int = 2
+    # Same-rack pairs: "direct" (only the path through their T0, never up to a T1, as
+    # the paper keeps T0-local traffic), "fallback" (spine detours too, while the direct
+    # path of a plane is bad) or "all" (the direct path and every detour alike).
+    rack_local_paths: str = "direct"
     reorder_tolerance: int = 3  # later packets acked on the same EV before one counts lost
     reorder_min_s: float = 0.002  # floor of the cross-path reordering window (one srtt)
     # How much later than a packet one of its plane must have been sent, and acked, to
     # show it late; its path's srtt + 4 rttvar decides when it counts as lost.
     plane_reorder_min_s: float = 0.0001
-    rto_min_s: float = 0.05  # retransmission timeout floor
-    rto_initial_s: float = 0.25  # until the first RTT sample
+    # RTT samples a path needs before its own srtt + 4 rttvar judges its packets late
+    # within the plane: one sample of a still empty network says little about the
+    # queues that build as every connection starts (docs/protocol.md "First timeouts").
+    rtt_min_samples: int = 4
+    # Retransmission timeout floor; a scenario may give OCP MRC's `timeout` exponent
+    # instead (with_overrides).
+    rto_min_s: float = 0.05
+    # The timeout of a first transmission on a path with no RTT sample of its own (the
+    # agent raises it to the fabric's worst round trip, hosts/endpoint.py
+    # `link_adjusted`; RFC 6298's initial RTO is 1 s for the same reason).
+    rto_initial_s: float = 0.25
     rto_max_s: float = 1.0
-    probe_initial_s: float = 0.05  # first probe of a retired path, then doubling
+    # OCP MRC's retry counts (mrc_qp_attr.retry): timeouts of one packet at the same
+    # timeout before it starts doubling (linear_cnt, at most 7), then doublings
+    # (exp_cnt, at most 25, which means forever) before the connection gives up.
+    retry_linear_cnt: int = 0
+    retry_exp_cnt: int = RETRY_EXP_INFINITE
+    # First probe of a retired path, then doubling while probes go unanswered, up to
+    # probe_max_s (a healed path waits at most that long for its next probe).
+    probe_initial_s: float = 0.05
     probe_max_s: float = 0.8
+    # A retired path returns after this many probe replies in a row, each on time and
+    # unmarked, at least probe_spacing_s apart (docs/protocol.md "Probes and
+    # reinstatement"): 8 lets a path losing 20% through 17% of its tries (the paper's
+    # Fig. 13 path stays out) and one losing 1% through 92%; 10 ms is about three
+    # round trips of the emulated fabric, so the successes span at least 70 ms.
+    probe_successes: int = 8
+    probe_spacing_s: float = 0.01
     probes: bool = True  # mrc-no-probe turns them off: retired EVs stay retired
     # EV probes of the reverse set (hosts/reverse.py), per plane and peer: a receiver of
     # seven peers on eight planes sends over a thousand a second at 50 ms; at 5 ms its
@@ -119,7 +174,8 @@ class ProtocolConfig:
         if self.cc not in CC_KINDS:
             raise ConfigError(f"protocol.cc: must be one of {', '.join(CC_KINDS)} "
                               f"(got {self.cc!r})")
-        positive = ("window", "ack_every", "cwnd_initial", "reorder_tolerance")
+        positive = ("window", "ack_every", "cwnd_initial", "reorder_tolerance",
+                    "probe_successes", "rtt_min_samples")
         for name in positive:
             if getattr(self, name) < 1:
                 raise ConfigError(f"protocol.{name}: must be at least 1 "
@@ -127,15 +183,28 @@ class ProtocolConfig:
         if not 1 <= self.mtu_payload <= MAX_PAYLOAD:
             raise ConfigError(f"protocol.mtu_payload: must be 1..{MAX_PAYLOAD} "
                               f"(got {self.mtu_payload!r})")
-        for name in ("evs_per_plane", "ev_min_active", "ev_seed"):
+        for name in ("ev_count", "ev_min_active", "ev_seed", "retry_linear_cnt"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"protocol.{name}: must not be negative "
                                   f"(got {getattr(self, name)!r})")
-        if self.evs_per_plane > MAX_EVS_PER_CONNECTION:
-            raise ConfigError(f"protocol.evs_per_plane: at most {MAX_EVS_PER_CONNECTION} "
-                              f"EVs per connection (got {self.evs_per_plane!r})")
+        if self.ev_count > MAX_EV_COUNT:
+            raise ConfigError(f"protocol.ev_count: at most {MAX_EV_COUNT} EVs per "
+                              f"connection (got {self.ev_count!r})")
+        if self.ev_count and self.ev_min_active > self.ev_count:
+            raise ConfigError(f"protocol.ev_min_active: must not be above ev_count "
+                              f"({self.ev_count}) (got {self.ev_min_active!r})")
+        if self.rack_local_paths not in RACK_LOCAL_PATHS:
+            raise ConfigError(f"protocol.rack_local_paths: must be one of "
+                              f"{', '.join(RACK_LOCAL_PATHS)} (got {self.rack_local_paths!r})")
+        if self.retry_linear_cnt > 7:
+            raise ConfigError(f"protocol.retry_linear_cnt: at most 7, as in OCP MRC "
+                              f"(got {self.retry_linear_cnt!r})")
+        if not 0 <= self.retry_exp_cnt <= RETRY_EXP_INFINITE:
+            raise ConfigError(f"protocol.retry_exp_cnt: must be 0..{RETRY_EXP_INFINITE} "
+                              f"({RETRY_EXP_INFINITE}: forever) (got {self.retry_exp_cnt!r})")
         timers = ("reorder_min_s", "plane_reorder_min_s", "rto_min_s", "rto_initial_s", "rto_max_s",
-                  "probe_initial_s", "probe_max_s", "tick_s", "target_delay_s",
+                  "probe_initial_s", "probe_max_s", "probe_spacing_s", "tick_s",
+                  "target_delay_s",
                   "nscc_target_min_s", "nscc_qa_delay_s", "reverse_probe_s",
                   "dcqcn_period_s", "cnp_interval_s")
         for name in timers:
@@ -184,20 +253,45 @@ class ProtocolConfig:
                               f"non-negative integers (got {pin!r})")
         object.__setattr__(self, "pin_path", (pin[0], pin[1]))
 
-    def evs_for(self, paths_per_plane: int, planes: int = 1) -> int:
-        """Active EVs per plane for a connection whose planes offer this many paths
-        (the setting, or the automatic size); never more than MAX_EVS_PER_CONNECTION
-        over all planes, never fewer than one."""
-        per_plane = self.evs_per_plane or max(AUTO_MIN_EVS_PER_PLANE,
-                                              AUTO_EVS_PER_PATH * max(1, paths_per_plane))
-        return max(1, min(per_plane, MAX_EVS_PER_CONNECTION // max(1, planes)))
+    def evs_for(self, planes: int) -> int:
+        """Active EVs per plane for a connection over this many planes: ev_count (or
+        the automatic size) split equally, at least one per plane."""
+        planes = max(1, planes)
+        total = self.ev_count or AUTO_EVS_PER_PLANE * planes
+        return max(1, min(total, MAX_EV_COUNT) // planes)
+
+    def ack_timeout(self) -> int:
+        """rto_min_s as OCP MRC's `timeout` exponent (1.024 us x 2^timeout), rounded up."""
+        t = 0
+        while t < ACK_TIMEOUT_MAX and ACK_TIMEOUT_UNIT_S * 2 ** t < self.rto_min_s:
+            t += 1
+        return t
 
     @classmethod
     def with_overrides(cls, overrides: dict | None) -> ProtocolConfig:
+        """The defaults with a scenario's `protocol:` settings. Besides the settings'
+        own names it takes OCP MRC's local ACK timeout, `timeout` (an exponent t:
+        rto_min_s = 1.024 us x 2^t, rto_max_s raised to it if lower), in place of
+        rto_min_s."""
+        overrides = dict(overrides or {})
+        if "timeout" in overrides:
+            t = overrides.pop("timeout")
+            if "rto_min_s" in overrides:
+                raise ConfigError("protocol.timeout: give either timeout (OCP MRC's "
+                                  "exponent) or rto_min_s, not both")
+            if not (isinstance(t, int) and not isinstance(t, bool)
+                    and 0 <= t <= ACK_TIMEOUT_MAX):
+                raise ConfigError(f"protocol.timeout: must be an integer 0..{ACK_TIMEOUT_MAX} "
+                                  f"(1.024 us x 2^timeout) (got {t!r})")
+            overrides["rto_min_s"] = ACK_TIMEOUT_UNIT_S * 2 ** t
+            if "rto_max_s" not in overrides:
+                overrides["rto_max_s"] = max(cls.rto_max_s, overrides["rto_min_s"])
         known = {f.name: f.type for f in fields(cls)}
-        unknown = sorted(set(overrides or {}) - set(known))
+        unknown = sorted(set(overrides) - set(known))
         if unknown:
+            if unknown[0] in RENAMED:
+                raise ConfigError(f"protocol.{unknown[0]}: renamed; use {RENAMED[unknown[0]]}")
             close = difflib.get_close_matches(str(unknown[0]), known, n=3)
             hint = f" (did you mean {' or '.join(close)}?)" if close else ""
             raise ConfigError(f"protocol.{unknown[0]}: unknown setting{hint}")
-        return replace(cls(), **(overrides or {}))
+        return replace(cls(), **overrides)

@@ -6,7 +6,11 @@ plane it came in on and whether it was CE-marked), `poll()` for what to send now
 (plane, destination host, EV, bytes, is DATA), `next_wakeup()` for the event loop's
 timeout, and `set_local_plane()` when a NIC port loses or regains carrier. It paces each
 plane at its link rate, so the host's own queues never overflow. MRC answers take the EVs
-of the reverse EV set of their peer (hosts/reverse.py), whose probes it sends.
+of the reverse EV set of their peer (hosts/reverse.py), whose probes it sends. A
+connection to a host of the same rack keeps to the direct path through the T0, its
+data and those probes alike (`rack_local_paths`, topologies/paths.py
+`shortest_choices`); a CE-marked PROBE is answered with an ECN echo, which its sender
+does not count as a success.
 
 Transports (hosts/protocol.py TRANSPORTS): `mrc`; `mrc-no-probe`, whose senders never
 probe (`probes` off), so a retired path never comes back; `mrc-no-trim`, whose data
@@ -33,7 +37,7 @@ from hosts.receiver import NO_ANSWER, Receiver
 from hosts.reverse import ReverseEvs
 from hosts.sender import Sender
 from topologies.model import Fabric
-from topologies.paths import choices_per_plane, ecmp_path, path_index
+from topologies.paths import choices_per_plane, ecmp_path, path_index, shortest_choices
 
 # Reverse-EV probes go no more often than once in this many frame times of the host
 # link per peer and plane: about two and a half unloaded round trips through three
@@ -65,7 +69,26 @@ def link_adjusted(config: ProtocolConfig, fabric: Fabric) -> ProtocolConfig:
     probe_s = REVERSE_PROBE_FRAMES * frame_s
     if config.reverse_probe_s == REVERSE_PROBE_S and probe_s > REVERSE_PROBE_S:
         config = replace(config, reverse_probe_s=probe_s)
+    # Before a path has RTT samples, nothing says how long its packets may take but
+    # the fabric itself: a timeout shorter than its worst round trip could retire a
+    # healthy path whose queues the starting run filled.
+    worst_s = worst_round_trip_s(fabric)
+    if worst_s > config.rto_initial_s:
+        config = replace(config, rto_initial_s=worst_s)
     return config
+
+
+def worst_round_trip_s(fabric: Fabric) -> float:
+    """The longest a DATA packet and its answer can take on a healthy fabric: every
+    data queue of the longest path full (the T0 uplink, the T1 downlink, the port
+    facing the receiver; the sender paces its own), each drained at its link's rate,
+    plus the propagation of the four links there and back (answers ride the priority
+    queue, which data never holds up)."""
+    spec = fabric.spec
+    drain = 0.0
+    for link in (spec.t0_t1, spec.t0_t1, spec.host_t0):
+        drain += link.queue_pkts / protocol.link_pps(link.rate_mbit, protocol.DATA_FRAME_BYTES)
+    return drain + 2 * (2 * spec.host_t0.delay_ms + 2 * spec.t0_t1.delay_ms) / 1000
 
 
 class Endpoint:
@@ -95,6 +118,7 @@ class Endpoint:
         self.qps = self.spec.qps or None
         self.routes = Routes(config.local_failover_s, config.reconvergence_s)
         self.cnp_at: dict[tuple[int, int, int], float] = {}  # (peer, conn, QP) -> last CNP
+        self.paused: set[int] = set()  # NIC ports PFC pauses now (the baseline's data)
         self.control_out: deque = deque()
         self.peers_seen: set[int] = set()
         self.counters = {"garbage": 0, "unknown_conn": 0, "control_tx": 0, "reverse_probes": 0}
@@ -106,9 +130,14 @@ class Endpoint:
     def send_message(self, dst: int, msg_id: int, data: bytes, now: float) -> None:
         self._sender(dst).send_message(msg_id, data, now)
 
-    def on_datagram(self, plane: int, src: int, data: bytes, ce: bool, now: float) -> None:
+    def on_datagram(self, plane: int, src: int, data: bytes, ce: bool, now: float,
+                    cls: int | None = None) -> None:
+        """A datagram from host `src` on `plane`, CE-marked or not, in traffic class
+        `cls` (its DSCP's, hosts/protocol.py; None for a DSCP the topology does not
+        name): a DATA packet in TRIMMED or TRIMMED_LASTHOP was trimmed on its way."""
+        trimmed = cls if cls in (protocol.TRIMMED, protocol.TRIMMED_LASTHOP) else None
         try:
-            hdr, ctl, payload = wire.decode(data)
+            hdr, ctl, payload = wire.decode(data, trimmed=trimmed is not None)
         except wire.WireError:
             self.counters["garbage"] += 1
             return
@@ -117,7 +146,7 @@ class Endpoint:
         if kind == protocol.DATA:
             qp = hdr.psn >> QP_PSN_SHIFT if self.qps else 0
             receiver = self._receiver(src, hdr.conn_id, qp)
-            answer, flags, reason = receiver.on_data(hdr, payload, ce, now)
+            answer, flags, reason = receiver.on_data(hdr, payload, ce, now, trimmed)
             if not self.qps:
                 self._reverse_set(src).inbound(now)
             elif ce:
@@ -152,7 +181,10 @@ class Endpoint:
                 # The peer probes a path it retired: perhaps only our answers died.
                 self._reverse_set(src).suspect(plane, hdr.ev, now)
             ctl = wire.Control(0, 0, 0, hdr.ev, 0, self.port_state())
-            self._answer(protocol.PROBE_REPLY, 0, 0, plane, src, hdr, ctl)
+            # A CE-marked probe says the path is congested: the prober must not count
+            # it as a success (hosts/evset.py).
+            self._answer(protocol.PROBE_REPLY, protocol.F_ECN_ECHO if ce else 0, 0, plane,
+                         src, hdr, ctl)
         elif kind == protocol.PLANE_STATUS:
             sender = self.senders.get(src)
             if sender is not None and isinstance(sender, Sender):
@@ -176,7 +208,7 @@ class Endpoint:
             elif kind == protocol.NACK:
                 sender.on_nack(hdr, ctl, now)
             elif kind == protocol.PROBE_REPLY:
-                sender.on_probe_reply(hdr, ctl, now)
+                sender.on_probe_reply(hdr, ctl, now, ce)
 
     def poll(self, now: float) -> list[tuple[int, int, int, bytes, bool]]:
         out = []
@@ -188,9 +220,9 @@ class Endpoint:
         pacer = self.pacer
         pacer.at(now)
         while self.control_out:
-            plane, dst, ev, data = self.control_out.popleft()
+            plane, dst, ev, data, cls = self.control_out.popleft()
             pacer.charge(plane, len(data))
-            out.append((plane, dst, ev, data, False))
+            out.append((plane, dst, ev, data, cls))
             self.counters["control_tx"] += 1
         senders = list(self.senders.values())
         if not senders:
@@ -200,8 +232,8 @@ class Endpoint:
         ready, charge, resend = pacer.ready, pacer.charge, pacer.ready_resend
         for i in range(len(senders)):
             sender = senders[(self._rr + i) % len(senders)]
-            for plane, ev, data, is_data in sender.poll(now, ready, 32, charge, resend):
-                out.append((plane, sender.peer, ev, data, is_data))
+            for plane, ev, data, cls in sender.poll(now, ready, 32, charge, resend):
+                out.append((plane, sender.peer, ev, data, cls))
         return out
 
     def next_wakeup(self, now: float) -> float | None:
@@ -244,7 +276,8 @@ class Endpoint:
                     ev = make_ev(p, 0)
                     ctl = wire.Control(0, 0, 0, ev, 0, state)
                     self.control_out.append((p, peer, ev, wire.encode_control(
-                        protocol.PLANE_STATUS, 0, p, 0, self._conn_id(peer), ev, 0, 0, ctl)))
+                        protocol.PLANE_STATUS, 0, p, 0, self._conn_id(peer), ev, 0, 0, ctl),
+                        self.spec.control_class))
 
     def route_event(self, kind: str, paths, now: float, delay_s: float | None = None) -> None:
         """The fabric's routing learned that `paths` ((destination, plane, spine or
@@ -258,6 +291,14 @@ class Endpoint:
 
     def port_state(self) -> int:
         return self._port_state
+
+    def pause(self, plane: int, on: bool, now: float) -> None:
+        """PFC at this host's NIC port of `plane` (the switch it faces is past XOFF for
+        the lossless class): the baseline's data waits there until resumed."""
+        if on == (plane in self.paused):
+            return
+        (self.paused.add if on else self.paused.discard)(plane)
+        self.on_event({"t": now, "event": "pfc-pause" if on else "pfc-resume", "plane": plane})
 
     def stats(self) -> dict:
         total = dict(self.counters)
@@ -341,8 +382,14 @@ class Endpoint:
             if self.qps:
                 sender = self._roce_sender(peer, completed)
             else:
+                def error(now: float, peer=peer) -> None:
+                    self.on_qp_error(peer, 0, now)
+
                 sender = Sender(self.me, peer, self._conn_id(peer), self.planes, paths,
-                                self.config, self.on_event, completed)
+                                self.config, self.on_event, completed,
+                                classes=(self.spec.data_class, self.spec.retransmit_class),
+                                shortest=shortest_choices(self.fabric, self.me, peer),
+                                on_error=error)
             for plane, up in enumerate(self.local_up):
                 if not up:
                     sender.set_local_plane(plane, False, 0.0)
@@ -356,7 +403,8 @@ class Endpoint:
         line_rate_Bps = self.fabric.spec.host_t0.rate_mbit * 1e6 / 8
         return RoceSender(self.me, peer, self._conn_id(peer), self.fabric, self.config,
                           self.on_event, completed, qps=self.qps, line_rate_Bps=line_rate_Bps,
-                          routes=self.routes, dcqcn=self.spec.dcqcn, on_qp_error=qp_error)
+                          routes=self.routes, dcqcn=self.spec.dcqcn, on_qp_error=qp_error,
+                          paused=self.paused)
 
     def _receiver(self, peer: int, conn_id: int, qp: int = 0) -> Receiver:
         key = (peer, conn_id, qp)
@@ -388,10 +436,11 @@ class Endpoint:
             reverse = self._reverse_set(dst)
             evs = (reverse.reply_evs(plane, ev) if kind == protocol.PROBE_REPLY
                    else [reverse.answer_ev(plane, ev)])
+        cls = protocol.ROCE_CNP if kind == protocol.CNP else self.spec.control_class
         for ev in evs:
             data = wire.encode_control(kind, flags, plane, reason, hdr.conn_id, ev, hdr.msg_id,
                                        hdr.psn, ctl, hdr.offset, hdr.msg_len)
-            self.control_out.append((plane, dst, ev, data))
+            self.control_out.append((plane, dst, ev, data, cls))
 
 
     # ------------------------------------------------------------------ RoCE answers
@@ -425,8 +474,14 @@ class Endpoint:
         if reverse is None:
             paths = self.paths_to.get(peer) or choices_per_plane(self.fabric, self.me, peer)
             rng = random.Random(f"reverse/{self.config.ev_seed}/{self.me}/{peer}")
+            # Reverse probes keep to the paths data may take (a same-rack pair's direct
+            # path, unless rack_local_paths is "all").
+            choices = shortest_choices(self.fabric, self.me, peer)
+            if self.config.rack_local_paths == "all" or len(choices) == paths:
+                choices = None
             reverse = self.reverse[peer] = ReverseEvs(self.planes, paths,
-                                                      self.config.reverse_probe_s, rng)
+                                                      self.config.reverse_probe_s, rng,
+                                                      choices)
         return reverse
 
     def _reverse_probes(self, peer: int, reverse: ReverseEvs, now: float) -> None:
@@ -436,7 +491,8 @@ class Endpoint:
                 continue
             ctl = wire.Control(0, 0, 0, ev, 0, self._port_state)
             self.control_out.append((plane, peer, ev, wire.encode_control(
-                protocol.PROBE, 0, plane, 0, self._peer_conn_id(peer), ev, 0, 0, ctl)))
+                protocol.PROBE, 0, plane, 0, self._peer_conn_id(peer), ev, 0, 0, ctl),
+                protocol.CONTROL))
             self.counters["reverse_probes"] += 1
 
 

@@ -1,28 +1,42 @@
 """The EV set of one connection: which entropy values (paths) it sprays over, and their state.
 
-Each plane holds `evs_per_plane` active EVs, drawn at random per connection (a random
-subset or spread of the plane's paths, random choice bits), in a rotation that
-interleaves the planes so consecutive packets go to different planes. An EV is GOOD,
-SKIP (passed over for one rotation after an ECN echo or a trimmed NACK), ASSUMED_BAD
-(retired after a real loss, probed until it answers) or DENIED (set by an operator,
-never used). An EV whose path stays congested is migrated: a fresh EV of the same plane
-on its least used good path takes its slot, and nothing is retired (congestion is not
-failure). A set may start pinned to one path (every active EV on it), so that an
-experiment can force connections onto one path and watch them migrate away.
+Each plane holds the same number of active EVs (the connection's `ev_count` split over
+its planes), drawn at random per connection: a random subset of the plane's paths
+(distinct paths first, each path at most once more than another when the set is larger
+than the plane), random choice bits. They sit in a rotation that interleaves the planes
+so consecutive packets go to different planes. An EV is GOOD, SKIP (passed over for one
+rotation after an ECN echo or a trimmed NACK), ASSUMED_BAD (retired after a real loss,
+probed until it has earned its way back) or DENIED (set by an operator, never used). An
+EV whose path stays congested is migrated: a fresh EV of the same plane on its least
+used good path takes its slot, and nothing is retired (congestion is not failure). A
+set may start pinned to one path (every active EV on it), so that an experiment can
+force connections onto one path and watch them migrate away.
 
-EVs map to physical paths by the documented rule (hosts/protocol.py, topologies/paths.py):
-plane in the top byte, choice modulo the plane's path count below. EVs that share a path share its
-fate, so a loss retires all EVs of that path at once, a retired EV is replaced by one
-of the same plane on the least used path not known bad, and one probe per bad path
-suffices. When a probe reinstates a path, its EVs take back their share of the plane
-from the paths that covered for it, so path diversity recovers after every fault. The
-set knows only plane and path numbers, never the fabric.
+A connection may be given the paths it prefers (`preferred`: a same-rack pair's direct
+path, which never climbs to a T1) and the paths it falls back on only while every
+preferred path of a plane is bad (`fallback`); the other paths of the plane it never
+uses. EVs map to physical paths by the documented rule (hosts/protocol.py,
+topologies/paths.py): plane in the top byte, choice modulo the plane's path count below.
+EVs that share a path share its fate, so a loss retires all EVs of that path at once, a
+retired EV is replaced by one of the same plane on the least used path not known bad,
+and one probe per bad path suffices.
+
+A retired path comes back only when it has earned it (hysteresis): its probes back off
+(the wait doubles while they go unanswered, up to a cap) and a reply counts only if it
+comes back within the connection's loss bound and before the path's next turn, and
+carries no ECN echo; after a success
+the next probe follows `probe_spacing_s` later, and `probe_successes` successes in a row
+reinstate the path. The backoff outlives the reinstatement: a path retired again soon
+after starts from twice the wait it had reached, so a path that keeps failing (a lossy
+one) spends ever longer out. When a path comes back, its EVs take back their share of
+the plane from the paths that covered for it, so path diversity recovers after every
+fault. The set knows only plane and path numbers, never the fabric.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from hosts.protocol import EV_CHOICE_MASK, ev_choice, ev_plane, make_ev
 
@@ -64,18 +78,25 @@ class Ev:
 
 
 class BadPath:
-    """A physical path known bad: its retired EVs and when to probe it next."""
+    """A physical path known bad: its retired EVs and the state of its probes.
 
-    __slots__ = ("key", "evs", "probe_at", "wait", "probes")
+    `wait` is the backoff between unanswered probes; `pending` the probe awaiting its
+    reply, as (sequence number, send time); `successes` the replies in a row that came
+    back in time and unmarked (the path returns at the sender's `probe_successes`)."""
+
+    __slots__ = ("key", "evs", "probe_at", "wait", "probes", "pending", "successes")
 
     def __init__(self, key: PathKey, now: float, wait: float):
         self.key, self.evs = key, []
         self.probe_at, self.wait, self.probes = now + wait, wait, 0
+        self.pending: tuple[int, float] | None = None
+        self.successes = 0
 
 
 class EvSet:
     def __init__(self, planes: int, paths_per_plane: int, evs_per_plane: int,
-                 rng: random.Random, pin: PathKey | None = None):
+                 rng: random.Random, pin: PathKey | None = None,
+                 preferred: Sequence[int] | None = None, fallback: Sequence[int] = ()):
         if planes < 1 or paths_per_plane < 1 or evs_per_plane < 1:
             raise EvSetError(f"an EV set needs planes, paths and EVs (got {planes}, "
                              f"{paths_per_plane}, {evs_per_plane})")
@@ -85,8 +106,19 @@ class EvSet:
         self.paths_per_plane = paths_per_plane
         self.evs_per_plane = evs_per_plane
         self.rng = rng
+        # The paths of each plane this connection sprays over, and those it may take
+        # only while every preferred path of the plane is bad (module docstring).
+        self.preferred = tuple(range(paths_per_plane)) if preferred is None else tuple(preferred)
+        self.fallback = tuple(fallback)
+        if not self.preferred or not all(0 <= p < paths_per_plane
+                                         for p in (*self.preferred, *self.fallback)):
+            raise EvSetError(f"preferred paths {self.preferred} and fallback {self.fallback} "
+                             f"must be among the plane's {paths_per_plane}")
         self.by_ev: dict[int, Ev] = {}
         self.bad: dict[PathKey, BadPath] = {}
+        # The probe backoff of paths reinstated, and when: it outlives the reinstatement.
+        self.backoff: dict[PathKey, tuple[float, float]] = {}
+        self.unanswered: list[BadPath] = []  # paths whose probe due_probes() gave up on
         self.backups: list[list[Ev]] = [[] for _ in range(planes)]
         self.plane_up = [True] * planes
         self.rotation: list[Ev] = []  # active EVs, planes interleaved
@@ -98,10 +130,12 @@ class EvSet:
         self.draining: list[Ev] = []
         self.cursor = 0
         # Each plane gets the same number of EVs (planes stay equally loaded). Within a
-        # plane the paths come in a random order, each at most once more than another:
-        # a random subset of the paths when the set is smaller than the plane, an even
-        # spread with the extra EVs on random paths when it is larger. Different
-        # connections draw different orders, so they do not all start on the same spine.
+        # plane the preferred paths come in a random order, each at most once more than
+        # another: a random subset of the paths when the set is smaller than the plane
+        # (the NICs' way, section 2.4 of the paper), an even spread with the extra EVs
+        # on random paths when it is larger. Different connections draw different
+        # orders: they do not coordinate, so their subsets differ and some paths end
+        # up busier than others, which ECN migration evens out.
         if pin is not None:
             # Pinned: the plane's share of EVs, every one on the pinned path (the path
             # index names it modulo the plane's path count, as an EV's choice does); the
@@ -116,9 +150,9 @@ class EvSet:
             return
         by_plane = []
         for plane in range(planes):
-            order = list(range(paths_per_plane))
+            order = list(self.preferred)
             rng.shuffle(order)
-            by_plane.append([self._new_ev(plane, order[i % paths_per_plane])
+            by_plane.append([self._new_ev(plane, order[i % len(order)])
                              for i in range(evs_per_plane)])
         for i in range(evs_per_plane):
             for plane in range(planes):
@@ -192,14 +226,31 @@ class EvSet:
         return None
 
     # ------------------------------------------------------------------ state changes
-    def retire(self, ev: Ev, now: float, probe_wait: float) -> list[Ev]:
+    def allowed(self, plane: int) -> list[int]:
+        """The paths of `plane` the connection may put EVs on now: its preferred paths
+        not known bad, else (every one of them bad) its fallback paths not known bad."""
+        for paths in (self.preferred, self.fallback):
+            good = [p for p in paths if (plane, p) not in self.bad]
+            if good:
+                return good
+        return []
+
+    def retire(self, ev: Ev, now: float, probe_wait: float,
+               max_wait: float = float("inf")) -> list[Ev]:
         """Retire every EV on ev's path (active and backups) and replace the active ones
-        from the same plane. Returns the EVs retired (none if ev was not usable)."""
+        from the same plane. Returns the EVs retired (none if ev was not usable).
+
+        The path's first probe waits `probe_wait`, unless it was reinstated before: then
+        twice the wait its probes had reached (its reinstatement failed), halved for
+        each such wait it has since stayed good, never below `probe_wait` nor above
+        `max_wait`. So a path that keeps failing spends ever longer out, and one that
+        failed long ago starts afresh."""
         if ev.state in (ASSUMED_BAD, DENIED):
             return []
         bad = self.bad.get(ev.key)
         if bad is None:
-            bad = self.bad[ev.key] = BadPath(ev.key, now, probe_wait)
+            bad = self.bad[ev.key] = BadPath(ev.key, now, self._first_wait(ev.key, now,
+                                                                           probe_wait, max_wait))
         retired = [e for e in self.rotation if e.key == ev.key and e.state in (GOOD, SKIP)]
         if ev not in retired:
             retired.append(ev)
@@ -214,17 +265,30 @@ class EvSet:
         self._relive()
         return retired
 
+    def _first_wait(self, key: PathKey, now: float, probe_wait: float,
+                    max_wait: float) -> float:
+        remembered = self.backoff.pop(key, None)
+        if remembered is None:
+            return probe_wait
+        wait, since = remembered
+        wait = min(2 * wait, max_wait)
+        good_for = now - since
+        while wait > probe_wait and good_for >= wait:
+            good_for -= wait
+            wait /= 2
+        return max(probe_wait, wait)
+
     def _replace(self, old: Ev) -> None:
         """Take `old` out of the rotation, putting an EV of the same plane in its slot."""
         index = self.rotation.index(old)
         old.active = False
         plane = old.plane
-        spare = [e for e in self.backups[plane] if e.state == GOOD and e.key not in self.bad]
+        good = self.allowed(plane)
+        spare = [e for e in self.backups[plane] if e.state == GOOD and e.key[1] in good]
         if spare:
             new = spare[0]
             self.backups[plane].remove(new)
         else:
-            good = [p for p in range(self.paths_per_plane) if (plane, p) not in self.bad]
             if not good:
                 self.rotation.pop(index)  # the whole plane is bad: it shrinks until probes answer
                 return
@@ -240,24 +304,32 @@ class EvSet:
 
     def migrate(self, old: Ev) -> Ev | None:
         """Congestion, not failure: move old's slot to the least used path of its plane
-        not known bad (counting the other active EVs), if that is another path than
+        it may use (`allowed`; counting the other active EVs), if that is another path than
         old's. The slot gets a spare of that path, else a fresh EV; `old` stays GOOD and
         becomes a spare, `draining` while it has packets in flight (they are still
         judged for loss), so EVs are reused and the set does not grow with every move.
         None (nothing changes) if old is not an active usable EV, or if its own path is
-        already the plane's least used: a new EV on the same path would change
-        nothing."""
+        already the plane's least used and the connection uses every path it may: a
+        new EV on the same path would change nothing, and moving it to a path as used
+        as its own would only trade one shared path for another."""
         if not old.active or not self.usable(old):
             return None
         plane = old.plane
-        use = {p: 0 for p in range(self.paths_per_plane) if (plane, p) not in self.bad}
+        use = dict.fromkeys(self.allowed(plane), 0)
+        if not use:
+            return None
         for e in self.rotation:
             if e.plane == plane and e.key[1] in use and e is not old:
                 use[e.key[1]] += 1
         least = min(use.values())
-        if use.get(old.key[1]) == least:
+        mine = use.get(old.key[1])
+        # Another path this connection uses less: one that evens the plane out, or one
+        # it does not use at all (the paper swaps a marked EV for an unused one: with
+        # fewer EVs than paths, each on its own path, no other path is "less used").
+        targets = [p for p in use if use[p] == least and p != old.key[1]]
+        if not targets or (mine == least and least > 0):
             return None
-        path = self.rng.choice([p for p in use if use[p] == least])
+        path = self.rng.choice(targets)
         spares = self.backups[plane]
         new = next((e for e in spares if e.key[1] == path and e.state == GOOD), None)
         if new is None:
@@ -290,37 +362,56 @@ class EvSet:
     def _active_in(self, plane: int) -> int:
         return sum(1 for e in self.rotation if e.plane == plane)
 
-    def reinstate(self, key: PathKey) -> list[Ev]:
-        """A probe came back: the path's EVs are GOOD again and the plane is rebalanced,
-        so the path carries its share of the plane's traffic once more.
+    def reinstate(self, key: PathKey, now: float = 0.0) -> list[Ev]:
+        """The path has earned its way back: its EVs are GOOD again and the plane is
+        rebalanced, so the path carries its share of the plane's traffic once more.
 
         While the path was bad, _replace() refilled the plane from the surviving paths;
         leaving the healed path's EVs as mere backups would shrink path diversity with
-        every fault. So a reinstated EV fills a free slot of the plane, else takes the
-        slot of an active EV on the most used path while that path holds at least two
-        more than the healed one. An EV swapped out becomes a backup and is `draining`
-        until what it has in flight is answered or found lost."""
+        every fault. So a reinstated EV first takes the slot of an active EV on a path
+        the plane no longer needs (a fallback path, once a preferred one is back), then
+        fills a free slot of the plane, else takes the slot of an active EV on the most
+        used path while that path holds at least two more than the healed one. An EV
+        swapped out becomes a backup and is `draining` until what it has in flight is
+        answered or found lost. A path the connection may not use now (a fallback path
+        while a preferred one is good) gets its EVs back as backups only. The probe
+        backoff is remembered (retire())."""
         bad = self.bad.pop(key, None)
         if bad is None:
             return []
+        self.backoff[key] = (bad.wait, now)
         plane = key[0]
+        allowed = self.allowed(plane)
         for ev in bad.evs:
             ev.state = GOOD
-            if self._active_in(plane) < self.evs_per_plane:
+            if key[1] not in allowed:
+                self.backups[plane].append(ev)
+                continue
+            out = next((e for e in self.rotation if e.plane == plane
+                        and e.key[1] not in allowed and e.state in (GOOD, SKIP)), None)
+            if out is None and self._active_in(plane) < self.evs_per_plane:
                 ev.active = True
                 self.rotation.append(ev)
                 continue
-            busiest = self._busiest_other(plane, key)
-            if busiest is None:
+            out = out or self._busiest_other(plane, key)
+            if out is None:
                 self.backups[plane].append(ev)
                 continue
-            index = self.rotation.index(busiest)
-            busiest.active = False
-            self.backups[plane].append(busiest)
-            if busiest.outstanding:
-                self.draining.append(busiest)
+            index = self.rotation.index(out)
+            out.active = False
+            self.backups[plane].append(out)
+            if out.outstanding:
+                self.draining.append(out)
             ev.active = True
             self.rotation[index] = ev
+        # More fallback EVs than the path had retired ones (some were denied meanwhile):
+        # the rest give way too, to EVs of the paths the plane may use again.
+        for stray in [e for e in self.rotation if e.plane == plane and e.key[1] not in allowed
+                      and e.state in (GOOD, SKIP)]:
+            self._replace(stray)
+            self.backups[plane].append(stray)
+            if stray.outstanding:
+                self.draining.append(stray)
         self._relive()
         return bad.evs
 
@@ -372,7 +463,8 @@ class EvSet:
         return ev
 
     def allow(self, value: int) -> Ev:
-        """Undo deny(): the EV becomes a GOOD backup (or active, if its plane is short)."""
+        """Undo deny(): the EV becomes a GOOD backup (or active, if its plane is short
+        and the connection may use its path)."""
         ev = self.by_ev.get(value)
         if ev is None or ev.state != DENIED:
             raise EvSetError(f"EV {value:#010x} is not denied")
@@ -381,7 +473,8 @@ class EvSet:
             self.bad[ev.key].evs.append(ev)
             return ev
         ev.state = GOOD
-        if self._active_in(ev.plane) < self.evs_per_plane:
+        if (self._active_in(ev.plane) < self.evs_per_plane
+                and ev.key[1] in self.allowed(ev.plane)):
             ev.active = True
             self.rotation.append(ev)
             self._relive()
@@ -389,14 +482,54 @@ class EvSet:
             self.backups[ev.plane].append(ev)
         return ev
 
-    def due_probes(self, now: float, max_wait: float) -> list[BadPath]:
-        """Bad paths whose next probe is due (and whose plane is up); reschedules them
-        with doubled waits up to max_wait."""
+    def due_probes(self, now: float, max_wait: float,
+                   bound: float = float("inf")) -> list[BadPath]:
+        """Bad paths (on planes that are up) to probe now. A probe unanswered for
+        `bound`, or for the path's current wait if that is shorter (by its next turn),
+        has failed: probe_failed(), and the path is added to `unanswered` for the caller
+        to report. A path is probed when its `probe_at` has come and no probe of it is
+        pending; each one returned has a new pending probe, numbered by its `probes`."""
         due = []
         for bad in self.bad.values():
-            if bad.probe_at <= now and self.plane_up[bad.key[0]] and bad.evs:
-                due.append(bad)
+            if not (self.plane_up[bad.key[0]] and bad.evs):
+                continue
+            if bad.pending is not None:
+                if now - bad.pending[1] <= min(bound, bad.wait):
+                    continue
+                self.probe_failed(bad, max_wait)
+                self.unanswered.append(bad)
+            if bad.probe_at <= now:
                 bad.probes += 1
-                bad.wait = min(bad.wait * 2, max_wait)
-                bad.probe_at = now + bad.wait
+                bad.pending = (bad.probes, now)
+                due.append(bad)
         return due
+
+    def probe_failed(self, bad: BadPath, max_wait: float) -> None:
+        """The pending probe failed (unanswered, late or ECN-marked): the count of
+        successes starts again and the wait doubles, up to max_wait, from its send."""
+        sent = bad.pending[1] if bad.pending is not None else bad.probe_at
+        bad.pending = None
+        bad.successes = 0
+        bad.wait = min(bad.wait * 2, max_wait)
+        bad.probe_at = sent + bad.wait
+
+    def probe_answered(self, key: PathKey, seq: int, now: float, ok: bool, bound: float,
+                       successes: int, spacing: float, max_wait: float) -> bool | None:
+        """A reply to probe `seq` of path `key`: a success if `ok` (no ECN echo) and
+        within `bound` of its send (and within the path's current wait), else a
+        failure. True when it is the `successes`-th success in a row (reinstate the
+        path now); None when it answers no pending probe (a late or duplicate reply, or
+        a path not bad): it counts for nothing. After a success the next probe follows
+        `spacing` later."""
+        bad = self.bad.get(key)
+        if bad is None or bad.pending is None or bad.pending[0] != seq:
+            return None
+        if not ok or now - bad.pending[1] > min(bound, bad.wait):
+            self.probe_failed(bad, max_wait)
+            return False
+        bad.pending = None
+        bad.successes += 1
+        if bad.successes >= successes:
+            return True
+        bad.probe_at = now + spacing
+        return False

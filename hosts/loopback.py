@@ -37,14 +37,16 @@ class Loopback:
                trimmed: bool = False, last_hop: bool = False) -> bytes:
         """What the receiver sends back for one packet (a PROBE gets a PROBE_REPLY)."""
         _, _, data, _ = packet
-        if trimmed:
-            data = wire.trim(data, last_hop)
-        hdr, _, payload = wire.decode(data)
+        cls = None
+        if trimmed:  # what a trimming switch does: the header alone, in a trimmed class
+            data = data[:protocol.MRC_HEADER_BYTES]
+            cls = protocol.TRIMMED_LASTHOP if last_hop else protocol.TRIMMED
+        hdr, _, payload = wire.decode(data, trimmed=trimmed)
         if hdr.type == protocol.PROBE:
             ctl = wire.Control(0, 0, 0, hdr.ev, 0, self.port_state)
             return wire.encode_control(protocol.PROBE_REPLY, 0, hdr.plane, 0, hdr.conn_id, hdr.ev,
                                        0, hdr.psn, ctl)
-        kind, flags, reason = self.receiver.on_data(hdr, payload, ce, now)
+        kind, flags, reason = self.receiver.on_data(hdr, payload, ce, now, cls)
         ctl = self.receiver.control(hdr.ev, self.port_state)
         return wire.encode_control(kind, flags, hdr.plane, reason, hdr.conn_id, hdr.ev,
                                    hdr.msg_id, hdr.psn, ctl, hdr.offset, hdr.msg_len)

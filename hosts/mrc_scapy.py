@@ -3,6 +3,7 @@
 Field for field the layout of docs/protocol.md (the struct codec in hosts/wire.py is
 the fast path; both are checked against the same byte vectors in the tests). `MRC` is
 bound to the MRC UDP port; `MRCControl` follows the header of every non-DATA packet.
+`trim()` makes of a frame what a trimming switch makes of it, for tests that expect one.
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ from scapy.fields import (
     XIntField,
 )
 from scapy.layers.inet import UDP
+from scapy.layers.inet6 import IPv6
 from scapy.packet import Packet, bind_layers
 
 from hosts import protocol
 
 TYPES = dict(protocol.TYPE_NAMES)
-# Bit i of the flags byte, by the protocol's names; unassigned bits are F<i>.
+# Bit i of the flags byte, by the protocol's names; unassigned bits are F<i>, the
+# reserved 0x01 and 0x02 (F0, F1) among them: no switch writes into this header.
 FLAG_NAMES = [protocol.FLAG_NAMES.get(1 << i, f"F{i}") for i in range(8)]
 
 
@@ -78,3 +81,27 @@ class MRCControl(Packet):
 
 bind_layers(UDP, MRC, dport=protocol.MRC_UDP_PORT)
 bind_layers(UDP, MRC, sport=protocol.MRC_UDP_PORT)
+
+
+def trim(frame: Packet, dscp: int = protocol.DEFAULT_DSCP[protocol.TRIMMED],
+         size_bytes: int = protocol.TRIMMED_FRAME_BYTES) -> Packet:
+    """What a trimming switch sends of `frame` (Ethernet, IPv6, UDP, MRC): its first
+    `size_bytes` bytes, the DSCP rewritten to `dscp` (the port's trimmed class: TRIMMED,
+    or TRIMMED_LASTHOP facing a host), the IPv6 payload length and UDP length fixed to
+    what is left. The ECN bits and every byte behind the UDP header stay as they were,
+    the UDP checksum too (zero, as the agents send it).
+    """
+    raw = bytes(frame)
+    if not protocol.TRIMMED_FRAME_BYTES <= size_bytes < len(raw):
+        raise ValueError(f"a switch trims a {len(raw)}-byte frame to a size from "
+                         f"{protocol.TRIMMED_FRAME_BYTES} bytes up to below its own length, "
+                         f"not {size_bytes}")
+    if dscp >> 6:
+        raise ValueError(f"DSCP {dscp} does not fit its 6 bits")
+    ipv6_at = len(raw) - len(frame[IPv6])
+    udp_at = len(raw) - len(frame[UDP])
+    cut = frame.__class__(raw[:size_bytes])
+    cut[IPv6].tc = protocol.traffic_class(dscp, cut[IPv6].tc & protocol.ECN_MASK)
+    cut[IPv6].plen = size_bytes - ipv6_at - protocol.IPV6_HEADER_BYTES
+    cut[UDP].len = size_bytes - udp_at
+    return cut

@@ -4,10 +4,11 @@
 address and the MRC port and pinned to the interface (SO_BINDTODEVICE), so a datagram
 leaves through the plane its path starts in and the agent knows which plane a received
 datagram came in on. Checksums are zero both ways (docs/protocol.md). The traffic class
-says what a switch may do with a packet (hosts/protocol.py): each socket sends with its
-transport's DATA class, trimmable or not, and control packets go out with theirs in
-the ancillary data of sendmsg (`control_cmsg`) when it differs; every packet is ECT(0).
-The traffic class of every received datagram is read to see CE marks.
+is all a switch sees of a packet (hosts/protocol.py): each socket sends with its
+transport's DATA class, and any other class (a retransmission, a control packet, a
+CNP) goes out with its DSCP in the ancillary data of sendmsg (`cmsg(cls)`); every
+packet is ECT(0). The traffic class of every received datagram is read: its ECN bits
+for CE marks, its DSCP for the class (a trimmed packet is told by its DSCP).
 
 `CarrierWatcher` listens to rtnetlink link events, so the agent learns within
 milliseconds that a plane's port lost or regained carrier.
@@ -20,13 +21,11 @@ import socket
 import struct
 
 from hosts.protocol import (
-    CONTROL_TRAFFIC_CLASS,
-    ECN_CE,
-    ECN_MASK,
+    ECN_ECT0,
     MRC_UDP_PORT,
     UDP_NO_CHECK6_RX,
     UDP_NO_CHECK6_TX,
-    data_traffic_class,
+    traffic_class,
 )
 
 IPV6_RECVTCLASS = getattr(socket, "IPV6_RECVTCLASS", 66)
@@ -51,14 +50,11 @@ def received_traffic_class(ancdata: list[tuple[int, int, bytes]]) -> int | None:
     return None
 
 
-def set_traffic_classes(sock: socket.socket, transport: str) -> Cmsg | None:
-    """Make `sock` send with the DATA traffic class of `transport` and report the
-    traffic class of what it receives. Returns the ancillary data a control packet
-    needs, or None when the socket's own class is the control class already."""
-    data = data_traffic_class(transport)
-    sock.setsockopt(socket.IPPROTO_IPV6, IPV6_TCLASS, data)
+def set_traffic_class(sock: socket.socket, dscp: int) -> None:
+    """Make `sock` send with this DSCP (and ECT(0)) and report the traffic class of
+    what it receives."""
+    sock.setsockopt(socket.IPPROTO_IPV6, IPV6_TCLASS, traffic_class(dscp, ECN_ECT0))
     sock.setsockopt(socket.IPPROTO_IPV6, IPV6_RECVTCLASS, 1)
-    return None if data == CONTROL_TRAFFIC_CLASS else traffic_class_cmsg(CONTROL_TRAFFIC_CLASS)
 
 
 def _set_buffers(sock: socket.socket, size: int) -> None:
@@ -74,30 +70,32 @@ def _set_buffers(sock: socket.socket, size: int) -> None:
 
 
 class PlaneSockets:
-    """One UDP socket per plane interface, sending with `transport`'s traffic classes.
-    DATA is sent with `sendto`, a control packet with `sendmsg` and `control_cmsg` when
-    that is not None."""
+    """One UDP socket per plane interface. `dscp` is the DSCP of each traffic class (by
+    class id, the topology's), `default` the class the sockets send with: a packet of
+    that class goes out with `sendto`, one of another with `sendmsg` and `cmsg(cls)`."""
 
-    def __init__(self, address: str, interfaces: list[str], transport: str,
-                 rcvbuf: int = 1 << 23):
+    def __init__(self, address: str, interfaces: list[str], dscp: tuple[int, ...],
+                 default: int, rcvbuf: int = 1 << 23):
         self.address = address
         self.interfaces = interfaces
         self.socks: list[socket.socket] = []
-        self.control_cmsg: Cmsg | None = None
+        self.default = default
+        self.cmsgs = [traffic_class_cmsg(traffic_class(code, ECN_ECT0)) for code in dscp]
         for intf in interfaces:
             sock = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, intf.encode())
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.setsockopt(socket.IPPROTO_UDP, UDP_NO_CHECK6_TX, 1)
             sock.setsockopt(socket.IPPROTO_UDP, UDP_NO_CHECK6_RX, 1)
-            self.control_cmsg = set_traffic_classes(sock, transport)
+            set_traffic_class(sock, dscp[default])
             _set_buffers(sock, rcvbuf)
             sock.bind((address, MRC_UDP_PORT))
             sock.setblocking(False)
             self.socks.append(sock)
 
     def receive(self, plane: int, limit: int = 64):
-        """Yield (data, source address, CE seen) for up to `limit` queued datagrams."""
+        """Yield (data, source address, traffic class or None) for up to `limit` queued
+        datagrams."""
         sock = self.socks[plane]
         for _ in range(limit):
             try:
@@ -106,8 +104,7 @@ class PlaneSockets:
                 return
             except OSError:
                 return
-            tclass = received_traffic_class(ancdata)
-            yield data, addr[0], tclass is not None and tclass & ECN_MASK == ECN_CE
+            yield data, addr[0], received_traffic_class(ancdata)
 
     def close(self) -> None:
         for sock in self.socks:

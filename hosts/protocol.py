@@ -57,9 +57,11 @@ def frame_bytes(datagram_bytes: int) -> int:
 # A full DATA frame at the default payload: the frame whose packet rate matches a
 # link's bit rate when switches count their queues in packets.
 DATA_FRAME_BYTES = frame_bytes(MRC_HEADER_BYTES + DEFAULT_MTU_PAYLOAD)
-# What a trimming switch keeps of a DATA packet: every header, no payload.
+# What a trimming switch keeps of a DATA packet by default, and the least it may keep:
+# every header up to MRC's, which is what the receiver needs to NACK it. A topology may
+# keep more (`trim_size_bytes`, as SONiC's trimming `size`).
 TRIMMED_FRAME_BYTES = frame_bytes(MRC_HEADER_BYTES)
-# IPv6 payload length and UDP length of a trimmed packet.
+# IPv6 payload length and UDP length of a packet trimmed to TRIMMED_FRAME_BYTES.
 TRIMMED_L4_BYTES = UDP_HEADER_BYTES + MRC_HEADER_BYTES
 
 # --------------------------------------------------------------------- header values
@@ -70,19 +72,15 @@ CNP = 7
 TYPE_NAMES = {DATA: "DATA", SACK: "SACK", NACK: "NACK", PROBE: "PROBE",
               PROBE_REPLY: "PROBE_REPLY", PLANE_STATUS: "PLANE_STATUS", CNP: "CNP"}
 
-F_TRIMMED = 0x01
-F_TRIMMED_LASTHOP = 0x02
+# Bits 0x01 and 0x02 are reserved: a switch writes nothing in this header (a trimmed
+# packet is told by its DSCP, below).
 F_ECN_ECHO = 0x04
 F_LAST = 0x08
 F_RETRANSMIT = 0x10
 # SACK: the receiver judges the echoed EV persistently bad (the M field of MRC's SACK).
 F_ALWAYS_SKIP = 0x20
-FLAG_NAMES = {F_TRIMMED: "TRIMMED", F_TRIMMED_LASTHOP: "TRIMMED_LASTHOP",
-              F_ECN_ECHO: "ECN_ECHO", F_LAST: "LAST", F_RETRANSMIT: "RETRANSMIT",
+FLAG_NAMES = {F_ECN_ECHO: "ECN_ECHO", F_LAST: "LAST", F_RETRANSMIT: "RETRANSMIT",
               F_ALWAYS_SKIP: "ALWAYS_SKIP"}
-# Flags only hosts read: the P4 program does not need them, so p4src/include/headers.p4
-# does not repeat them.
-HOST_ONLY_FLAGS = frozenset({F_ALWAYS_SKIP})
 # A DATA packet's `path_seq` (header offset 30, 16 bits): the index of its path within
 # its plane (the EV's choice modulo the plane's path count) in the high byte, and how many
 # DATA packets the connection sent on that path before it in the low byte (both modulo
@@ -105,23 +103,12 @@ def path_seq_seq(path_seq: int) -> int:
 R_TRIMMED, R_TRIMMED_LASTHOP, R_GAP = 1, 2, 3
 REASON_NAMES = {R_TRIMMED: "TRIMMED", R_TRIMMED_LASTHOP: "TRIMMED_LASTHOP", R_GAP: "GAP"}
 
-# --------------------------------------------------------------------- traffic class
+# --------------------------------------------------------------------- traffic classes
 # The IPv6 traffic class is DSCP (top six bits) and ECN (low two bits).
 ECN_NOT_ECT = 0b00
 ECN_ECT0 = 0b10
 ECN_CE = 0b11
 ECN_MASK = 0b11
-# DSCP classes (docs/protocol.md), as a switch configures trimming and ECN per traffic
-# class. A switch trims only DATA packets of DSCP_TRIMMABLE. DSCP_NO_TRIM is 0, what
-# every unmarked packet carries, so a switch never trims traffic that did not ask for
-# it; DSCP_TRIMMABLE is AF11 (10). Both are MRC's classes: no ECN mark on a port facing
-# a host, where a mark would say nothing about the path. DSCP_ROCE is AF31 (26), the
-# class RoCE deployments commonly give RoCEv2: never trimmed, and marked at every hop,
-# the last one included, since DCQCN needs the last hop's marks to slow the senders of
-# an incast before the receiver's port overflows.
-DSCP_NO_TRIM = 0
-DSCP_TRIMMABLE = 10
-DSCP_ROCE = 26
 
 
 def traffic_class(dscp: int, ecn: int) -> int:
@@ -129,10 +116,41 @@ def traffic_class(dscp: int, ecn: int) -> int:
     return dscp << 2 | ecn
 
 
-# Strict-priority queues of a switch port (BMv2 --priority-queues 8 serves 7 first):
-# data rides the lowest, control packets and trimmed headers the highest.
+# A switch sees a packet through its DSCP alone (docs/protocol.md "Traffic classes"): it
+# reads no further than the UDP header and writes nothing in MRC's. The classes are
+# those of the OCP MRC spec and UEC 1.0, plus the RoCE baseline's; their code points
+# are the operator's (a topology's `traffic_classes`), these by default:
+CONTROL, TRIMMABLE, TRIMMABLE_RETX, NO_TRIM, TRIMMED, TRIMMED_LASTHOP, ROCE, ROCE_CNP = range(8)
+CLASS_NAMES = ("control", "trimmable", "trimmable_retx", "no_trim", "trimmed",
+               "trimmed_lasthop", "roce", "roce_cnp")
+DEFAULT_DSCP = (
+    46,  # control: SACK, NACK, probes and their replies, PLANE_STATUS (EF)
+    10,  # trimmable: MRC data a switch may trim (AF11)
+    12,  # trimmable_retx: MRC retransmissions, trimmable too (AF12)
+    0,  # no_trim: data that asked not to be trimmed (best effort)
+    51,  # trimmed: a header trimmed in the fabric (local use, RFC 2474 pool 2)
+    55,  # trimmed_lasthop: a header trimmed on a port facing a host (local use)
+    26,  # roce: the RoCE baseline's data and acks, lossless (AF31, common for RoCEv2)
+    48,  # roce_cnp: DCQCN's congestion notifications (CS6, common for CNPs)
+)
+# What a switch does with each class (its whole behaviour, p4src/ and ebpf/):
+# - BEHAVIOUR_PRIORITY: the strict-priority queue, never trimmed, never marked;
+# - BEHAVIOUR_TRIMMABLE: the data queue, ECN on fabric ports, trimmed above the trim threshold;
+# - BEHAVIOUR_BEST_EFFORT: the data queue, ECN on fabric ports, dropped when the queue is full
+#   (also every DSCP the topology does not name);
+# - BEHAVIOUR_LOSSLESS: its own queue, ECN at every hop (DCQCN needs the last hop's), never
+#   dropped: PFC pauses the sender instead (docs/protocol.md "The RoCE baseline").
+BEHAVIOUR_BEST_EFFORT, BEHAVIOUR_TRIMMABLE, BEHAVIOUR_PRIORITY, BEHAVIOUR_LOSSLESS = range(4)
+BEHAVIOUR_NAMES = ("best_effort", "trimmable", "priority", "lossless")
+CLASS_BEHAVIOUR = (BEHAVIOUR_PRIORITY, BEHAVIOUR_TRIMMABLE, BEHAVIOUR_TRIMMABLE,
+                   BEHAVIOUR_BEST_EFFORT, BEHAVIOUR_PRIORITY, BEHAVIOUR_PRIORITY,
+                   BEHAVIOUR_LOSSLESS, BEHAVIOUR_PRIORITY)
+
+# Strict-priority queues of a switch port (BMv2 --priority-queues 8 serves 7 first): the
+# priority class rides the highest, the lossless class the next, data the lowest.
 PRIORITY_QUEUES = 8
 PRIORITY_DATA = 0
+PRIORITY_LOSSLESS = 3
 PRIORITY_CONTROL = 7
 
 # --------------------------------------------------------------------- transports
@@ -171,13 +189,23 @@ class TransportSpec:
         return self.qps > 0
 
     @property
-    def data_dscp(self) -> int:
-        """The DSCP its DATA packets carry. The baseline stands for RoCE on an ECMP
-        fabric, whose switches do not trim it and mark it at every hop (DSCP_ROCE);
-        mrc-no-trim is MRC without trimming, so it keeps MRC's ECN rule (DSCP_NO_TRIM)."""
+    def data_class(self) -> int:
+        """The traffic class of its DATA packets. The baseline stands for RoCE on an ECMP
+        fabric, whose switches never trim it and mark it at every hop (ROCE);
+        mrc-no-trim is MRC without trimming, so it keeps MRC's ECN rule (NO_TRIM)."""
         if self.baseline:
-            return DSCP_ROCE
-        return DSCP_TRIMMABLE if self.trims else DSCP_NO_TRIM
+            return ROCE
+        return TRIMMABLE if self.trims else NO_TRIM
+
+    @property
+    def retransmit_class(self) -> int:
+        """The class of a retransmission: MRC's own trimmable class for them."""
+        return TRIMMABLE_RETX if self.trims else self.data_class
+
+    @property
+    def control_class(self) -> int:
+        """The class of its answers: MRC's control class; a RoCE ack rides its data's."""
+        return ROCE if self.baseline else CONTROL
 
 
 def transport_spec(name: str) -> TransportSpec:
@@ -199,19 +227,6 @@ def transport_spec(name: str) -> TransportSpec:
 QP_PSN_SHIFT = 24
 QP_SEQ_MASK = (1 << QP_PSN_SHIFT) - 1
 MAX_QPS = 1 << (32 - QP_PSN_SHIFT)
-# Control packets (SACK, NACK, PROBE...) are never trimmed, whatever the transport.
-CONTROL_DSCP = DSCP_NO_TRIM
-# Every packet leaves ECT(0), control packets too: a switch marks rather than drops
-# (a RED queue drops Not-ECT packets where it would mark), and a CE mark on a control
-# packet is simply not looked at.
-CONTROL_TRAFFIC_CLASS = traffic_class(CONTROL_DSCP, ECN_ECT0)
-
-
-def data_traffic_class(transport: str) -> int:
-    """The IPv6 traffic class of a transport's DATA packets."""
-    return traffic_class(transport_spec(transport).data_dscp, ECN_ECT0)
-
-
 # --------------------------------------------------------------------- entropy values
 # A 32-bit EV: the plane in the top 8 bits, the choice among the plane's paths below
 # (topologies/paths.py maps a choice to a path, modulo the plane's path count).

@@ -151,18 +151,21 @@ class Receiver:
             bits ^= low
         return out
 
-    def on_data(self, hdr: wire.Header, payload, ce: bool, now: float) -> tuple[int, int, int]:
+    def on_data(self, hdr: wire.Header, payload, ce: bool, now: float,
+                trimmed: int | None = None) -> tuple[int, int, int]:
         """Take one DATA packet; returns (answer type, flags, reason) for the endpoint
-        (answer type NO_ANSWER: send nothing)."""
-        flags = hdr.flags
-        if flags & protocol.F_TRIMMED:
+        (answer type NO_ANSWER: send nothing). `trimmed` is the traffic class it came
+        in (its DSCP) if a switch trimmed it: TRIMMED in the fabric, TRIMMED_LASTHOP on
+        the port facing this host; the NACK's reason says which, as UEC's receiver does
+        (`lastHopTrim = (pkt.ip.dscp == DSCP_TRIMMED_LASTHOP)`)."""
+        if trimmed is not None:
             # Its path carried it, congested: a switch there is sending trimmed headers
             # ahead of the data queued before them, so the numbers now missing are
             # still on their way. The path's judgement starts afresh from this packet.
             if not self.in_order:
                 self._restart(hdr, now)
             self.stats["trimmed_rx"] += 1
-            if flags & protocol.F_TRIMMED_LASTHOP:
+            if trimmed == protocol.TRIMMED_LASTHOP:
                 return protocol.NACK, 0, protocol.R_TRIMMED_LASTHOP
             return protocol.NACK, 0, protocol.R_TRIMMED
         stats = self.stats

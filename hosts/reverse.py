@@ -11,7 +11,8 @@ work in this direction. So does this module:
   data went on (it crossed towards the peer and was answered);
 - otherwise, while data from the peer keeps arriving (from one `reverse_probe_s` after
   the first), one EV probe per plane and `reverse_probe_s`, on an EV drawn at random:
-  its PROBE_REPLY confirms it.
+  its PROBE_REPLY confirms it (a same-rack peer's EV names the direct path, which is
+  all the data takes).
 
 Answers to data take the mirror of their data path by default (so an answer is lost
 only where its data path failed, and one dead spine never takes the answers of the
@@ -25,16 +26,20 @@ confirmation of an EV on the suspect path itself clears it. Pure logic: the endp
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 
 from hosts.protocol import EV_CHOICE_MASK, ev_choice, make_ev
 
 
 class ReverseEvs:
     __slots__ = ("planes", "paths", "rng", "evs", "confirmed_at", "next_probe", "pending",
-                 "inbound_at", "interval", "suspect_paths")
+                 "inbound_at", "interval", "suspect_paths", "choices")
 
-    def __init__(self, planes: int, paths: int, interval: float, rng: random.Random):
+    def __init__(self, planes: int, paths: int, interval: float, rng: random.Random,
+                 choices: Sequence[int] | None = None):
         self.planes, self.paths, self.rng, self.interval = planes, max(1, paths), rng, interval
+        # The path indices within a plane its probes may take (None: any).
+        self.choices = None if choices is None else tuple(choices)
         self.evs: list[int | None] = [None] * planes  # the plane's confirmed EV, if any
         self.confirmed_at = [float("-inf")] * planes
         self.next_probe = [0.0] * planes
@@ -127,4 +132,9 @@ class ReverseEvs:
         return soonest if soonest <= self.inbound_at + self.interval else None
 
     def _random_ev(self, plane: int) -> int:
-        return make_ev(plane, self.rng.randrange(EV_CHOICE_MASK + 1))
+        if self.choices is None:
+            return make_ev(plane, self.rng.randrange(EV_CHOICE_MASK + 1))
+        # Random choice bits that name one of the allowed paths (choice modulo paths).
+        slots = (EV_CHOICE_MASK + 1) // self.paths
+        return make_ev(plane, self.rng.randrange(slots) * self.paths
+                       + self.rng.choice(self.choices))

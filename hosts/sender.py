@@ -16,35 +16,42 @@ echoing its EV, so the sender learns per EV what arrived:
 - a SACK with ALWAYS_SKIP (the receiver judges the echoed EV persistently bad: it is
   missing a share of what was sent on its path, hosts/receiver.py): a real loss verdict, the
   EV's path is retired at once (reason `always-skip`);
-- retired paths are probed with backoff; a PROBE_REPLY reinstates them (with `probes`
-  off, as in mrc-no-probe, nothing is ever probed: retired paths stay retired);
+- retired paths are probed with backoff, and return only after `probe_successes`
+  replies in a row, each on time and unmarked, at least `probe_spacing_s` apart
+  (hosts/evset.py; with `probes` off, as in mrc-no-probe, nothing is ever probed:
+  retired paths stay retired);
+- a packet that times out more often than OCP MRC's retry counts allow
+  (`retry_linear_cnt` + `retry_exp_cnt`, forever by default) ends the connection, as a
+  queue pair in the error state (`on_error`);
 - the local carrier (`set_local_plane`) and the peer's port-state bitmap take whole
   planes out of use and back; a plane the peer reported down is probed, so a lost
   PLANE_STATUS cannot keep it out of use forever.
 
 The caller drives it: `send_message()`, `on_packet()` (or on_sack/on_nack/
 on_probe_reply) with decoded packets, and `poll(now)`, which returns the packets to send
-now as (plane, ev, bytes, is DATA) tuples. Events go to `on_event(dict)`.
+now as (plane, ev, bytes, traffic class) tuples: data in the transport's class,
+retransmissions in its retransmission class (TRIMMABLE_RETX for MRC), probes in
+CONTROL (hosts/protocol.py). Events go to `on_event(dict)`.
 """
 
 from __future__ import annotations
 
 import random
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from operator import attrgetter
 
 from hosts import protocol, wire
 from hosts.cc import make_window
-from hosts.config import ConfigError, ProtocolConfig
-from hosts.evset import ASSUMED_BAD, GOOD, SKIP, Ev, EvSet, PathKey
+from hosts.config import ACK_TIMEOUT_MAX, RETRY_EXP_INFINITE, ConfigError, ProtocolConfig
+from hosts.evset import GOOD, SKIP, Ev, EvSet, PathKey
 from hosts.protocol import make_ev
 
 EventCallback = Callable[[dict], None]
 CompletedCallback = Callable[[int, int, float], None]  # (msg_id, bytes, seconds taken)
 PlaneReady = Callable[[int], bool]
 Charge = Callable[[int, int], None]  # (plane, datagram bytes) as each packet is made
-Outgoing = tuple[int, int, bytes, bool]  # (plane, ev, datagram, is DATA)
+Outgoing = tuple[int, int, bytes, int]  # (plane, ev, datagram, traffic class)
 
 
 def _always(plane: int) -> bool:
@@ -71,13 +78,14 @@ class SenderError(ValueError):
 
 class Packet:
     __slots__ = ("psn", "msg", "offset", "length", "last", "ev", "sent_at", "retries",
-                 "acked", "passed", "queued", "tx_seq")
+                 "timeouts", "acked", "passed", "queued", "tx_seq")
 
     def __init__(self, psn: int, msg: Message, offset: int, length: int, last: bool):
         self.psn, self.msg, self.offset, self.length, self.last = psn, msg, offset, length, last
         self.ev: Ev | None = None  # the EV of the transmission in flight, if any
         self.sent_at = 0.0
         self.retries = 0
+        self.timeouts = 0  # of its retransmission timer (OCP MRC's retry counts)
         self.acked = False
         self.passed = 0  # later packets on the same EV acknowledged before it
         self.queued = False
@@ -104,12 +112,22 @@ class Sender:
 
     `planes` and `paths_per_plane` describe the fabric between the two hosts (the agent
     takes them from the path catalogue); EV values follow the rule of topologies/paths.py.
+    `shortest` are the indices of the plane's shortest paths (topologies/paths.py
+    `shortest_choices`; None: every path): where they are not all of them (a same-rack
+    pair), `rack_local_paths` decides whether the others are used never, as a fallback,
+    or alike. `on_error(now)` hears of the connection giving up (retry counts).
     """
 
     def __init__(self, me: int, peer: int, conn_id: int, planes: int, paths_per_plane: int,
                  config: ProtocolConfig, on_event: EventCallback,
-                 on_completed: CompletedCallback, seed: int = 0):
+                 on_completed: CompletedCallback, seed: int = 0,
+                 classes: tuple[int, int] = (protocol.TRIMMABLE, protocol.TRIMMABLE_RETX),
+                 shortest: Sequence[int] | None = None,
+                 on_error: Callable[[float], None] | None = None):
         self.me, self.peer, self.conn_id = me, peer, conn_id
+        self.on_error = on_error or (lambda now: None)
+        self.failed = False  # gave up (retry counts): sends nothing more
+        self.data_class, self.retransmit_class = classes
         self.config = config
         self.on_event = on_event
         self.on_completed = on_completed
@@ -120,8 +138,18 @@ class Sender:
         if config.pin_path is not None and config.pin_path[0] >= planes:
             raise ConfigError(f"protocol.pin_path: plane {config.pin_path[0]}, but the "
                               f"topology has {planes} planes (0..{planes - 1})")
-        self.evs = EvSet(planes, paths_per_plane, config.evs_for(paths_per_plane, planes), rng,
-                         pin=config.pin_path)
+        preferred, fallback = None, ()
+        if shortest is not None and len(shortest) < paths_per_plane:
+            others = tuple(p for p in range(paths_per_plane) if p not in shortest)
+            if config.rack_local_paths == "direct":
+                preferred = shortest
+            elif config.rack_local_paths == "fallback":
+                preferred, fallback = shortest, others
+        self.evs = EvSet(planes, paths_per_plane, config.evs_for(planes), rng,
+                         pin=config.pin_path, preferred=preferred, fallback=fallback)
+        # RTT samples per path: a path's own bounds judge its packets only once it has
+        # rtt_min_samples of them (_late_on_plane, _check_losses).
+        self.path_samples: dict[PathKey, int] = {}
         self.ecn_mask = (1 << config.ecn_migrate_acks) - 1
         self.congested: list[Ev] = []  # EVs the migration rule picked during this SACK
         # DATA packets sent on each path so far: their `path_seq` (the receiver's view of
@@ -156,7 +184,7 @@ class Sender:
         self.stats = {"data_tx": 0, "retransmits": 0, "acked": 0, "nacks": 0, "ecn_echoes": 0,
                       "losses": 0, "timeouts": 0, "retired": 0, "reinstated": 0, "probes": 0,
                       "messages_completed": 0, "stale_acks": 0, "migrations": 0,
-                      "always_skip_rx": 0}
+                      "always_skip_rx": 0, "probe_failures": 0, "qp_errors": 0}
 
     # ------------------------------------------------------------------ messages
     def send_message(self, msg_id: int, data: bytes, now: float) -> None:
@@ -178,12 +206,13 @@ class Sender:
     @property
     def busy(self) -> bool:
         """Anything left to do: packets unacknowledged, paths to probe, planes to recheck."""
-        return (bool(self.packets) or bool(self.unsent) or bool(self.evs.bad)
+        return not self.failed and (bool(self.packets) or bool(self.unsent) or bool(self.evs.bad)
                 or not all(self.remote_up))
 
     def has_work(self) -> bool:
         """Something to send that only pacing holds back (not the window)."""
-        return bool(self.retx or self.unsent) and self.cwnd.allows(self.inflight)
+        return (not self.failed and bool(self.retx or self.unsent)
+                and self.cwnd.allows(self.inflight))
 
     @property
     def resending(self) -> bool:
@@ -206,6 +235,8 @@ class Sender:
         Retransmissions ask `resend_ready` instead, if given: they may go a little
         ahead of new data."""
         out: list[Outgoing] = []
+        if self.failed:
+            return out
         if now >= self.recheck_at:
             self._recheck_planes(now)
         if now >= self.next_check:
@@ -234,7 +265,8 @@ class Sender:
                 pkt = self._next_new()
             data = self._transmit(pkt, ev, now)
             charge(ev.plane, len(data))
-            out.append((ev.plane, ev.ev, data, True))
+            out.append((ev.plane, ev.ev, data,
+                        self.retransmit_class if pkt.retries else self.data_class))
             budget -= 1
         return out
 
@@ -436,6 +468,7 @@ class Sender:
     def _rtt(self, ev: Ev, sample: float) -> None:
         """One RTT sample, for the EV's estimate and the connection's."""
         ev.srtt, ev.rttvar = smooth_rtt(ev.srtt, ev.rttvar, sample)
+        self.path_samples[ev.key] = self.path_samples.get(ev.key, 0) + 1
         self.srtt, self.rttvar = smooth_rtt(self.srtt, self.rttvar, sample)
 
     def _detect_gaps(self, ev: Ev, acked: Packet, now: float, judge: bool) -> None:
@@ -501,7 +534,8 @@ class Sender:
             self.on_event({"t": now, "event": "retire-suppressed", "ev": ev.ev,
                            "plane": ev.plane, "reason": reason, "peer": self.peer})
             return
-        for retired in evs.retire(ev, now, self.config.probe_initial_s):
+        for retired in evs.retire(ev, now, self.config.probe_initial_s,
+                                  self.config.probe_max_s):
             self.stats["retired"] += 1
             self.on_event({"t": now, "event": "retire", "ev": retired.ev, "plane": retired.plane,
                            "path": retired.key[1], "reason": reason, "peer": self.peer})
@@ -533,15 +567,43 @@ class Sender:
             self.on_event({"t": now, "event": "skip", "ev": ev.ev, "plane": ev.plane,
                            "reason": "trimmed", "peer": self.peer})
 
-    def on_probe_reply(self, hdr: wire.Header, ctl: wire.Control, now: float) -> None:
+    def on_probe_reply(self, hdr: wire.Header, ctl: wire.Control, now: float,
+                       ce: bool = False) -> None:
+        """A reply to a probe of a retired path: a success if it answers the path's
+        pending probe in time (probe_bound()) and neither it (`ce`) nor the probe
+        (ECN_ECHO) was CE-marked; `probe_successes` in a row reinstate the path."""
         self.remote_ports(ctl.port_state, now)
         ev = self.evs.by_ev.get(ctl.echo_ev)
-        if ev is None or ev.state != ASSUMED_BAD:
+        if ev is None or ev.key not in self.evs.bad:
             return
-        for back in self.evs.reinstate(ev.key):
+        config = self.config
+        marked = ce or bool(hdr.flags & protocol.F_ECN_ECHO)
+        bound = self.probe_bound()
+        bad = self.evs.bad[ev.key]
+        late = bad.pending is not None and now - bad.pending[1] > min(bound, bad.wait)
+        done = self.evs.probe_answered(ev.key, hdr.psn, now, not marked, bound,
+                                       config.probe_successes, config.probe_spacing_s,
+                                       config.probe_max_s)
+        if done is None:
+            return  # a duplicate, or the answer to a probe already given up on
+        if done is False and (marked or late):
+            self.stats["probe_failures"] += 1
+            self.on_event({"t": now, "event": "probe-failed", "ev": ev.ev, "plane": ev.plane,
+                           "path": ev.key[1], "reason": "ecn" if marked else "late",
+                           "peer": self.peer})
+        if not done:
+            return
+        for back in self.evs.reinstate(ev.key, now):
             self.stats["reinstated"] += 1
             self.on_event({"t": now, "event": "reinstate", "ev": back.ev, "plane": back.plane,
                            "path": back.key[1], "peer": self.peer})
+
+    def probe_bound(self) -> float:
+        """How long a probe's reply may take and still count: the timeout of a first
+        transmission (a DATA packet that slow would count as lost); hosts/evset.py also
+        holds it to the path's current backoff wait, so an unanswered probe has failed
+        by the time the next one is due."""
+        return self.rto(0)
 
     # ------------------------------------------------------------------ operator
     def deny_ev(self, ev: int, now: float) -> None:
@@ -558,10 +620,14 @@ class Sender:
 
     # ------------------------------------------------------------------ timers
     def rto(self, retries: int) -> float:
-        # Before the first RTT sample nothing is known: start conservatively (RFC 6298).
+        """The retransmission timeout of a packet sent `retries` times before: the
+        connection's srtt + 4 rttvar (rto_initial_s before any RTT sample, RFC 6298),
+        at least rto_min_s, doubled per retry past the first `retry_linear_cnt`, at
+        most rto_max_s."""
         base = self.srtt + 4 * self.rttvar if self.srtt else self.config.rto_initial_s
+        doublings = min(max(0, retries - self.config.retry_linear_cnt), ACK_TIMEOUT_MAX)
         return min(self.config.rto_max_s,
-                   max(self.config.rto_min_s, base) * (2 ** min(retries, 6)))
+                   max(self.config.rto_min_s, base) * (2 ** doublings))
 
     def timer_at(self, now: float) -> float:
         """When poll() has timer work next: the loss checks every tick, or sooner a
@@ -592,13 +658,16 @@ class Sender:
         plane's reordering timer for the moment it will (poll() runs this again then),
         so its loss is not left waiting for the plane's next ack. A dead spine is thus
         found a round trip or two after its first unanswered packet. A path not
-        measured yet is left to the checks of _check_losses, like a path alone in its
-        plane.
+        measured yet (fewer than `rtt_min_samples` RTT samples: the first ones, taken
+        while a starting run's queues are still empty, make a bound a few milliseconds
+        wide that the queues then outgrow) is left to the checks of _check_losses, like
+        a path alone in its plane.
         """
         evs = self.evs.plane_evs[plane]
         bounds: dict[PathKey, float] = {}
+        samples, enough = self.path_samples, self.config.rtt_min_samples
         for ev in evs:
-            if ev.srtt:
+            if ev.srtt and samples.get(ev.key, 0) >= enough:
                 bound = ev.srtt + 4 * ev.rttvar
                 if bound > bounds.get(ev.key, 0.0):
                     bounds[ev.key] = bound
@@ -632,20 +701,36 @@ class Sender:
         busy host can stall a whole plane's acks for a few milliseconds. Within a plane
         the much narrower check of _late_on_plane runs on every ack; this one catches a
         path alone in its plane. Until the first RTT sample, only the timeout applies.
+
+        The timeout of a first transmission on a path with no RTT sample of its own is
+        the initial one (rto_initial_s, raised by the agent to the fabric's worst round
+        trip): the connection's estimate comes from other paths, perhaps of other planes
+        with shorter queues, and says nothing of this one's while the queues of a
+        starting run are still building. A packet that times out more than
+        `retry_linear_cnt` + `retry_exp_cnt` times ends the connection (_give_up).
         """
         window = max(self.config.reorder_min_s, 2 * self.srtt + 4 * self.rttvar)
         cutoff = self.rack_sent_at - window if self.srtt else float("-inf")
         rto, first = self.rto, self.rto(0)
+        # Not capped by rto_max_s, the ceiling of the backoff: RFC 6298's initial
+        # timeout (1 s) is not bounded by its maximum either.
+        unmeasured = max(first, self.config.rto_initial_s)
+        samples = self.path_samples
         # Only transmissions in flight can be lost, and they sit on active EVs or on EVs
         # swapped out by a rebalance (draining): an EV leaving the rotation otherwise
         # (retired, denied, plane down) hands its packets back.
         draining = self.evs.draining
         if draining:
             draining[:] = [ev for ev in draining if ev.inflight > 0 and not ev.active]
-        suspects = [p for ev in (*self.evs.rotation, *draining) for p in ev.outstanding
-                    if p.ev is ev and not p.acked
-                    and (p.sent_at < cutoff
-                         or now - p.sent_at > (rto(p.retries) if p.retries else first))]
+        suspects = []
+        for ev in (*self.evs.rotation, *draining):
+            if not ev.outstanding:
+                continue
+            limit = first if ev.key in samples else unmeasured
+            suspects += [p for p in ev.outstanding
+                         if p.ev is ev and not p.acked
+                         and (p.sent_at < cutoff
+                              or now - p.sent_at > (rto(p.retries) if p.retries else limit))]
         for pkt in suspects:
             ev = pkt.ev
             if ev is None:
@@ -657,16 +742,38 @@ class Sender:
             self.stats["timeouts"] += 1
             self.on_event({"t": now, "event": "timeout", "psn": pkt.psn, "ev": ev.ev,
                            "plane": ev.plane, "peer": self.peer})
+            pkt.timeouts += 1
+            limit = self.config.retry_linear_cnt + self.config.retry_exp_cnt
+            if self.config.retry_exp_cnt < RETRY_EXP_INFINITE and pkt.timeouts > limit:
+                self._give_up(pkt, now)
+                return
             self._loss(pkt, ev, now, "timeout")
 
+    def _give_up(self, pkt: Packet, now: float) -> None:
+        """A packet timed out more often than the retry counts allow: the connection
+        moves to the error state, as an MRC queue pair does, and sends nothing more."""
+        self.failed = True
+        self.stats["qp_errors"] += 1
+        self.on_event({"t": now, "event": "qp-error", "psn": pkt.psn,
+                       "timeouts": pkt.timeouts, "peer": self.peer})
+        self.retx.clear()
+        self.unsent.clear()
+        self.on_error(now)
+
     def _probe(self, now: float, out: list[Outgoing]) -> None:
-        for bad in self.evs.due_probes(now, self.config.probe_max_s):
+        due = self.evs.due_probes(now, self.config.probe_max_s, self.probe_bound())
+        for bad in self.evs.unanswered:
+            self.stats["probe_failures"] += 1
+            self.on_event({"t": now, "event": "probe-failed", "plane": bad.key[0],
+                           "path": bad.key[1], "reason": "unanswered", "peer": self.peer})
+        self.evs.unanswered.clear()
+        for bad in due:
             ev = bad.evs[0]
             self.stats["probes"] += 1
             self.on_event({"t": now, "event": "probe", "ev": ev.ev, "plane": ev.plane,
                            "path": bad.key[1], "peer": self.peer})
             out.append((ev.plane, ev.ev, self._probe_packet(ev.plane, ev.ev, bad.probes),
-                        False))
+                        protocol.CONTROL))
         for plane, local in enumerate(self.local_up):
             if local and not self.remote_up[plane] and now >= self.remote_probe_at[plane]:
                 # The peer said this plane is down; its PLANE_STATUS saying it is back may
@@ -678,7 +785,7 @@ class Sender:
                 self.stats["probes"] += 1
                 self.on_event({"t": now, "event": "probe", "ev": ev, "plane": plane,
                                "reason": "remote-plane", "peer": self.peer})
-                out.append((plane, ev, self._probe_packet(plane, ev, 0), False))
+                out.append((plane, ev, self._probe_packet(plane, ev, 0), protocol.CONTROL))
 
     def _plane_ev(self, plane: int) -> int:
         """Some EV of the plane to probe it on: an active one, else one of a bad path (a

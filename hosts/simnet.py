@@ -3,9 +3,10 @@
 Each host has a real `Endpoint`; datagrams travel through a model of the fabric instead
 of sockets: a fixed delay plus random jitter (reordering), and per packet, with given
 probabilities, loss, duplication, trimming (DATA cut to its header, on a fabric hop or
-on the last hop) and ECN marking. Like the switches, it trims only the DATA of a
-transport that marks it trimmable (hosts/protocol.py TransportSpec): where it would trim
-the data of `mrc-no-trim` or `single-path`, it drops it. The chaos may differ per path
+on the last hop) and ECN marking. Like the switches, it goes by the traffic class
+alone (hosts/protocol.py CLASS_BEHAVIOUR): it trims only packets of a trimmable class,
+into TRIMMED or TRIMMED_LASTHOP; where it would trim the data of `mrc-no-trim` or the
+RoCE baseline, it drops it. The chaos may differ per path
 (`path_chaos`, keyed by plane and spine). Paths can be black-holed (every path through
 a T1, or one plane port of a host, seen by its agent as carrier loss or not; both
 directions or only towards one host) from a virtual time on, and back.
@@ -32,10 +33,10 @@ import random
 from collections import Counter
 from dataclasses import dataclass, field
 
-from hosts import protocol, wire
+from hosts import protocol
 from hosts.endpoint import make_endpoint
 from hosts.payload import message_bytes, verify
-from hosts.protocol import DATA_FRAME_BYTES, frame_bytes, transport_spec
+from hosts.protocol import DATA_FRAME_BYTES, frame_bytes
 from topologies.model import Fabric
 from topologies.paths import path_for_ev
 
@@ -132,7 +133,6 @@ class SimNet:
         # DATA packets put on each path, by (plane, spine): what tests count to see
         # which paths a transport really uses.
         self.data_on_path: Counter[tuple[int, int | None]] = Counter()
-        self.trimmable = transport_spec(self.transport).trims
         self._paths: dict = {}
         self.hosts = []
         for h in self.fabric.hosts:
@@ -154,13 +154,16 @@ class SimNet:
         self.hosts[src].send_message(dst, msg_id, message_bytes(src, dst, msg_id, size),
                                      self.now)
 
-    def _transmit(self, src: int, plane: int, dst: int, ev: int, data: bytes, is_data: bool):
+    def _transmit(self, src: int, plane: int, dst: int, ev: int, data: bytes, cls: int):
         key = (src, dst, ev)
         path = self._paths.get(key)
         if path is None:
             path = self._paths[key] = path_for_ev(self.fabric, src, dst, ev)
-        if is_data:
+        if data[0] & 0x0F == protocol.DATA:
             self.data_on_path[(path.plane, path.spine)] += 1
+        # The switches see the traffic class alone (hosts/protocol.py CLASS_BEHAVIOUR).
+        behaviour = protocol.CLASS_BEHAVIOUR[cls]
+        queued = behaviour != protocol.BEHAVIOUR_PRIORITY
         if path.plane != plane or any(o.hits(path, self.now) for o in self.outages):
             self.dropped += 1
             return
@@ -169,25 +172,25 @@ class SimNet:
             self.dropped += 1
             return
         ce = False
-        if is_data and not data[1] & protocol.F_TRIMMED:
+        if queued:
             if rng.random() < chaos.trim:
-                if not self.trimmable:
+                if behaviour != protocol.BEHAVIOUR_TRIMMABLE:
                     self.dropped += 1  # a full queue, and the packet asked not to be cut
                     return
-                data = wire.trim(data, rng.random() < chaos.last_hop)
+                data, cls = _trim(data, rng.random() < chaos.last_hop)
                 self.trimmed += 1
+                queued = False
             elif rng.random() < chaos.ecn:
                 ce = True
-        hops = self._hops(path) if self.queues and is_data and not data[1] & protocol.F_TRIMMED \
-            else ()
+        hops = self._hops(path) if self.queues and queued else ()
         copies = 2 if rng.random() < chaos.duplicate else 1
         for _ in range(copies):
             delay = chaos.delay_s + rng.random() * chaos.jitter_s
             if hops:
-                self._push(self.now, HOP, (hops, 0, delay, dst, plane, src, data, ce))
+                self._push(self.now, HOP, (hops, 0, delay, dst, plane, src, data, ce, cls))
             else:
                 self._push(self.now + delay, AGENT if self.host_rx_pps else DELIVER,
-                           (dst, plane, src, data, ce))
+                           (dst, plane, src, data, ce, cls))
 
     def _push(self, t: float, stage: int, item: tuple) -> None:
         self.seq += 1
@@ -207,8 +210,8 @@ class SimNet:
         """One event of a packet's way, at time t, in time order: it reaches its next
         output queue (HOP), the receiving agent's queue (AGENT), or the agent (DELIVER)."""
         if stage == DELIVER:
-            dst, plane, src, data, ce = item
-            self.hosts[dst].on_datagram(plane, src, data, ce, t)
+            dst, plane, src, data, ce, cls = item
+            self.hosts[dst].on_datagram(plane, src, data, ce, t, cls)
             return
         if stage == AGENT:
             dst = item[0]
@@ -216,15 +219,16 @@ class SimNet:
             done = self.rx_busy_until[dst] = max(free, t) + 1 / self.host_rx_pps
             self._push(done, DELIVER, item)
             return
-        hops, index, delay, dst, plane, src, data, ce = item
+        hops, index, delay, dst, plane, src, data, ce, cls = item
         if index < len(hops):
             queue = self._queue(hops[index])
             depth = queue.depth(t)
             queue.max_depth = max(queue.max_depth, depth)
-            if depth >= queue.trim and self.trimmable:
+            trimmable = protocol.CLASS_BEHAVIOUR[cls] == protocol.BEHAVIOUR_TRIMMABLE
+            if depth >= queue.trim and trimmable:
                 # Cut to its header and sent in the priority queue: it waits no more.
                 self.trimmed += 1
-                data, index = wire.trim(data, queue.last_hop), len(hops)
+                (data, cls), index = _trim(data, queue.last_hop), len(hops)
             elif depth >= queue.capacity:
                 self.dropped += 1
                 return
@@ -235,10 +239,11 @@ class SimNet:
                 t = queue.join(t, frame_bytes(len(data)))
                 index += 1
             if index < len(hops):
-                self._push(t, HOP, (hops, index, delay, dst, plane, src, data, ce))
+                self._push(t, HOP, (hops, index, delay, dst, plane, src, data, ce, cls))
                 return
         # Out of the fabric: the propagation delay and jitter, then the receiving agent.
-        self._push(t + delay, AGENT if self.host_rx_pps else DELIVER, (dst, plane, src, data, ce))
+        self._push(t + delay, AGENT if self.host_rx_pps else DELIVER,
+                   (dst, plane, src, data, ce, cls))
 
     def _queue(self, key: tuple) -> LinkQueue:
         queue = self.link_queues.get(key)
@@ -265,8 +270,8 @@ class SimNet:
         while self.now < until:
             self._carrier()
             for index, endpoint in enumerate(self.hosts):
-                for plane, dst, ev, data, is_data in endpoint.poll(self.now):
-                    self._transmit(index, plane, dst, ev, data, is_data)
+                for plane, dst, ev, data, cls in endpoint.poll(self.now):
+                    self._transmit(index, plane, dst, ev, data, cls)
             if done is not None and done():
                 break
             wakes = [w for w in (e.next_wakeup(self.now) for e in self.hosts) if w is not None]
@@ -291,3 +296,10 @@ class SimNet:
             for key, value in endpoint.stats().items():
                 total[key] = total.get(key, 0) + value
         return total
+
+
+def _trim(data: bytes, last_hop: bool) -> tuple[bytes, int]:
+    """What a trimming switch makes of a DATA packet: its header, in the trimmed class
+    (TRIMMED_LASTHOP on a port facing the host)."""
+    return (data[:protocol.MRC_HEADER_BYTES],
+            protocol.TRIMMED_LASTHOP if last_hop else protocol.TRIMMED)

@@ -18,8 +18,6 @@ from typing import NamedTuple
 from hosts.protocol import (
     CONTROL_PACKET_BYTES,
     DATA,
-    F_TRIMMED,
-    F_TRIMMED_LASTHOP,
     FLAG_NAMES,
     MAX_MSG_LEN,
     MRC_HEADER_BYTES,
@@ -30,7 +28,7 @@ from hosts.protocol import (
 # The layouts of docs/protocol.md; their sizes are MRC_HEADER_BYTES and
 # CONTROL_BODY_BYTES (tests/unit/test_protocol_facts.py checks that they agree).
 HEADER = struct.Struct("!BBBBIIIIIIHH")
-CONTROL = struct.Struct("!IIQIHH")
+CONTROL_BODY = struct.Struct("!IIQIHH")
 
 _VT_DATA = VERSION << 4 | DATA
 _tuple_new = tuple.__new__
@@ -77,14 +75,16 @@ def encode_control(kind: int, flags: int, plane: int, reason: int, conn_id: int,
                    msg_len: int = 0) -> bytes:
     """A 56-byte control packet (SACK, NACK, PROBE, PROBE_REPLY, PLANE_STATUS, CNP)."""
     return HEADER.pack(VERSION << 4 | kind, flags, plane, reason, conn_id, ev, msg_id, psn,
-                       offset, msg_len, 0, 0) + CONTROL.pack(*control)
+                       offset, msg_len, 0, 0) + CONTROL_BODY.pack(*control)
 
 
-def decode(data: bytes | bytearray | memoryview, max_msg_len: int = MAX_MSG_LEN
-           ) -> tuple[Header, Control | None, memoryview | None]:
+def decode(data: bytes | bytearray | memoryview, max_msg_len: int = MAX_MSG_LEN,
+           trimmed: bool = False) -> tuple[Header, Control | None, memoryview | None]:
     """(header, control body or None, payload or None). Raises WireError.
 
-    The payload is a memoryview into `data` (no copy); a trimmed DATA packet has none.
+    The payload is a memoryview into `data` (no copy). A DATA packet that arrived in a
+    trimmed class (its DSCP says so: `trimmed`) has none: a switch cut it to its
+    configured size, somewhere between its header and its whole payload.
     """
     size = len(data)
     if size < MRC_HEADER_BYTES:
@@ -98,9 +98,9 @@ def decode(data: bytes | bytearray | memoryview, max_msg_len: int = MAX_MSG_LEN
             raise WireError("DATA payload reaches past the end of the message")
         header = _tuple_new(Header, (DATA, flags, plane, reason, conn_id, ev, msg_id, psn,
                                      offset, msg_len, payload_len, path_seq))
-        if flags & F_TRIMMED:
-            if size != MRC_HEADER_BYTES:
-                raise WireError("trimmed DATA with payload bytes behind the header")
+        if trimmed:
+            if size - MRC_HEADER_BYTES > payload_len:
+                raise WireError("trimmed DATA longer than the packet it was cut from")
             return header, None, None
         if size - MRC_HEADER_BYTES != payload_len:
             raise WireError(f"DATA payload_len {payload_len} but {size - MRC_HEADER_BYTES} "
@@ -115,13 +115,7 @@ def decode(data: bytes | bytearray | memoryview, max_msg_len: int = MAX_MSG_LEN
         raise WireError(f"{TYPE_NAMES[kind]} must be {CONTROL_PACKET_BYTES} bytes, got {size}")
     header = _tuple_new(Header, (kind, flags, plane, reason, conn_id, ev, msg_id, psn, offset,
                                  msg_len, payload_len, path_seq))
-    return header, _tuple_new(Control, CONTROL.unpack_from(data, MRC_HEADER_BYTES)), None
-
-
-def trim(data: bytes, last_hop: bool = False) -> bytes:
-    """What a trimming switch does to a DATA packet: keep the header, flag it."""
-    flags = data[1] | F_TRIMMED | (F_TRIMMED_LASTHOP if last_hop else 0)
-    return data[:1] + bytes([flags]) + data[2:MRC_HEADER_BYTES]
+    return header, _tuple_new(Control, CONTROL_BODY.unpack_from(data, MRC_HEADER_BYTES)), None
 
 
 def describe(header: Header) -> str:

@@ -3,15 +3,16 @@
 A P4 lab asks for a few pieces of the switch, not a whole program: in Lab 02 the
 `usid_shift` action and the forwarding steps of the ingress control, in Lab 03 the
 trimming and ECN statements of the egress control. `build_program` copies p4src/ into a
-build folder and replaces, in the copy of the project's file, each piece by the
+build folder and replaces, in the copy of the project's program, each piece by the
 student's text; everything else (headers, parser, the rest of the controls, table and
 counter names the controller writes to) stays the project's own. So the lab's program
 compiles exactly as the project's does, and the project's PTF tests run against it.
 
 Pieces are found in the project's file by their P4 structure (an action by name, or
-the statements of the `apply` block that contain a given expression), so comments and
-small edits in p4src/ do not break the labs; a piece that cannot be found is a
-`PieceNotFound` naming the file and what was looked for.
+the statements of the `apply` block that contain a given expression), inside the control
+they belong to, so comments and small edits in p4src/ do not break the labs; a piece
+that cannot be found is a `PieceNotFound` naming the file, the control and what was
+looked for.
 
 `compile_program` runs p4c-bm2-ss on the result when it is installed.
 """
@@ -42,17 +43,18 @@ class Piece:
 
     student_file: str
     project_file: str  # relative to p4src/
+    control: str  # the control the piece is in: only its text is searched
     action: str | None = None  # replace this action's whole definition, or
     first: str | None = None  # the apply-block statements from the one containing this
     last: str | None = None  # to the one containing this (default: first)
 
 
 PIECES = {
-    "02": (Piece("usid_shift.p4", "include/ingress.p4", action="usid_shift"),
-           Piece("forward.p4", "include/ingress.p4", first="my_usid.apply()",
+    "02": (Piece("usid_shift.p4", MAIN, "MrcIngress", action="usid_shift"),
+           Piece("forward.p4", MAIN, "MrcIngress", first="my_usid.apply()",
                  last="next_hop.apply()")),
-    "03": (Piece("trim.p4", "include/egress.p4", first="truncate("),
-           Piece("ecn.p4", "include/egress.p4", first="ECN_CE")),
+    "03": (Piece("trim.p4", MAIN, "MrcEgress", first="truncate("),
+           Piece("ecn.p4", MAIN, "MrcEgress", first="ECN_CE")),
 }
 
 
@@ -108,30 +110,45 @@ def _statement_end(text: str, i: int) -> int:
     return i + 1
 
 
-def _apply_statements(text: str, where: str) -> list[tuple[int, int]]:
-    """(start, end) of each top-level statement of the control's apply block."""
-    found = re.search(r"\bapply\s*\{", text)
+def _control_body(text: str, name: str, where: str) -> tuple[int, int]:
+    """(start, end) of the body of control `name`, braces excluded."""
+    found = re.search(rf"\bcontrol\s+{name}\s*\(", text)
+    if found is None:
+        raise PieceNotFound(f"{where}: no control {name}")
+    body = _skip_space(text, _closing(text, found.end() - 1))
+    if not text.startswith("{", body):
+        raise PieceNotFound(f"{where}: control {name} has no body")
+    return body + 1, _closing(text, body) - 1
+
+
+def _apply_statements(text: str, start: int, end: int,
+                      where: str) -> list[tuple[int, int]]:
+    """(start, end) of each top-level statement of the apply block between start and
+    end (a control's body: its one apply block, the only `apply {` in it)."""
+    found = re.compile(r"\bapply\s*\{").search(text, start, end)
     if found is None:
         raise PieceNotFound(f"{where}: no apply block")
     body_end = _closing(text, found.end() - 1) - 1
     spans, i = [], _skip_space(text, found.end())
     while i < body_end:
-        end = _statement_end(text, i)
-        spans.append((i, end))
-        i = _skip_space(text, end)
+        stop = _statement_end(text, i)
+        spans.append((i, stop))
+        i = _skip_space(text, stop)
     return spans
 
 
 def find_piece(text: str, piece: Piece) -> tuple[int, int]:
     """(start, end) of the piece in the project file's text."""
     where = f"p4src/{piece.project_file}"
+    start, end = _control_body(text, piece.control, where)
+    where = f"{where}, control {piece.control}"
     if piece.action is not None:
-        found = re.search(rf"\baction\s+{piece.action}\s*\(", text)
+        found = re.compile(rf"\baction\s+{piece.action}\s*\(").search(text, start, end)
         if found is None:
             raise PieceNotFound(f"{where}: no action {piece.action}")
         body = _skip_space(text, _closing(text, found.end() - 1))
         return found.start(), _closing(text, body)
-    spans = _apply_statements(text, where)
+    spans = _apply_statements(text, start, end, where)
 
     def index(needle: str) -> int:
         for n, (start, end) in enumerate(spans):

@@ -1,11 +1,13 @@
-"""A thread's way into a network namespace, for the tests' own small harnesses (the eBPF
-switch on a veth pair, the differential test's kernel switch): sockets made while
-inside stay in that namespace."""
+"""Ways into a network namespace, for the tests' own small harnesses (the eBPF switch on
+a veth pair, the differential test's kernel switch): a thread's (`in_namespace`:
+sockets made while inside stay in that namespace) and a process's pid (`holder`)."""
 
 from __future__ import annotations
 
 import ctypes
 import os
+import subprocess
+import time
 from contextlib import contextmanager
 
 CLONE_NEWNET = 0x40000000  # setns(2): join a network namespace
@@ -22,3 +24,21 @@ def in_namespace(name: str):
             yield
         finally:
             libc.setns(home.fileno(), CLONE_NEWNET)
+
+
+@contextmanager
+def holder(name: str):
+    """A process sleeping in the named namespace, whose pid names the namespace to
+    `nsenter --net` (what topologies/ebpf_program.py runs tc with); killed on exit."""
+    # `ip netns exec` joins the namespace, then becomes `sleep`: the same pid.
+    proc = subprocess.Popen(["ip", "netns", "exec", name, "sleep", "3600"])
+    try:
+        home = os.readlink("/proc/self/ns/net")
+        while os.readlink(f"/proc/{proc.pid}/ns/net") == home:
+            if proc.poll() is not None:
+                raise OSError(f"ip netns exec {name} sleep ended ({proc.returncode})")
+            time.sleep(0.01)
+        yield proc.pid
+    finally:
+        proc.kill()
+        proc.wait()

@@ -2,8 +2,8 @@
 
 The switch process runs in the root namespace (like Mininet's software switches) with
 one port per interface (`-i <port>@<node>-eth<port>`), its own device id, gRPC port and
-Thrift port, strict-priority queues (`--priority-queues 8`, trimmed headers and control
-packets skip the data queue) and a log file. `start()` returns once the P4Runtime port
+Thrift port, strict-priority queues (`--priority-queues 8`: the priority class skips
+the lossless and data queues) and a log file. `start()` returns once the P4Runtime port
 accepts connections (or raises if the process dies or the deadline passes).
 
 Its log goes to `<log_dir>/<switch>` at level `info` (MRC_BMV2_LOG_LEVEL changes it).
@@ -25,15 +25,17 @@ from pathlib import Path
 
 from mininet.node import Switch
 
-# The queues p4src/ uses are the protocol's priorities: data, and strict priority for
-# control packets and trimmed headers. BMv2 paces each queue in packets per second, so
-# the data queue counts full DATA frames (whose rate matches the link's bit rate and
-# the agents' pacing) and the priority queue trimmed-header frames (a control packet
-# is 24 bytes longer).
+# The queues p4src/ uses are the protocol's priorities: data, the lossless class, and
+# strict priority for control packets and trimmed headers. BMv2 paces each queue in
+# packets per second, so the data and lossless queues count full DATA frames (whose
+# rate matches the link's bit rate and the agents' pacing) and the priority queue
+# trimmed headers (a control packet is a little longer).
+from controller.tables import lossless_queue, priority_limit
 from hosts.protocol import (
     DATA_FRAME_BYTES,
     PRIORITY_CONTROL,
     PRIORITY_DATA,
+    PRIORITY_LOSSLESS,
     PRIORITY_QUEUES,
     TRIMMED_FRAME_BYTES,
     link_pps,
@@ -44,24 +46,35 @@ from topologies.offloads import offloads_off
 # switch down by an order of magnitude; experiments log what happens at start-up and
 # what goes wrong. MRC_BMV2_LOG_LEVEL=trace brings the per-packet log back.
 LOG_LEVEL = os.environ.get("MRC_BMV2_LOG_LEVEL", "info")
+# BMv2's own buffer of the data and priority queues, in multiples of the limit the P4
+# program admits: the program decides and counts every drop on its estimate of the
+# backlog, and a packet it admits while that estimate lags by one (ingress and egress
+# race on it) still finds room instead of being dropped uncounted by BMv2.
+BUFFER_HEADROOM = 2
 
 
-def queue_commands(port: int, rate_mbit: float, depth: int) -> list[str]:
-    """simple_switch_CLI commands that make `port` a link of `rate_mbit` with queues of
-    `depth` full frames. BMv2 limits each priority queue on its own, in packets: the
-    data queue gets the packet rate of full frames, the priority queue that of headers,
-    so trimmed headers and acks are not held to the pace of full frames. Both queues
-    get the same buffer in bytes, as in a switch whose buffer is counted in bytes: a
-    queue of `depth` data frames holds `depth` x DATA/TRIMMED frame bytes headers (a
-    burst of trimmed headers is many times longer in packets than the data it was cut
-    from)."""
+def queue_commands(port: int, rate_mbit: float, queue: int,
+                   trim_size_bytes: int = TRIMMED_FRAME_BYTES,
+                   priority_share: float | None = None) -> list[str]:
+    """simple_switch_CLI commands that make `port` a link of `rate_mbit` with a data
+    queue of `queue` full frames. BMv2 paces each priority queue on its own, in
+    packets: the data and lossless queues at the packet rate of full frames, the
+    priority queue at that of trimmed headers. The limits are the P4 program's
+    (controller/tables.py: the priority queue holds as many trimmed headers as fit in
+    the data queue's bytes, the lossless queue is never dropped); BMv2's own buffers
+    are BUFFER_HEADROOM times deeper, so that the program decides every drop. `priority_share`
+    caps the priority queue at that share of the link (a topology's
+    `trimming.priority_share`), as the eBPF switch's htb caps its priority class."""
     data_pps = max(1, round(link_pps(rate_mbit, DATA_FRAME_BYTES)))
-    header_pps = max(1, round(link_pps(rate_mbit, TRIMMED_FRAME_BYTES)))
-    header_depth = depth * DATA_FRAME_BYTES // TRIMMED_FRAME_BYTES
+    share = 1.0 if priority_share is None else priority_share
+    header_pps = max(1, round(link_pps(rate_mbit * share, trim_size_bytes)))
     return [f"set_queue_rate {data_pps} {port} {PRIORITY_DATA}",
-            f"set_queue_depth {depth} {port} {PRIORITY_DATA}",
+            f"set_queue_depth {queue * BUFFER_HEADROOM} {port} {PRIORITY_DATA}",
+            f"set_queue_rate {data_pps} {port} {PRIORITY_LOSSLESS}",
+            f"set_queue_depth {lossless_queue(queue)} {port} {PRIORITY_LOSSLESS}",
             f"set_queue_rate {header_pps} {port} {PRIORITY_CONTROL}",
-            f"set_queue_depth {header_depth} {port} {PRIORITY_CONTROL}"]
+            f"set_queue_depth {priority_limit(queue, trim_size_bytes) * BUFFER_HEADROOM} "
+            f"{port} {PRIORITY_CONTROL}"]
 
 
 def prepare_ports(intfs: list[str]) -> None:
@@ -170,11 +183,8 @@ class Bmv2Switch(Switch):
         """Run simple_switch_CLI commands on this switch; raise on an error reply."""
         return run_cli(self.thrift_port, commands, self.name)
 
-    def set_queues(self, settings: dict[int, tuple[float, int]]) -> None:
-        """port -> (link rate in Mbit/s, queue depth in packets)."""
-        commands = []
-        for port, (rate_mbit, depth) in settings.items():
-            commands += queue_commands(port, rate_mbit, depth)
+    def set_queues(self, commands: list[str]) -> None:
+        """Set every port's queues (queue_commands)."""
         self.cli(commands)
 
     def set_ports(self, up: bool) -> None:

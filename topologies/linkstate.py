@@ -20,9 +20,9 @@ import struct
 import threading
 
 CLONE_NEWNET = 0x40000000
-RTM_NEWLINK = 16
-NLM_F_REQUEST, NLM_F_ACK = 0x1, 0x4
-NLMSG_ERROR = 2
+RTM_NEWLINK, RTM_GETLINK = 16, 18
+NLM_F_REQUEST, NLM_F_ACK, NLM_F_DUMP = 0x1, 0x4, 0x300
+NLMSG_ERROR, NLMSG_DONE = 2, 3
 IFLA_IFNAME = 3
 IFF_UP = 0x1
 _NLMSGHDR = struct.Struct("=IHHII")  # length, type, flags, sequence, port id
@@ -98,7 +98,46 @@ class LinkState:
                                                  f"{os.strerror(-error)}")
                 return
 
+    def indexes(self, pid: int) -> dict[str, int]:
+        """Interface name -> index, in the namespace of process `pid` (one dump)."""
+        sock = self.open(pid)
+        self.sequence += 1
+        body = _IFINFOMSG.pack(socket.AF_UNSPEC, 0, 0, 0, 0)
+        sock.send(_NLMSGHDR.pack(_NLMSGHDR.size + len(body), RTM_GETLINK,
+                                 NLM_F_REQUEST | NLM_F_DUMP, self.sequence, 0) + body)
+        found: dict[str, int] = {}
+        while True:
+            reply = sock.recv(1 << 16)
+            offset = 0
+            while offset + _NLMSGHDR.size <= len(reply):
+                length, kind, _, sequence, _ = _NLMSGHDR.unpack_from(reply, offset)
+                if length < _NLMSGHDR.size:
+                    return found
+                if sequence == self.sequence:
+                    if kind in (NLMSG_DONE, NLMSG_ERROR):
+                        return found
+                    if kind == RTM_NEWLINK:
+                        _, _, index, _, _ = _IFINFOMSG.unpack_from(reply,
+                                                                   offset + _NLMSGHDR.size)
+                        name = _name(reply, offset + _NLMSGHDR.size + _IFINFOMSG.size,
+                                     offset + length)
+                        if name:
+                            found[name] = index
+                offset += (length + 3) & ~3
+
     def close(self) -> None:
         for sock in self.sockets.values():
             sock.close()
         self.sockets.clear()
+
+
+def _name(data: bytes, start: int, end: int) -> str | None:
+    """The IFLA_IFNAME attribute among a link message's attributes."""
+    while start + 4 <= end:
+        length, kind = struct.unpack_from("=HH", data, start)
+        if length < 4:
+            return None
+        if kind == IFLA_IFNAME:
+            return data[start + 4:start + length].rstrip(b"\0").decode()
+        start += (length + 3) & ~3
+    return None

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import yaml
 
+from hosts import protocol
 from topologies import addressing
 from topologies.errors import UserError, shown
 
@@ -65,6 +66,15 @@ class TopologySpec:
     ecn_threshold_pkts: int
     trim_threshold_pkts: int
     source: str = "<memory>"
+    # The DSCP of each traffic class, by class id (hosts/protocol.py CLASS_NAMES).
+    traffic_classes: tuple[int, ...] = protocol.DEFAULT_DSCP
+    # Trimming as SONiC configures it: the frame bytes a trimmed packet keeps, and
+    # whether a port facing a host writes TRIMMED_LASTHOP (asymmetric) or TRIMMED too.
+    trim_size_bytes: int = protocol.TRIMMED_FRAME_BYTES
+    trim_asymmetric: bool = True
+    # The most of a port's rate its priority class (control, trimmed, CNPs) may take;
+    # None: strict priority without a cap.
+    priority_share: float | None = None
 
     @property
     def hosts(self) -> int:
@@ -224,8 +234,9 @@ def with_rate_cap(fabric: Fabric, rate_mbit: float) -> Fabric:
 
 _TOP_FIELDS = {
     "name", "description", "planes", "racks", "hosts_per_rack", "t1_per_plane", "links",
-    "ecn_threshold_pkts", "trim_threshold_pkts",
+    "ecn_threshold_pkts", "trim_threshold_pkts", "traffic_classes", "trimming",
 }
+_TRIMMING_FIELDS = {"size_bytes", "dscp", "priority_share"}
 _LINK_FIELDS = {"rate_mbit", "delay_ms", "queue_pkts"}
 
 
@@ -323,7 +334,60 @@ def parse_spec(data: object, source: str, default_name: str = "topology") -> Top
     trim_default = max(ecn + 1, queue * 3 // 4)
     trim = _int(data, "trim_threshold_pkts", source, ecn + 1, queue, default=trim_default)
     return TopologySpec(name, planes, racks, hosts_per_rack, t1_per_plane,
-                        params["host_t0"], params["t0_t1"], ecn, trim, source)
+                        params["host_t0"], params["t0_t1"], ecn, trim, source,
+                        _traffic_classes(data.get("traffic_classes"), source),
+                        **_trimming(data.get("trimming"), source))
+
+
+def _traffic_classes(data: object, source: str) -> tuple[int, ...]:
+    """`traffic_classes: {control: 46, ...}`: the DSCP of any class, the rest default."""
+    if data is None:
+        return protocol.DEFAULT_DSCP
+    if not isinstance(data, dict):
+        raise TopologyError(source, "traffic_classes", "must be a mapping of class to DSCP",
+                            f"e.g. traffic_classes: {{control: 46}}; classes: "
+                            f"{', '.join(protocol.CLASS_NAMES)}")
+    unknown = sorted(set(map(str, data)) - set(protocol.CLASS_NAMES))
+    if unknown:
+        raise TopologyError(source, f"traffic_classes.{unknown[0]}", "unknown traffic class",
+                            f"use {', '.join(protocol.CLASS_NAMES)}")
+    dscp = list(protocol.DEFAULT_DSCP)
+    for index, name in enumerate(protocol.CLASS_NAMES):
+        if name in data:
+            dscp[index] = _int(data, name, source, 0, 63, prefix="traffic_classes.")
+    shared = next((i for i, code in enumerate(dscp) if dscp.count(code) > 1), None)
+    if shared is not None:
+        raise TopologyError(source, f"traffic_classes.{protocol.CLASS_NAMES[shared]}",
+                            f"DSCP {dscp[shared]} names two classes",
+                            "give every class a DSCP of its own")
+    return tuple(dscp)
+
+
+def _trimming(data: object, source: str) -> dict:
+    """`trimming: {size_bytes: 128, dscp: asymmetric, priority_share: 0.5}`."""
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise TopologyError(source, "trimming", "must be a mapping",
+                            "e.g. trimming: {size_bytes: 128, dscp: asymmetric}")
+    unknown = sorted(set(map(str, data)) - _TRIMMING_FIELDS)
+    if unknown:
+        raise TopologyError(source, f"trimming.{unknown[0]}", "unknown field",
+                            f"use only {', '.join(sorted(_TRIMMING_FIELDS))}")
+    out: dict = {}
+    if "size_bytes" in data:
+        out["trim_size_bytes"] = _int(data, "size_bytes", source, protocol.TRIMMED_FRAME_BYTES,
+                                      protocol.DATA_FRAME_BYTES, prefix="trimming.")
+    if "dscp" in data:
+        if data["dscp"] not in ("asymmetric", "symmetric"):
+            raise TopologyError(source, "trimming.dscp", f"must be asymmetric or symmetric "
+                                f"(got {shown(data['dscp'])})",
+                                "asymmetric: TRIMMED_LASTHOP on ports facing a host")
+        out["trim_asymmetric"] = data["dscp"] == "asymmetric"
+    if "priority_share" in data:
+        out["priority_share"] = _number(data, "priority_share", source, 0, 1, "trimming.",
+                                        low_inclusive=False)
+    return out
 
 
 def _check_emulable(source: str, planes: int, racks: int, hosts_per_rack: int,

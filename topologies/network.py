@@ -11,17 +11,44 @@ owns stopping it (experiments/bringup.py does so, also when a step fails).
 
 from __future__ import annotations
 
+import itertools
+
 from mininet.link import Link
 from mininet.net import Mininet
 from mininet.topo import Topo
+from mininet.util import quietRun
 
-from topologies.ebpf_port import EbpfPort
 from topologies.linkstate import LinkState
 from topologies.model import Fabric
 from topologies.nodes import FabricHost, KernelRouter, StaticConfigNode, run_commands
 from topologies.shaping import ShapingFeatures, tc_commands
 
 NodeParams = dict[str, dict]  # node name -> keyword arguments of its node class
+# Interface indexes are counted per namespace: two ports of a fabric, in two nodes,
+# would often share one. The eBPF switch program keys its maps by the index, so every
+# port is given one of its own, from here up (far above what a machine's own interfaces
+# take).
+IFINDEX_BASE = 100_000
+
+
+class FabricLink(Link):
+    """A Mininet link whose two interfaces get interface indexes no other port of the
+    fabric has (IFINDEX_BASE)."""
+
+    _indexes = itertools.count(IFINDEX_BASE)
+
+    @classmethod
+    def makeIntfPair(cls, intfname1, intfname2, addr1=None, addr2=None,  # noqa: N802
+                     node1=None, node2=None, deleteIntfs=True):  # noqa: N803 - Mininet's
+        run = node1.cmd if node1 is not None else quietRun
+        netns = node2.pid if node2 is not None else 1
+        first, second = next(cls._indexes), next(cls._indexes)
+        mac1 = f" address {addr1}" if addr1 else ""
+        mac2 = f" address {addr2}" if addr2 else ""
+        out = run(f"ip link add name {intfname1} index {first}{mac1} type veth "
+                  f"peer name {intfname2} index {second}{mac2} netns {netns}")
+        if out.strip():
+            raise OSError(f"creating the link {intfname1} - {intfname2}: {out.strip()}")
 
 
 class FabricTopo(Topo):
@@ -47,14 +74,17 @@ class FabricTopo(Topo):
 
 class FabricNet(Mininet):
     """A Mininet network with a netlink socket in every node's namespace, made at start
-    so that the first link fault is as quick as the others, the eBPF switch program
-    of every port it has been loaded on ((node, interface) -> EbpfPort), so that every
-    fault and every counter reading finds the program the bring-up loaded, and the path
-    of its resolved topology file once the run has written one."""
+    so that the first link fault is as quick as the others; the eBPF switch program once
+    loaded (`ebpf`, topologies/ebpf_program.py) and the ports it runs on ((node,
+    interface) -> ifindex), so that every fault and every counter reading finds what the
+    bring-up loaded; and the path of its resolved topology file once the run has
+    written one."""
 
     def __init__(self, *args, **kwargs):
         self.link_state = LinkState()  # before Mininet's own set-up, which may build
-        self.ebpf_ports: dict[tuple[str, str], EbpfPort] = {}
+        self.ebpf = None
+        self.ebpf_ports: dict[tuple[str, str], int] = {}
+        self.pfc = None  # what carries out the program's PFC pauses (experiments/pfc.py)
         # The run's topology.json for this network, once written (the host agents read
         # it: experiments/agents.py).
         self.resolved_topology = None
@@ -66,9 +96,14 @@ class FabricNet(Mininet):
             self.link_state.open(node.pid)
 
     def stop(self) -> None:
+        if self.pfc is not None:
+            self.pfc.stop()
+            self.pfc = None
         # Netlink sockets hold their namespaces alive: close them before the nodes go.
         self.link_state.close()
         super().stop()
+        if self.ebpf is not None:  # the program and its maps go with their last port
+            self.ebpf.unload()
 
 
 def shape_links(net: Mininet, fabric: Fabric, features: ShapingFeatures,
@@ -114,7 +149,7 @@ def start_network(fabric: Fabric, switch_cls: type, switch_params: NodeParams,
     """Create and start the Mininet network (the caller must stop it)."""
     topo = FabricTopo(fabric, switch_cls=switch_cls, switch_params=switch_params,
                       host_params=host_params)
-    net = FabricNet(topo=topo, controller=None, link=Link, autoSetMacs=False,
+    net = FabricNet(topo=topo, controller=None, link=FabricLink, autoSetMacs=False,
                     autoStaticArp=False, build=False)
     try:
         net.build()

@@ -3,7 +3,9 @@
 Between two hosts A and B the fabric offers, in every plane p:
 - different racks: one path per T1 spine s:  T0(A,p) : T1(p,s) : T0(B,p) : B
 - same rack: the direct path T0(p) : B, plus one per spine up and down again
-  T0(p) : T1(p,s) : T0(p) : B
+  T0(p) : T1(p,s) : T0(p) : B (a detour: it shares both host links and the T0 with the
+  direct path, and loads two T0 uplinks, so transports keep to the shortest paths,
+  `shortest_choices`, unless told otherwise)
 
 A path is named by a 32-bit entropy value (EV): a plane and a choice among that plane's
 paths (the bit layout is a protocol fact, in hosts/protocol.py). The choice counts
@@ -61,6 +63,14 @@ def choices_per_plane(fabric: Fabric, src: int, dst: int) -> int:
     return fabric.spec.t1_per_plane + (1 if same_rack else 0)
 
 
+def shortest_choices(fabric: Fabric, src: int, dst: int) -> tuple[int, ...]:
+    """The indices, within a plane, of the shortest paths between two hosts: the
+    direct path (index 0) in the same rack, every spine between racks."""
+    if fabric.host(src).rack == fabric.host(dst).rack:
+        return (0,)
+    return tuple(range(choices_per_plane(fabric, src, dst)))
+
+
 def path_index(ev: int, paths_per_plane: int) -> int:
     """The index, within its plane, of the path an EV names: its choice modulo the
     plane's path count."""
@@ -114,9 +124,8 @@ def ecmp_hash(seed: int, src: str, dst: str, sport: int, dport: int = ROCE_UDP_P
 def ecmp_candidates(fabric: Fabric, src: int, dst: int, plane: int) -> list[Path]:
     """The shortest paths between two hosts in one plane: the direct path in the same
     rack, one per T1 between racks."""
-    same_rack = fabric.host(src).rack == fabric.host(dst).rack
-    paths = [p for p in catalogue(fabric, src, dst) if p.plane == plane]
-    return [p for p in paths if (p.spine is None) == same_rack]
+    return [path_for_ev(fabric, src, dst, make_ev(plane, c))
+            for c in shortest_choices(fabric, src, dst)]
 
 
 def ecmp_path(fabric: Fabric, src: int, dst: int, plane: int, sport: int,

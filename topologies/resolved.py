@@ -31,6 +31,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from hosts.protocol import CLASS_NAMES
 from topologies.addressing import host_address
 from topologies.errors import UserError, shown
 from topologies.model import TIERS, Fabric, TopologyError, build_fabric, parse_spec
@@ -113,11 +114,17 @@ def spec_document(fabric: Fabric) -> dict:
     """The topology's numbers as a topology file writes them (topologies/model.py reads
     this shape), at the rates and thresholds the fabric has."""
     spec = fabric.spec
+    trimming = {"size_bytes": spec.trim_size_bytes,
+                "dscp": "asymmetric" if spec.trim_asymmetric else "symmetric"}
+    if spec.priority_share is not None:
+        trimming["priority_share"] = spec.priority_share
     return {"name": spec.name, "planes": spec.planes, "racks": spec.racks,
             "hosts_per_rack": spec.hosts_per_rack, "t1_per_plane": spec.t1_per_plane,
             "links": {tier: dataclasses.asdict(fabric.link_params(tier)) for tier in TIERS},
             "ecn_threshold_pkts": spec.ecn_threshold_pkts,
-            "trim_threshold_pkts": spec.trim_threshold_pkts}
+            "trim_threshold_pkts": spec.trim_threshold_pkts,
+            "traffic_classes": dict(zip(CLASS_NAMES, spec.traffic_classes)),
+            "trimming": trimming}
 
 
 def read_fabric(path: Path | str) -> Fabric:

@@ -18,7 +18,8 @@ __all__ = ["add_arguments", "check"]
 ACTIVE = r"hdr\.ipv6\.dst_active=hdr\.ipv6\.dst_rest\[79:64\];"
 REST = (r"hdr\.ipv6\.dst_rest=(hdr\.ipv6\.dst_rest<<16|hdr\.ipv6\.dst_rest\[63:0\]\+\+"
         r"[^;]+|\(hdr\.ipv6\.dst_rest<<16\));")
-MISS = r"(if\(!{t}\.apply\(\)\.hit\)|if\({t}\.apply\(\)\.miss\))\{{drop\(\);return;\}}"
+MISS = (r"(if\(!{t}\.apply\(\)\.hit\)|if\({t}\.apply\(\)\.miss\))"
+        r"\{{drop_unroutable\(\);return;\}}")
 
 RULES = (
     Rule("usid_shift.p4", "the next uSID becomes active, then the rest moves up 16 bits",
@@ -29,11 +30,11 @@ RULES = (
          (r"my_usid_counter\.count\(\);",), hint="keep my_usid_counter.count();"),
     Rule("forward.p4", "my_usid is applied, and a miss drops",
          (MISS.format(t="my_usid"),),
-         hint="apply my_usid; when it does not hit, drop() and return"),
+         hint="apply my_usid; when it does not hit, drop_unroutable() and return"),
     Rule("forward.p4", "next_hop is applied after my_usid and the hop limit, and a miss drops",
          (MISS.format(t="my_usid"), r"hop_limit-1;", MISS.format(t="next_hop")), ordered=True,
-         hint="after the hop-limit step, apply next_hop; when it does not hit, drop() and "
-              "return"),
+         hint="after the hop-limit step, apply next_hop; when it does not hit, "
+              "drop_unroutable() and return"),
 )
 
 

@@ -1,10 +1,12 @@
 """Check Lab 03: trimming and ECN marking in the egress control.
 
-Static (always): no TODO left; the trimmed packet is cut to its headers, flagged
-(TRIMMED, and TRIMMED_LASTHOP towards a host), its lengths fixed, its checksum zero, and
-counted; CE is marked only on ECN-capable data-queue packets over the threshold, never
-towards a host, and counted. With p4c-bm2-ss: the lab's program compiles. With BMv2 and
-root: the project's PTF tests of ECN and trimming pass on it (tests/p4/test_labs_p4.py).
+Static (always): no TODO left; a trimmed packet is cut to the port's trim size, its
+DSCP rewritten to the port's trimmed class, its IPv6 and UDP lengths fixed to what is
+left, and counted in tx_trim_pkts; ECN marks only ECN-capable packets that were not
+trimmed, of the lossless class at every hop or of a data class off host-facing ports,
+with RED's decision (always at or over Kmax, under Kmax when the draw is under p), and
+counts each mark. With p4c-bm2-ss: the lab's program compiles. With BMv2 and root: the
+project's PTF tests of ECN and trimming pass on it (tests/p4/test_labs_p4.py).
 """
 
 from __future__ import annotations
@@ -15,43 +17,52 @@ from labs.p4lab import Rule, add_arguments, check_lab
 
 __all__ = ["add_arguments", "check"]
 
-PORT = r"\(bit<32>\)standard_metadata\.egress_port"
+# The egress port as a counter index: the apply block's `port`, or the cast it holds.
+PORT = r"(port|\(bit<32>\)standard_metadata\.egress_port)"
+# The bytes behind the IPv6 header of a trimmed frame, either way round.
+L4_BYTES = (r"\(bit<16>\)\(meta\.trim_size-(ETHERNET_HEADER_BYTES-IPV6_HEADER_BYTES"
+            r"|IPV6_HEADER_BYTES-ETHERNET_HEADER_BYTES)\)")
 
 
-def set_flag(flag: str) -> str:
-    """flags = flags | FLAG, FLAG | flags, or flags |= FLAG."""
-    return (rf"(hdr\.mrc\.flags=hdr\.mrc\.flags\|{flag}|hdr\.mrc\.flags={flag}\|hdr\.mrc\.flags"
-            rf"|hdr\.mrc\.flags\|={flag});")
+def either(a: str, b: str, op: str) -> str:
+    """`a op b` or `b op a`."""
+    return rf"({a}{op}{b}|{b}{op}{a})"
 
 
 RULES = (
-    Rule("trim.p4", "only packets ingress chose are cut, to the headers",
-         (r"if\(meta\.trim==1\)\{", r"truncate\(TRIMMED_FRAME_BYTES\);"), ordered=True,
-         hint="inside the if on meta.trim, truncate the frame to TRIMMED_FRAME_BYTES"),
-    Rule("trim.p4", "flagged TRIMMED, and TRIMMED_LASTHOP towards a host",
-         (set_flag("MRC_FLAG_TRIMMED"),
-          r"if\(meta\.host_facing==1\)\{" + set_flag("MRC_FLAG_TRIMMED_LASTHOP") + r"\}"),
-         hint="OR the TRIMMED flag into hdr.mrc.flags, and TRIMMED_LASTHOP too when "
-              "meta.host_facing == 1 (keep the flags already set)"),
-    Rule("trim.p4", "IPv6 payload length and UDP length of what is left, checksum zero",
-         (r"hdr\.ipv6\.payload_len=TRIMMED_L4_BYTES;", r"hdr\.udp\.len=TRIMMED_L4_BYTES;",
-          r"hdr\.udp\.checksum=0;"),
-         hint="both lengths become TRIMMED_L4_BYTES (UDP 8 + MRC 32); checksum 0"),
-    Rule("trim.p4", "counted in trimmed_packets", (rf"trimmed_packets\.count\({PORT}\);",),
-         hint="count it in trimmed_packets at the egress port (cast to bit<32>)"),
+    Rule("trim.p4", "only packets ingress chose are cut, to the port's trim size",
+         (r"if\(meta\.trim==1\)\{", r"truncate\(meta\.trim_size\);"), ordered=True,
+         hint="inside the if on meta.trim, truncate(meta.trim_size): the size is the "
+              "port's setting, not a constant"),
+    Rule("trim.p4", "the DSCP becomes the port's trimmed class",
+         (r"hdr\.ipv6\.dscp=meta\.dscp_trimmed;",),
+         hint="hdr.ipv6.dscp = meta.dscp_trimmed; (TRIMMED, or TRIMMED_LASTHOP facing a "
+              "host: the controller chose it for the port)"),
+    Rule("trim.p4", "IPv6 payload length and UDP length of what is left",
+         (rf"hdr\.ipv6\.payload_len={L4_BYTES};",
+          rf"hdr\.udp\.len=(hdr\.ipv6\.payload_len|{L4_BYTES});"),
+         hint="both become meta.trim_size - ETHERNET_HEADER_BYTES - IPV6_HEADER_BYTES, "
+              "cast to bit<16> (the UDP length may copy the IPv6 payload length)"),
+    Rule("trim.p4", "counted in tx_trim_pkts", (rf"tx_trim_pkts\.count\({PORT}\);",),
+         hint="tx_trim_pkts.count(port);"),
     Rule("ecn.p4", "marks CE, and counts it",
-         (r"hdr\.ipv6\.ecn=ECN_CE;", rf"ecn_marked_packets\.count\({PORT}\);"), ordered=True,
-         hint="set hdr.ipv6.ecn to ECN_CE, then count it in ecn_marked_packets at the "
-              "egress port"),
-    Rule("ecn.p4", "only ECN-capable IPv6 data-queue packets, never towards a host",
-         (r"hdr\.ipv6\.isValid\(\)", r"meta\.host_facing==0", r"hdr\.ipv6\.ecn!=ECN_NOT_ECT",
-          r"standard_metadata\.priority==PRIORITY_DATA"),
-         hint="the condition needs all four: valid IPv6, not host-facing, not Not-ECT, "
-              "priority PRIORITY_DATA"),
-    Rule("ecn.p4", "when the queue at enqueue was at or over the port's threshold",
-         (r"\(qdepth_t\)standard_metadata\.enq_qdepth>=meta\.ecn_threshold",),
-         hint="compare the queue depth at enqueue (enq_qdepth, cast to qdepth_t) with "
-              "meta.ecn_threshold: at or over it"),
+         (r"hdr\.ipv6\.ecn=ECN_CE;", rf"ecn_marked\.count\({PORT}\);"), ordered=True,
+         hint="set hdr.ipv6.ecn to ECN_CE, then ecn_marked.count(port);"),
+    Rule("ecn.p4", "RED: always at or over Kmax, between Kmin and Kmax when the draw is "
+         "under p",
+         (r"if\(" + either(r"depth>=meta\.ecn_kmax", r"(draw<p|p>draw)", r"\|\|")
+          + r"\)\{hdr\.ipv6\.ecn=ECN_CE;",),
+         hint="if (depth >= meta.ecn_kmax || draw < p) { mark }, inside the given "
+              "arithmetic"),
+    Rule("ecn.p4", "only ECN-capable packets that were not trimmed",
+         (r"hdr\.ipv6\.ecn!=(ECN_NOT_ECT|0)", r"meta\.trim==0"),
+         hint="the condition needs hdr.ipv6.ecn != ECN_NOT_ECT and meta.trim == 0"),
+    Rule("ecn.p4", "the lossless class at every hop, other data classes off host-facing "
+         "ports, priority never",
+         (r"meta\.behaviour==BEHAVIOUR_LOSSLESS\|\||\|\|meta\.behaviour==BEHAVIOUR_LOSSLESS",
+          either(r"meta\.behaviour!=BEHAVIOUR_PRIORITY", r"meta\.host_facing==0", "&&")),
+         hint="(meta.behaviour == BEHAVIOUR_LOSSLESS || (meta.behaviour != "
+              "BEHAVIOUR_PRIORITY && meta.host_facing == 0))"),
 )
 
 

@@ -1,8 +1,8 @@
 /*
- * Parser and deparser: Ethernet / IPv6 / UDP / MRC. Anything that is not IPv6 stops
- * after Ethernet; a UDP datagram to another port stops after UDP. The forwarding
- * decision needs only the IPv6 destination; the MRC header is read for trimming and
- * for the priority of control packets.
+ * Parser and deparser: Ethernet / IPv6 / UDP, and no further: what follows UDP (the
+ * MRC header, a RoCE packet) is payload to the switch. Anything that is not IPv6 stops
+ * after Ethernet. Forwarding needs the IPv6 destination, every other decision the
+ * DSCP; the UDP header is read so that a trimmed packet's UDP length can be fixed.
  */
 #ifndef MRC_PARSER_P4
 #define MRC_PARSER_P4
@@ -25,13 +25,6 @@ parser MrcParser(packet_in packet, out headers_t hdr, inout local_metadata_t met
     }
     state parse_udp {
         packet.extract(hdr.udp);
-        transition select(hdr.udp.dst_port) {
-            MRC_UDP_PORT: parse_mrc;
-            default: accept;
-        }
-    }
-    state parse_mrc {
-        packet.extract(hdr.mrc);
         transition accept;
     }
 }
@@ -41,12 +34,11 @@ control MrcDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.ethernet);
         packet.emit(hdr.ipv6);
         packet.emit(hdr.udp);
-        packet.emit(hdr.mrc);
     }
 }
 
-// No IPv4 header, so no header checksum to verify or update; the MRC UDP checksum is
-// zero by rule (docs/protocol.md) and a trimmed packet keeps it zero.
+// No IPv4 header, so no header checksum to verify or update; the hosts send UDP with a
+// zero checksum (docs/protocol.md), which a trimmed packet keeps.
 control MrcVerifyChecksum(inout headers_t hdr, inout local_metadata_t meta) {
     apply { }
 }

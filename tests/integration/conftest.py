@@ -65,6 +65,6 @@ def fabric_with_ebpf(kernel_network):
 
     net, fabric = kernel_network
     if not net.ebpf_ports:
-        status = ebpf_switch.prepare(net.get(fabric.hosts[0].name).cmd)
+        status = ebpf_switch.prepare(net.get(fabric.hosts[0].name).pid)
         pytest.skip(status.reason)
     return net, fabric

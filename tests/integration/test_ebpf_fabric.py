@@ -3,8 +3,10 @@
 The bring-up loads the program on every switch port (experiments/ebpf_switch.py); these
 tests play real transfers through it and read its counters, as a run's summary does:
 - an incast (the shipped incast-trim scenario) makes the last hop trim mrc's data, and
-  the receiver NACK it, with no path retired for congestion; mrc-no-trim's same data is
-  untrimmable, so the same queue drops it; ECN marks appear on fabric ports only;
+  the receiver NACK it, one NACK per trimmed header, its reason the trimmed header's
+  DSCP (TRIMMED_LASTHOP from a port facing a host), with no path retired for
+  congestion; mrc-no-trim's same data is untrimmable, so the same queue drops it; ECN
+  marks appear on fabric ports only;
 - a gray loss of 100% on one path retires exactly that path's EVs, and the transfer
   completes on the others; a link that loses everything retires the one path over it,
   and the run clears the loss when it ends.
@@ -22,6 +24,7 @@ from experiments import ebpf_switch
 from experiments.faults import parse_faults
 from experiments.metrics import read_events, summarize
 from experiments.scenario import load_scenario
+from experiments.switch_counters import counter_totals
 from experiments.targets import KernelTarget, apply_fault
 from experiments.workload_run import run_transport
 from experiments.workloads import phases
@@ -34,7 +37,7 @@ def play(net, fabric, transport, plan, faults, folder, protocol=None):
                         lambda a: apply_fault(net, fabric, a, KernelTarget()),
                         folder, 60.0, protocol or {}, print)
     events = read_events(run.event_files)
-    counted = ebpf_switch.counter_totals(fabric, before, ebpf_switch.read_counters(net))
+    counted = counter_totals(fabric, before, ebpf_switch.read_counters(net))
     return summarize(run, events), events, counted
 
 
@@ -54,14 +57,20 @@ def incast(fabric_with_ebpf, tmp_path_factory):
 def test_incast_trims_for_mrc_and_drops_for_mrc_no_trim(incast):
     mrc, _, mrc_ports = incast["mrc"]
     assert mrc["ok"] and mrc["verified"], mrc
-    # The last hop to the receiver trims, and the trimmed headers come back as NACKs.
-    assert mrc_ports["host_ports"]["trimmed"] > 100, mrc_ports
-    assert mrc["path_events"].get("nack", 0) >= mrc_ports["host_ports"]["trimmed"] // 2
+    # The last hop to the receiver trims, and each trimmed header comes back as a NACK
+    # whose reason is where it was trimmed (its DSCP): TRIMMED_LASTHOP from the host
+    # ports, TRIMMED from the fabric's.
+    assert mrc_ports["host_ports"]["tx_trim_pkts"] > 100, mrc_ports
+    nacks = [e for e in incast_events(incast, "mrc") if e["event"] == "nack"]
+    for group, reason in (("host_ports", "TRIMMED_LASTHOP"), ("fabric_ports", "TRIMMED")):
+        assert mrc_ports[group]["trim_pkts"] == mrc_ports[group]["tx_trim_pkts"]
+        assert sum(e["reason"] == reason for e in nacks) == mrc_ports[group]["tx_trim_pkts"]
     assert mrc_ports["host_ports"]["dropped"] == mrc_ports["fabric_ports"]["dropped"] == 0
 
     no_trim, _, no_trim_ports = incast["mrc-no-trim"]
     assert no_trim["ok"] and no_trim["verified"], no_trim
-    assert no_trim_ports["host_ports"]["trimmed"] == no_trim_ports["fabric_ports"]["trimmed"] == 0
+    assert no_trim_ports["host_ports"]["trim_pkts"] == 0
+    assert no_trim_ports["fabric_ports"]["trim_pkts"] == 0
     assert no_trim_ports["host_ports"]["dropped"] > 0, no_trim_ports
     assert no_trim["path_events"].get("retire", 0) > 0
     # Dropped data costs retirements that trimmed data does not.
@@ -71,6 +80,10 @@ def test_incast_trims_for_mrc_and_drops_for_mrc_no_trim(incast):
     # a port facing a host.
     assert mrc_ports["fabric_ports"]["ecn_marked"] + no_trim_ports["fabric_ports"]["ecn_marked"] > 0
     assert mrc_ports["host_ports"]["ecn_marked"] == no_trim_ports["host_ports"]["ecn_marked"] == 0
+
+
+def incast_events(incast, transport: str) -> list[dict]:
+    return incast[transport][1]
 
 
 def test_mrc_retires_no_path_by_gap_detection_under_congestion(incast):
@@ -114,6 +127,6 @@ def test_a_lossy_link_retires_its_path_and_is_clear_after_the_run(fabric_with_eb
     assert retired == {(0, 0)}  # plane 0, spine 0: the only path over that link
     assert ports["fabric_ports"]["fault_dropped"] > 0
     # The run restored what was still on: both ends lose nothing any more.
+    loss = dict(net.ebpf.dump(cfg.LOSS_MAP))
     for node, intf in (("p0t0r0", "p0t0r0-eth2"), ("p0t1s0", "p0t1s0-eth0")):
-        ((_, values),) = net.ebpf_ports[(node, intf)].read(cfg.LOSS_MAP)
-        assert int.from_bytes(values[0], sys.byteorder) == 0
+        assert int.from_bytes(loss[cfg.key(net.ebpf_ports[(node, intf)])], sys.byteorder) == 0

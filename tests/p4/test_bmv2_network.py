@@ -28,8 +28,10 @@ def test_every_path_works_and_each_switch_got_one_write_batch(bmv2_network):
     result = check_paths(network.net, fabric)
     assert result.checked == len(all_paths(fabric)) == 56
     assert result.ok == result.checked, [p.label for p in result.failed]
-    # 4 T0 x 9 entries + 4 T1 x 5 entries, in one WriteRequest per switch.
-    assert network.table_writes == 56 and target.write_batches == len(fabric.switches) == 8
+    # 4 T0 x (1 + 4 routes + 2 x 4 ports + 8 classes) + 4 T1 x (1 + 2 + 2 x 2 + 8), in
+    # one WriteRequest per switch.
+    assert network.table_writes == 4 * 21 + 4 * 15 == 144
+    assert target.write_batches == len(fabric.switches) == 8
 
 
 def test_switch_reboot_and_blackhole_fail_exactly_the_paths_through_the_switch(bmv2_network):

@@ -6,13 +6,15 @@ Both switches are T0 `p0t0r0` of 2tier-2plane (port 0 -> h0, 1 -> h1, 2 -> T1 p0
   tests/p4/conftest.py (test-side veths `mrcp4-t<N>`);
 - kernel: a network namespace set up as the testbed sets up a KernelRouter (its
   sysctls, `router_setup_commands`, `switch_commands`), with the eBPF switch program,
-  its htb priority classes and its per-port settings (`switch_port_configs`) on every
-  port, as `experiments/ebpf_switch.load_switch_ports` loads them. Its ports carry the
-  testbed's names and MACs (`p0t0r0-eth<N>`); their peers `mrcdk-t<N>` are in the root
-  namespace.
+  its htb classes, its traffic classes and its per-port settings (`port_config`) on
+  every port, as experiments/ebpf_switch.py `load_fabric` loads them (pinned under a
+  folder of this test's own). Its ports carry the testbed's names and MACs
+  (`p0t0r0-eth<N>`); their peers `mrcdk-t<N>` are in the root namespace.
 
 Frames built with scapy (the MRC layer of hosts/mrc_scapy.py) go into the same port of
 each switch through packet sockets; every MRC frame that leaves any port is captured.
+Each frame's class is its DSCP (the topology's default code points), whatever its
+payload says: the switches read no further than UDP.
 What comes out is compared byte for byte, Ethernet header included: nothing is allowed
 to differ. Only frames the kernel originates itself (ICMPv6 errors for a dropped
 packet, MLD) are left out: they are not MRC frames and BMv2 sends none.
@@ -36,7 +38,9 @@ import shutil
 import socket
 import subprocess
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from scapy.layers.inet import UDP
@@ -47,12 +51,15 @@ from controller import ebpf_config as cfg
 from controller.kernel import router_setup_commands, switch_commands
 from hosts import protocol
 from hosts.mrc_scapy import MRC, MRCControl
+from tests.netns import holder
 from topologies.addressing import intf_name, mac_address
+from topologies.ebpf_program import EbpfProgram, build, ebpf_available
 from topologies.model import LinkParams
 
 # The switch of the `switch` fixture (tests/p4/conftest.py), checked by `kernel`.
 SWITCH, PORTS = "p0t0r0", 4
 NS = f"mrcdk-{os.getpid()}"
+PIN = Path(f"/sys/fs/bpf/mrc-testbed-differential-{os.getpid()}")
 ETH_P_ALL = 0x0003
 SWITCH_MAC = [mac_address(SWITCH, p) for p in range(PORTS)]
 PEER_MAC = [mac_address("h0", 0), mac_address("h1", 0), mac_address("p0t1s0", 0),
@@ -61,6 +68,7 @@ H0 = "fcbb:bb00:8000::"
 UP_TO_S1 = "fcbb:bb00:1000:2001:1001:8003::"  # h0 -> h3 through T1 spine 1 (port 3)
 DOWN_TO_H1 = "fcbb:bb00:1000:8001::"  # last hop to h1 (port 1)
 ECT0, CE = protocol.ECN_ECT0, protocol.ECN_CE
+DSCP = protocol.DEFAULT_DSCP
 # A congested port: 100 full frames a second (a burst of 120 takes over a second).
 SLOW_PPS = 100
 # Bursts are of full frames: BMv2 counts its queue in packets, the eBPF program in
@@ -73,9 +81,10 @@ THRESHOLD_SLACK = 4
 
 
 def frame(dst: str, in_port: int = 0, ecn: int = 0, psn: int = 0, payload: bytes = b"x" * 100,
-          dscp: int = protocol.DSCP_TRIMMABLE, hop_limit: int = 64):
+          cls: int = protocol.TRIMMABLE, hop_limit: int = 64):
+    """A DATA packet of traffic class `cls` (its default DSCP)."""
     return (Ether(src=PEER_MAC[in_port], dst=SWITCH_MAC[in_port])
-            / IPv6(src=H0, dst=dst, hlim=hop_limit, tc=protocol.traffic_class(dscp, ecn))
+            / IPv6(src=H0, dst=dst, hlim=hop_limit, tc=protocol.traffic_class(DSCP[cls], ecn))
             / UDP(sport=protocol.MRC_UDP_PORT, dport=protocol.MRC_UDP_PORT, chksum=0)
             / MRC(type=protocol.DATA, conn_id=3, ev=0x00010001, psn=psn, msg_len=100_000)
             / payload)
@@ -88,7 +97,7 @@ def full(psn: int) -> bytes:
 
 def sack(dst: str, in_port: int = 0):
     return (Ether(src=PEER_MAC[in_port], dst=SWITCH_MAC[in_port])
-            / IPv6(src=H0, dst=dst, tc=ECT0)
+            / IPv6(src=H0, dst=dst, tc=protocol.traffic_class(DSCP[protocol.CONTROL], ECT0))
             / UDP(sport=protocol.MRC_UDP_PORT, dport=protocol.MRC_UDP_PORT, chksum=0)
             / MRC(type=protocol.SACK, conn_id=3, ev=0x00010001) / MRCControl(cum_psn=7))
 
@@ -168,12 +177,14 @@ def ns_run(command: str) -> str:
 class KernelSwitch:
     """T0 p0t0r0 as the kernel data plane runs it, in namespace NS."""
 
-    def __init__(self, fabric, tables):
+    def __init__(self, fabric, tables, stack: ExitStack):
         from topologies.nodes import _SYSCTLS, KernelRouter, run_commands
 
         self.fabric, self.tables = fabric, tables
-        self.ports: dict[int, object] = {}
+        self.program: EbpfProgram | None = None
+        self.ifindex: dict[int, int] = {}
         _sh(["ip", "netns", "add", NS])
+        self.pid = stack.enter_context(holder(NS))
         run_commands(["sysctl -qw " + " ".join(_SYSCTLS + KernelRouter.extra_sysctls)],
                      ns_run, NS)
         for port in range(PORTS):
@@ -185,33 +196,40 @@ class KernelSwitch:
             _sh(["ip", "link", "set", outside, "up"])
             run_commands([f"ip link set {inside} address {SWITCH_MAC[port]}",
                           f"ip link set {inside} up"], ns_run, NS)
+            self.ifindex[port] = int(ns_run(f"cat /sys/class/net/{inside}/ifindex"))
         run_commands(router_setup_commands() + switch_commands(tables), ns_run, NS)
 
     def load_program(self) -> None:
-        from topologies.ebpf_port import EbpfPort
-        from topologies.nodes import run_commands
-
-        configs = cfg.switch_port_configs(self.fabric, self.tables)
+        self.program = EbpfProgram(cfg.OBJECT, PIN)
+        self.program.load()
+        qdiscs = []
         for port in self.fabric.ports(SWITCH):
-            run_commands(cfg.qdisc_commands(port.intf, self.fabric.link_params(port.tier)),
-                         ns_run, NS)
-            program = EbpfPort(ns_run, port.intf)
-            program.load(cfg.OBJECT, cfg.SECTION)
-            program.apply(configs[port.intf].write())
-            self.ports[port.number] = program
+            qdiscs += cfg.qdisc_commands(port.intf, self.fabric.link_params(port.tier))
+        self.program.attach(self.pid, [p.intf for p in self.fabric.ports(SWITCH)], qdiscs)
+        self.program.write(cfg.class_writes(self.tables))
+        self.restore()
 
     def set_link(self, port: int, link: LinkParams) -> None:
         """The port's htb classes and program settings for a link like `link`, its
-        virtual queue emptied."""
-        from topologies.nodes import run_commands
-
+        virtual queues emptied and its counters zero."""
         (role,) = [r for r in self.tables.ports if r.port == port]
         intf = intf_name(SWITCH, port)
         # htb cannot change its size table in place: the classes are made anew.
         ns_run(f"tc qdisc del dev {intf} root")
-        run_commands(cfg.qdisc_commands(intf, link), ns_run, NS)
-        self.ports[port].apply(cfg.port_config(self.tables, role, link).write())
-        self.ports[port].apply(cfg.vqueue_reset())
+        done = subprocess.run(["ip", "netns", "exec", NS, "tc", "-batch", "-"],
+                              input="\n".join(cfg.qdisc_commands(intf, link)) + "\n",
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        ifindex = self.ifindex[port]
+        self.program.write([cfg.port_config(self.tables, role, link).write(ifindex),
+                            *cfg.fresh_state_writes(ifindex, self.program.sizes)])
+
+    def counters(self) -> dict[int, dict[str, int]]:
+        """Each port's counters: port -> name -> packets."""
+        port_of = {ifindex: port for port, ifindex in self.ifindex.items()}
+        return {port_of[cfg.U32.unpack(k)[0]]: cfg.decode_counters(v)
+                for k, v in self.program.dump(cfg.COUNTERS_MAP)
+                if cfg.U32.unpack(k)[0] in port_of}
 
     def restore(self) -> None:
         for port in self.fabric.ports(SWITCH):
@@ -222,12 +240,11 @@ class KernelSwitch:
         subprocess.run(["ip", "netns", "del", NS], capture_output=True)
         for port in range(PORTS):
             subprocess.run(["ip", "link", "del", f"mrcdk-t{port}"], capture_output=True)
+        shutil.rmtree(PIN, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
 def kernel(switch):
-    from topologies.ebpf_port import build, ebpf_available
-
     command = cfg.compile_command()
     if shutil.which(command[0]) is None:
         pytest.skip(f"{command[0]} not found: the eBPF switch needs clang and libbpf-dev")
@@ -236,14 +253,16 @@ def kernel(switch):
     build(command, cfg.OBJECT, cfg.BUILD_INPUTS)
     assert (switch["tables"].switch, len(switch["tables"].ports)) == (SWITCH, PORTS)
     KernelSwitch.remove()  # what a run killed with -9 left
+    stack = ExitStack()
     try:
-        node = KernelSwitch(switch["fabric"], switch["tables"])
-        available, reason = ebpf_available(ns_run, cfg.OBJECT, cfg.SECTION)
+        node = KernelSwitch(switch["fabric"], switch["tables"], stack)
+        available, reason = ebpf_available(cfg.OBJECT, node.pid, PIN)
         if not available:
             pytest.skip(reason)
         node.load_program()
         yield node
     finally:
+        stack.close()
         KernelSwitch.remove()
 
 
@@ -357,58 +376,109 @@ def test_never_marked_on_the_last_hop(planes):
     assert all(Ether(raw)[IPv6].tc & protocol.ECN_MASK == ECT0 for raw in out_bmv2)
 
 
+def dscp_of(raw: bytes) -> int:
+    return Ether(raw)[IPv6].tc >> 2
+
+
 def trimmed_of(out: list[bytes]) -> dict[int, bytes]:
-    return {psn: raw for psn, raw in by_psn(out).items() if Ether(raw)[MRC].flags.TRIMMED}
+    """The trimmed packets of `out`: those a switch gave a trimmed class's DSCP."""
+    cut = (DSCP[protocol.TRIMMED], DSCP[protocol.TRIMMED_LASTHOP])
+    return {psn: raw for psn, raw in by_psn(out).items() if dscp_of(raw) in cut}
 
 
 @pytest.mark.parametrize("out_port", [3, 1], ids=["fabric-port", "last-hop"])
-def test_trimmed_header_is_identical(planes, out_port):
+def test_trimmed_header_is_identical(planes, kernel, switch, out_port):
     dst = UP_TO_S1 if out_port == 3 else DOWN_TO_H1
     in_port = 0 if out_port == 3 else 2
     burst = [frame(dst, in_port=in_port, payload=full(i), psn=i) for i in range(120)]
+    sent = by_psn([bytes(p) for p in burst])
+    before = read_p4_counters(switch)
     out_bmv2, out_kernel = burst_through_both(planes, out_port, burst, seconds=15.0)
     cut = {}
     for name, out in (("bmv2", out_bmv2), ("kernel", out_kernel)):
         assert sorted(by_psn(out)) == list(range(120)), name  # each whole or trimmed
         cut[name] = trimmed_of(out)
         assert len(cut[name]) >= 40, (name, len(cut[name]))
-        assert all(len(raw) == protocol.TRIMMED_FRAME_BYTES for raw in cut[name].values())
+        for psn, raw in cut[name].items():
+            assert len(raw) == protocol.TRIMMED_FRAME_BYTES
+            # The switch wrote nothing behind the UDP header.
+            end = protocol.WIRE_OVERHEAD
+            assert raw[end:] == sent[psn][end:protocol.TRIMMED_FRAME_BYTES], (name, psn)
     assert len(set(cut["bmv2"]) ^ set(cut["kernel"])) <= THRESHOLD_SLACK
     both = set(cut["bmv2"]) & set(cut["kernel"])
     assert {p: cut["bmv2"][p] for p in both} == {p: cut["kernel"][p] for p in both}
-    lasthop = {bool(Ether(raw)[MRC].flags.TRIMMED_LASTHOP) for raw in cut["bmv2"].values()}
-    assert lasthop == {out_port == 1}
+    # Asymmetric DSCP: TRIMMED_LASTHOP facing a host, TRIMMED on a fabric port.
+    expected = protocol.TRIMMED_LASTHOP if out_port == 1 else protocol.TRIMMED
+    for name in cut:
+        assert {dscp_of(raw) for raw in cut[name].values()} == {DSCP[expected]}, name
     whole_bmv2, whole_kernel = by_psn(out_bmv2), by_psn(out_kernel)
     for psn in range(120):
         if psn not in cut["bmv2"] and psn not in cut["kernel"]:
             assert whole_bmv2[psn] == whole_kernel[psn], psn
+    # Both count under SONiC's names what they did.
+    p4 = counted_since(before, read_p4_counters(switch), out_port)
+    ebpf = kernel.counters()[out_port]
+    for name, counts in (("bmv2", p4), ("kernel", ebpf)):
+        assert counts["trim_pkts"] == counts["tx_trim_pkts"] == len(cut[name]), name
+        assert counts["dropped_trim_pkts"] == 0, name
 
 
-def test_untrimmable_packet_is_dropped_not_trimmed(planes):
-    burst = [frame(UP_TO_S1, payload=full(i), psn=i, dscp=protocol.DSCP_NO_TRIM)
-             for i in range(120)]
+@pytest.mark.parametrize("cls", [protocol.NO_TRIM, protocol.ROCE], ids=["no-trim", "roce"])
+def test_untrimmable_data_is_never_trimmed(planes, kernel, switch, cls):
+    # NO_TRIM overflows the data queue and is dropped; the lossless class is never
+    # dropped: its queue is deep and PFC (counted here: the ports' peers are not
+    # switches) pauses its sender first.
+    burst = [frame(UP_TO_S1, payload=full(i), psn=i, cls=cls) for i in range(120)]
+    before = read_p4_counters(switch)
     out_bmv2, out_kernel = burst_through_both(planes, 3, burst, seconds=15.0)
     for name, out in (("bmv2", out_bmv2), ("kernel", out_kernel)):
-        assert out and len(out) < 120, (name, len(out))  # the queue overflowed
         assert not trimmed_of(out), name
+        if cls == protocol.ROCE:
+            assert len(out) == 120, (name, len(out))
+        else:
+            assert out and len(out) < 120, (name, len(out))  # the queue overflowed
     got_bmv2, got_kernel = by_psn(out_bmv2), by_psn(out_kernel)
     assert abs(len(got_bmv2) - len(got_kernel)) <= THRESHOLD_SLACK
     both = set(got_bmv2) & set(got_kernel)
     assert {p: got_bmv2[p] for p in both} == {p: got_kernel[p] for p in both}
+    p4 = counted_since(before, read_p4_counters(switch), 3)
+    ebpf = kernel.counters()[3]
+    for name, counts, out in (("bmv2", p4, out_bmv2), ("kernel", ebpf, out_kernel)):
+        assert counts["trim_pkts"] == 0, name
+        assert counts["dropped"] == 120 - len(out), name
+    if cls == protocol.ROCE:
+        # The ingress port (0) sent its peer a pause on both.
+        p4_in = counted_since(before, read_p4_counters(switch), 0)
+        assert p4_in["pfc_xoff_tx"] >= 1 and kernel.counters()[0]["pfc_xoff_tx"] >= 1
 
 
-def test_control_packet_overtakes_queued_data(planes):
+def test_priority_class_overtakes_queued_data_whatever_its_payload(planes):
+    # A SACK, and a packet that carries a full DATA packet behind UDP but the CONTROL
+    # DSCP: both take the priority queue, neither is trimmed.
     burst = [frame(UP_TO_S1, payload=full(0), psn=i) for i in range(100)]
     answer = sack(UP_TO_S1)
-    out_bmv2, out_kernel = burst_through_both(planes, 3, [*burst, answer], seconds=15.0)
-    places = {}
+    disguised = frame(UP_TO_S1, payload=full(1), psn=500, cls=protocol.CONTROL)
+    out_bmv2, out_kernel = burst_through_both(planes, 3, [*burst, answer, disguised],
+                                              seconds=15.0)
     for name, out in (("bmv2", out_bmv2), ("kernel", out_kernel)):
-        sacks = [i for i, raw in enumerate(out) if Ether(raw)[MRC].type == protocol.SACK]
-        assert len(sacks) == 1, name
-        places[name] = sacks[0]
-        assert sacks[0] < QUEUE_PKTS, (name, sacks[0])  # ahead of the data still queued
-    assert out_bmv2[places["bmv2"]] == out_kernel[places["kernel"]]
+        early = [i for i, raw in enumerate(out) if dscp_of(raw) == DSCP[protocol.CONTROL]]
+        assert len(early) == 2, name
+        assert max(early) < QUEUE_PKTS, (name, early)  # ahead of the data still queued
+        assert [len(out[i]) for i in early] == [len(bytes(answer)), len(bytes(disguised))]
+    control = [[raw for raw in out if dscp_of(raw) == DSCP[protocol.CONTROL]]
+               for out in (out_bmv2, out_kernel)]
+    assert control[0] == control[1]
     expected = copy.deepcopy(answer)
     expected[Ether].src, expected[Ether].dst = SWITCH_MAC[3], PEER_MAC[3]
     expected[IPv6].dst, expected[IPv6].hlim = "fcbb:bb00:2001:1001:8003::", 63
-    assert out_bmv2[places["bmv2"]] == bytes(expected)
+    assert control[0][0] == bytes(expected)
+
+
+def read_p4_counters(switch) -> dict[str, dict[int, int]]:
+    from controller.program import read_counters
+
+    return read_counters(switch["grpc"], 1, switch["p4info"])
+
+
+def counted_since(before, after, port: int) -> dict[str, int]:
+    return {name: after[name].get(port, 0) - before[name].get(port, 0) for name in after}

@@ -72,7 +72,12 @@ test_lab03_ecn_marked_on_a_busy_uplink = project.test_ecn_marked_on_a_busy_uplin
 test_lab03_never_marked_on_the_last_hop_nor_when_not_ect = (
     project.test_never_marked_on_the_last_hop_nor_when_not_ect)
 test_lab03_trimming_with_a_saturated_queue = project.test_trimming_with_a_saturated_queue
-test_lab03_trimmed_on_the_last_hop_is_flagged_so = (
-    project.test_trimmed_on_the_last_hop_is_flagged_so)
-test_lab03_control_packets_are_never_trimmed_and_overtake_data = (
-    project.test_control_packets_are_never_trimmed_and_overtake_data)
+test_lab03_trimmed_on_the_last_hop_carries_trimmed_lasthop = (
+    project.test_trimmed_on_the_last_hop_carries_trimmed_lasthop)
+test_lab03_retransmissions_are_trimmable_too = project.test_retransmissions_are_trimmable_too
+test_lab03_untrimmable_data_is_never_trimmed = (
+    project.test_untrimmable_data_is_never_trimmed_and_a_full_queue_drops_it)
+test_lab03_the_priority_class_is_never_trimmed_and_overtakes_data = (
+    project.test_the_priority_class_is_never_trimmed_and_overtakes_data)
+test_lab03_roce_is_marked_on_the_last_hop = (
+    project.test_the_roce_class_is_marked_on_the_last_hop_and_mrc_data_is_not)

@@ -1,5 +1,5 @@
-"""PTF tests of the P4 switch on BMv2: shift-and-forward, drops, hop limit, ECN (per
-traffic class), trimming.
+"""PTF tests of the P4 switch on BMv2: shift-and-forward, drops, hop limit, and by traffic
+class (the DSCP alone): ECN, trimming, priority, the lossless class and its PFC count.
 
 Packets are built with scapy (and the MRC layer of hosts/mrc_scapy.py) and sent into
 the switch with ptf.testutils; the expected packets are built the same way, field by
@@ -32,14 +32,15 @@ H0, H3 = "fcbb:bb00:8000::", "fcbb:bb00:8003::"
 UP_TO_S1 = "fcbb:bb00:1000:2001:1001:8003::"  # h0 -> h3 through T1 spine 1 (port 3)
 DOWN_TO_H1 = "fcbb:bb00:1000:8001::"  # from a T1, last hop to h1 (port 1)
 ECT0, CE = protocol.ECN_ECT0, protocol.ECN_CE
+DSCP = protocol.DEFAULT_DSCP
 
 
 def frame(dst: str, in_port: int = 0, hop_limit: int = 64, ecn: int = 0,
-          payload: bytes = b"x" * 100, psn: int = 0, dscp: int = protocol.DSCP_TRIMMABLE):
-    """A DATA packet as a host or a T1 would send it into `in_port` (of mrc, whose
-    data is trimmable, unless `dscp` says otherwise)."""
+          payload: bytes = b"x" * 100, psn: int = 0, cls: int = protocol.TRIMMABLE):
+    """A DATA packet as a host or a T1 would send it into `in_port`, of traffic class
+    `cls` (its default DSCP; mrc's trimmable data unless said otherwise)."""
     return (Ether(src=PEER_MAC[in_port], dst=SWITCH_MAC[in_port])
-            / IPv6(src=H0, dst=dst, hlim=hop_limit, tc=protocol.traffic_class(dscp, ecn))
+            / IPv6(src=H0, dst=dst, hlim=hop_limit, tc=protocol.traffic_class(DSCP[cls], ecn))
             / UDP(sport=protocol.MRC_UDP_PORT, dport=protocol.MRC_UDP_PORT, chksum=0)
             / MRC(type=protocol.DATA, conn_id=3, ev=0x00010001, psn=psn, msg_len=100_000)
             / payload)
@@ -47,7 +48,7 @@ def frame(dst: str, in_port: int = 0, hop_limit: int = 64, ecn: int = 0,
 
 def sack(dst: str, in_port: int = 0):
     return (Ether(src=PEER_MAC[in_port], dst=SWITCH_MAC[in_port])
-            / IPv6(src=H0, dst=dst, tc=ECT0)
+            / IPv6(src=H0, dst=dst, tc=protocol.traffic_class(DSCP[protocol.CONTROL], ECT0))
             / UDP(sport=protocol.MRC_UDP_PORT, dport=protocol.MRC_UDP_PORT, chksum=0)
             / MRC(type=protocol.SACK, conn_id=3, ev=0x00010001) / MRCControl(cum_psn=7))
 
@@ -74,12 +75,23 @@ def collect(test, port: int, seconds: float) -> list:
 
 
 def counted(switch, counter: str, port: int) -> int:
-    """What the switch's `counter` (e.g. MrcEgress.trimmed_packets) holds for `port`."""
+    """What the switch's `counter` (controller/program.py COUNTERS: trim_pkts...)
+    holds for `port`."""
     return read_counters(switch["grpc"], 1, switch["p4info"])[counter].get(port, 0)
 
 
 def dropped(switch) -> dict[int, int]:
-    return read_counters(switch["grpc"], 1, switch["p4info"])["MrcIngress.dropped_packets"]
+    """What each ingress port could not route."""
+    return read_counters(switch["grpc"], 1, switch["p4info"])["unroutable"]
+
+
+def psn_of(pkt) -> int:
+    """The PSN of a packet that came out, trimmed or not (its MRC header is whole)."""
+    return MRC(bytes(pkt[UDP].payload)[:protocol.MRC_HEADER_BYTES]).psn
+
+
+def is_trimmed(pkt) -> bool:
+    return pkt[IPv6].tc >> 2 in (DSCP[protocol.TRIMMED], DSCP[protocol.TRIMMED_LASTHOP])
 
 
 # ---------------------------------------------------------------------- forwarding
@@ -146,11 +158,11 @@ def test_hop_limit(test, switch):
 
 # ---------------------------------------------------------------------- ECN
 def burst_through_a_busy_port(test, in_port: int, out_port: int, dst: str,
-                              ecn: int = ECT0, dscp: int = protocol.DSCP_TRIMMABLE):
+                              ecn: int = ECT0, cls: int = protocol.TRIMMABLE):
     """40 packets into `in_port` towards `dst` through `out_port` made a link of 50
     frames a second: (what was sent, what came out, the ECN bits of each)."""
     test.slow(out_port, 50)
-    burst = [frame(dst, in_port=in_port, ecn=ecn, psn=i, dscp=dscp) for i in range(40)]
+    burst = [frame(dst, in_port=in_port, ecn=ecn, psn=i, cls=cls) for i in range(40)]
     for pkt in burst:
         testutils.send_packet(test, in_port, pkt)
     out = collect(test, out_port, 2.0)
@@ -177,80 +189,111 @@ def test_never_marked_on_the_last_hop_nor_when_not_ect(test):
 def test_the_roce_class_is_marked_on_the_last_hop_and_mrc_data_is_not(test, switch):
     # ECN is configured per traffic class: a RoCE fabric marks every hop for DCQCN, an
     # MRC fabric never marks the last one. The same congested port to h1 serves both.
-    before = counted(switch, "MrcEgress.ecn_marked_packets", 1)
-    burst, out, marks = burst_through_a_busy_port(test, 2, 1, DOWN_TO_H1,
-                                                  dscp=protocol.DSCP_ROCE)
+    before = counted(switch, "ecn_marked", 1)
+    burst, out, marks = burst_through_a_busy_port(test, 2, 1, DOWN_TO_H1, cls=protocol.ROCE)
     assert [p[MRC].psn for p in out] == list(range(40))  # never trimmed, nothing lost
     # As on the uplink above: the packets that found 16 or more ahead of them carry CE.
     assert marks[:8] == [ECT0] * 8 and marks.count(CE) >= 16
     assert bytes(out[-1]) == bytes(forwarded(burst[-1], 1, "fcbb:bb00:8001::", ecn=CE))
-    assert counted(switch, "MrcEgress.ecn_marked_packets", 1) - before == marks.count(CE)
+    assert counted(switch, "ecn_marked", 1) - before == marks.count(CE)
     roce_marks = marks.count(CE)
     # The same burst of MRC data, trimmable or not, through the same queue: no mark.
-    for dscp in (protocol.DSCP_TRIMMABLE, protocol.DSCP_NO_TRIM):
-        _, out, marks = burst_through_a_busy_port(test, 2, 1, DOWN_TO_H1, dscp=dscp)
-        assert len(out) == 40 and marks == [ECT0] * 40, dscp
-    assert counted(switch, "MrcEgress.ecn_marked_packets", 1) - before == roce_marks
+    for cls in (protocol.TRIMMABLE, protocol.NO_TRIM):
+        _, out, marks = burst_through_a_busy_port(test, 2, 1, DOWN_TO_H1, cls=cls)
+        assert len(out) == 40 and marks == [ECT0] * 40, cls
+    assert counted(switch, "ecn_marked", 1) - before == roce_marks
 
 
 # ---------------------------------------------------------------------- trimming
-def test_trimming_with_a_saturated_queue(test, switch):
-    test.slow(3, 20)
-    burst = [frame(UP_TO_S1, payload=bytes([i]) * 1000, psn=i) for i in range(120)]
+def saturate(test, cls: int = protocol.TRIMMABLE, out_port: int = 3, seconds: float = 5.0):
+    """120 packets of class `cls` through `out_port` (an uplink, or the last hop to h1)
+    made a link of 20 frames a second: (what was sent, what came out)."""
+    dst, in_port = (UP_TO_S1, 0) if out_port == 3 else (DOWN_TO_H1, 2)
+    test.slow(out_port, 20)
+    burst = [frame(dst, in_port=in_port, payload=bytes([i]) * 1000, psn=i, cls=cls)
+             for i in range(120)]
     for pkt in burst:
-        testutils.send_packet(test, 0, pkt)
-    out = collect(test, 3, 5.0)
-    assert sorted(p[MRC].psn for p in out) == list(range(120))  # each whole or trimmed
-    whole = [p for p in out if not p[MRC].flags.TRIMMED]
-    cut = [p for p in out if p[MRC].flags.TRIMMED]
+        testutils.send_packet(test, in_port, pkt)
+    return burst, collect(test, out_port, seconds)
+
+
+def test_trimming_with_a_saturated_queue(test, switch):
+    before = {name: counted(switch, name, 3) for name in
+              ("trim_pkts", "tx_trim_pkts", "dropped_trim_pkts")}
+    burst, out = saturate(test)
+    assert sorted(psn_of(p) for p in out) == list(range(120))  # each whole or trimmed
+    whole = [p for p in out if not is_trimmed(p)]
+    cut = [p for p in out if is_trimmed(p)]
     assert whole and len(cut) >= 40
-    # A trimmed packet is exactly its headers: lengths fixed, flag set, checksum zero.
+    # A trimmed packet is the first trim-size bytes of what it was cut from, its DSCP
+    # TRIMMED (a fabric port), its lengths fixed; nothing behind UDP is written.
     first = cut[0]
-    expected = forwarded(burst[first[MRC].psn], 3, "fcbb:bb00:2001:1001:8003::")
-    expected[MRC].payload_len = 1000  # kept: what the receiver asks to be sent again
-    expected[MRC].remove_payload()
-    expected[MRC].flags = "TRIMMED"
+    sent = forwarded(burst[psn_of(first)], 3, "fcbb:bb00:2001:1001:8003::")
+    expected = copy.deepcopy(sent)
+    expected[IPv6].tc = protocol.traffic_class(DSCP[protocol.TRIMMED], protocol.ECN_NOT_ECT)
     expected[IPv6].plen = expected[UDP].len = protocol.TRIMMED_L4_BYTES
-    assert bytes(first) == bytes(expected) and len(bytes(first)) == protocol.TRIMMED_FRAME_BYTES
+    size = protocol.TRIMMED_FRAME_BYTES
+    assert bytes(first) == bytes(expected)[:size] and len(bytes(first)) == size
+    assert bytes(first)[protocol.WIRE_OVERHEAD:] == bytes(sent)[protocol.WIRE_OVERHEAD:size]
     # Whole packets carry their payload untouched.
     assert all(bytes(p[MRC].payload) == bytes([p[MRC].psn]) * 1000 for p in whole)
     # Trimmed headers ride the strict-priority queue: they overtake queued data.
     first_cut = out.index(cut[0])
-    assert any(p[MRC].psn < cut[0][MRC].psn for p in out[first_cut + 1:])
-    assert counted(switch, "MrcEgress.trimmed_packets", 3) >= len(cut)
+    assert any(psn_of(p) < psn_of(cut[0]) for p in out[first_cut + 1:])
+    # Counted under SONiC's names: every trim sent, none dropped.
+    assert counted(switch, "trim_pkts", 3) - before["trim_pkts"] == len(cut)
+    assert counted(switch, "tx_trim_pkts", 3) - before["tx_trim_pkts"] == len(cut)
+    assert counted(switch, "dropped_trim_pkts", 3) == before["dropped_trim_pkts"]
+
+
+def test_retransmissions_are_trimmable_too(test):
+    _, out = saturate(test, protocol.TRIMMABLE_RETX)
+    assert sorted(psn_of(p) for p in out) == list(range(120))
+    assert sum(map(is_trimmed, out)) >= 40
 
 
 def test_untrimmable_data_is_never_trimmed_and_a_full_queue_drops_it(test, switch):
-    before = counted(switch, "MrcEgress.trimmed_packets", 3)
-    test.slow(3, 20)
-    for i in range(120):  # the burst of the trimming test above, of mrc-no-trim
-        testutils.send_packet(test, 0, frame(UP_TO_S1, payload=bytes([i]) * 1000, psn=i,
-                                             dscp=protocol.DSCP_NO_TRIM))
-    out = collect(test, 3, 5.0)
-    assert out and not any(p[MRC].flags.TRIMMED for p in out)
+    before = {name: counted(switch, name, 3) for name in ("trim_pkts", "dropped")}
+    _, out = saturate(test, protocol.NO_TRIM)  # the trimming test's burst, of mrc-no-trim
+    assert out and not any(is_trimmed(p) for p in out)
     assert all(bytes(p[MRC].payload) == bytes([p[MRC].psn]) * 1000 for p in out)
-    assert len(out) < 120  # the queue overflowed: what did not fit was dropped
-    assert counted(switch, "MrcEgress.trimmed_packets", 3) == before
+    assert len(out) < 120  # the queue overflowed: what did not fit was dropped, counted
+    assert counted(switch, "dropped", 3) - before["dropped"] == 120 - len(out)
+    assert counted(switch, "trim_pkts", 3) == before["trim_pkts"]
 
 
-def test_trimmed_on_the_last_hop_is_flagged_so(test):
-    test.slow(1, 20)
-    for i in range(120):
-        testutils.send_packet(test, 2, frame(DOWN_TO_H1, in_port=2, payload=b"z" * 1000,
-                                             psn=i))
-    cut = [p for p in collect(test, 1, 5.0) if p[MRC].flags.TRIMMED]
-    assert cut and all(p[MRC].flags.TRIMMED_LASTHOP for p in cut)
+def test_trimmed_on_the_last_hop_carries_trimmed_lasthop(test):
+    _, out = saturate(test, out_port=1)
+    cut = [p for p in out if is_trimmed(p)]
+    assert cut and {p[IPv6].tc >> 2 for p in cut} == {DSCP[protocol.TRIMMED_LASTHOP]}
 
 
-def test_control_packets_are_never_trimmed_and_overtake_data(test):
+def test_the_priority_class_is_never_trimmed_and_overtakes_data(test):
+    # A SACK, and a full DATA packet behind UDP with the CONTROL DSCP: the switch reads
+    # no further than UDP, so both are priority packets.
     test.slow(3, 20)
     for i in range(100):
         testutils.send_packet(test, 0, frame(UP_TO_S1, payload=b"d" * 1000, psn=i))
     answer = sack(UP_TO_S1)
+    disguised = frame(UP_TO_S1, payload=b"c" * 1000, psn=500, cls=protocol.CONTROL)
     testutils.send_packet(test, 0, answer)
+    testutils.send_packet(test, 0, disguised)
     out = collect(test, 3, 5.0)
-    sacks = [i for i, p in enumerate(out) if p[MRC].type == protocol.SACK]
-    assert len(sacks) == 1
-    got = out[sacks[0]]
-    assert bytes(got) == bytes(forwarded(answer, 3, "fcbb:bb00:2001:1001:8003::"))
-    assert sacks[0] < 64  # ahead of the data still queued when it arrived
+    control = [i for i, p in enumerate(out) if p[IPv6].tc >> 2 == DSCP[protocol.CONTROL]]
+    assert len(control) == 2
+    assert bytes(out[control[0]]) == bytes(forwarded(answer, 3, "fcbb:bb00:2001:1001:8003::"))
+    assert bytes(out[control[1]]) == bytes(forwarded(disguised, 3,
+                                                     "fcbb:bb00:2001:1001:8003::"))
+    assert max(control) < 64  # ahead of the data still queued when they arrived
+
+
+# ---------------------------------------------------------------------- lossless class
+def test_the_lossless_class_is_never_dropped_and_its_ingress_counts_a_pause(test, switch):
+    # BMv2 cannot pause its peer: the pause is counted (pfc_xoff_tx, by ingress port)
+    # and the lossless queue is deep enough to hold the burst.
+    before = {"pause": counted(switch, "pfc_xoff_tx", 0), "dropped": counted(switch, "dropped", 3)}
+    _, out = saturate(test, protocol.ROCE, seconds=8.0)
+    assert sorted(psn_of(p) for p in out) == list(range(120))
+    assert not any(is_trimmed(p) for p in out)
+    assert counted(switch, "dropped", 3) == before["dropped"]
+    assert counted(switch, "pfc_xoff_tx", 0) - before["pause"] >= 1

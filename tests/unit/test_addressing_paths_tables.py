@@ -8,6 +8,7 @@ import pytest
 
 from controller.kernel import commands_for_intf, switch_commands
 from controller.tables import all_tables
+from hosts import protocol
 from hosts.protocol import EV_CHOICE_MASK, ev_plane, make_ev
 from topologies import addressing as a
 from topologies.model import load_topology
@@ -107,7 +108,10 @@ def test_tables_by_hand(small):
     t1 = tables["p0t1s1"]
     assert [(r.usid, r.port) for r in t1.routes] == [(0x1000, 0), (0x1001, 1)]
     assert not any(p.host_facing for p in t1.ports)
-    assert sum(t.entry_count for t in tables.values()) == 4 * (1 + 4 + 4) + 4 * (1 + 2 + 2)
+    # my-SID, routes, two per port (egress settings, ingress PFC thresholds), and each
+    # switch's eight traffic classes
+    assert sum(t.entry_count for t in tables.values()) \
+        == 4 * (1 + 4 + 2 * 4) + 4 * (1 + 2 + 2 * 2) + 8 * len(protocol.CLASS_NAMES)
 
 
 def test_every_path_is_routable_through_the_tables(small):

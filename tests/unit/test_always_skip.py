@@ -96,8 +96,8 @@ def test_a_path_silent_for_a_while_starts_afresh():
 def test_a_trimmed_packet_counts_as_arrived_and_the_baseline_is_not_judged():
     rx = Receiver(0, 1, lambda *a: None)
     for seq in range(40):
-        hdr = data(seq, 0, seq)._replace(flags=protocol.F_TRIMMED if seq % 3 else 0)
-        rx.on_data(hdr, None if seq % 3 else bytes(10), False, seq * 0.001)
+        trimmed = protocol.TRIMMED if seq % 3 else None
+        rx.on_data(data(seq, 0, seq), None if trimmed else bytes(10), False, seq * 0.001, trimmed)
     assert rx.path_windows[(0, 0)].missing()[1] == 0
     in_order = Receiver(0, 1, lambda *a: None, in_order=True)
     feed(in_order, [0])
@@ -105,7 +105,7 @@ def test_a_trimmed_packet_counts_as_arrived_and_the_baseline_is_not_judged():
 
 
 # ---------------------------------------------------------------------- the sender
-CFG = ProtocolConfig(window=64, evs_per_plane=4, mtu_payload=100, cc="off", tick_s=0.001)
+CFG = ProtocolConfig(window=64, ev_count=8, mtu_payload=100, cc="off", tick_s=0.001)
 
 
 def test_the_sender_stamps_each_path_with_its_own_sequence():

@@ -87,19 +87,28 @@ def test_encoding_is_canonical():
 def test_entries_for_a_t0_by_hand(tables):
     t0 = tables["p0t0r0"]
     entries = table_entries(P4INFO, t0)
-    assert len(entries) == t0.entry_count == 1 + 4 + 4
+    # my-SID, 4 routes, per port its settings and its PFC thresholds, 8 classes
+    assert len(entries) == t0.entry_count == 1 + 4 + 2 * 4 + 8
     my = entries[0]
-    assert my.table_id == 37375156 and my.action.action.action_id == 23743186
+    assert my.table_id == P4INFO.table("MrcIngress.my_usid").preamble.id
+    assert my.action.action.action_id == P4INFO.action("MrcIngress.usid_shift").preamble.id
     assert [m.exact.value for m in my.match] == [bytes.fromhex("fcbbbb00"),
                                                   bytes.fromhex("1000")]
     route = entries[3]  # to T1 plane 0 spine 0, uplink port 2
     assert [m.exact.value for m in route.match][1] == bytes.fromhex("2000")
     assert [p.value for p in route.action.action.params] == [
         b"\x02", bytes.fromhex("020020000000")]
-    host_port = entries[5]  # port 0 faces h0: host_facing 1, thresholds 16 and 48
+    # Port 0 faces h0: host-facing, ECN a step at 16, trim at 48 packets, trim size 94,
+    # TRIMMED_LASTHOP's DSCP 55, a queue of 64 and 881 trimmed headers; PFC 16 / 8.
+    host_port, pfc = entries[5], entries[6]
     assert [m.exact.value for m in host_port.match] == [b"\x00"]
     assert [p.value for p in host_port.action.action.params] == [
-        bytes.fromhex("020010000000"), b"\x01", b"\x10", b"\x30"]
+        bytes.fromhex("020010000000"), b"\x01", b"\x10", b"\x10", b"\x00", b"\x30", b"\x5e",
+        b"\x37", b"\x40", bytes.fromhex("0371")]
+    assert pfc.table_id == P4INFO.table("MrcIngress.pfc_config").preamble.id
+    assert [p.value for p in pfc.action.action.params] == [b"\x10", b"\x08"]
+    classes = {e.match[0].exact.value: e.action.action.params[0].value for e in entries[-8:]}
+    assert classes[bytes([46])] == bytes([2]) and classes[bytes([26])] == bytes([3])
 
 
 def test_unknown_names_raise_clear_errors():
@@ -112,7 +121,7 @@ def test_unknown_names_raise_clear_errors():
 def test_program_switch_writes_one_batch_and_reads_it_back(fake, tables):
     servicer, address = fake
     result = program_switch(address, 3, P4INFO, b'{"program": "json"}', tables["p1t1s0"])
-    assert result.write_batches == 1 and result.entries == 1 + 2 + 2
+    assert result.write_batches == 1 and result.entries == tables["p1t1s0"].entry_count
     assert len(servicer.writes) == 1  # the switch's whole static state in one request
     (write,) = servicer.writes
     assert write.device_id == 3 and write.election_id.low == 1

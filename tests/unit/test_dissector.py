@@ -2,9 +2,10 @@
 
 Packets are built with the project's scapy layer (hosts/mrc_scapy.py) on real paths of
 2tier-2plane (topologies/paths.py), written to a pcap, and decoded by `tshark -X
-lua_script:...`: every header field, the control body, the trimmed header, and the uSID
-list of the destination named by node from the run's topology.json. Skipped, with the
-reason, where tshark is not installed. The facts the Lua script repeats (it cannot
+lua_script:...`: every header field, the control body, the traffic class of the IPv6
+DSCP, packets trimmed as a switch trims them (DSCP rewritten, cut, lengths fixed), and
+the uSID list of the destination named by node from the run's topology.json. Skipped,
+with the reason, where tshark is not installed. The facts the Lua script repeats (it cannot
 import Python) are also compared with their Python home, with or without tshark.
 """
 
@@ -34,12 +35,16 @@ LUA_TEXT = DISSECTOR.read_text()
 FIELDS = ["mrc.version", "mrc.type", "mrc.flags", "mrc.plane", "mrc.reason",
           "mrc.conn_id.sender", "mrc.conn_id.receiver", "mrc.ev", "mrc.ev.plane",
           "mrc.msg_id", "mrc.psn", "mrc.offset", "mrc.msg_len", "mrc.payload_len",
-          "mrc.payload_present", "mrc.trimmed_bytes", "mrc.flags.trimmed",
-          "mrc.flags.trimmed_lasthop", "mrc.flags.always_skip", "mrc.path_seq",
+          "mrc.payload_present", "mrc.trimmed_bytes", "mrc.trimmed", "mrc.trimmed_kept",
+          "mrc.payload", "mrc.dscp", "mrc.class", "mrc.class.from",
+          "mrc.flags.always_skip", "mrc.path_seq",
           "mrc.path_seq.path", "mrc.path_seq.seq", "mrc.cum_psn", "mrc.sack_base", "mrc.bitmap",
           "mrc.bitmap_count", "mrc.echo_ev", "mrc.ecn_marks", "mrc.port_state",
           "mrc.planes_up", "usid.block", "usid.sid", "usid.node", "usid.active",
           "usid.path", "usid.src_node", "usid.names", "_ws.col.Info", "_ws.expert.message"]
+# Payload bytes of the trimmed DATA packets, and what a bigger trim size keeps of them.
+TRIMMED_PAYLOAD = 1200
+KEPT = 64
 
 
 @pytest.fixture(scope="module")
@@ -60,24 +65,33 @@ def dissector_loads():
     pytest.fail(f"tshark did not register mrc and usid: {done.stderr.strip()[:300]}")
 
 
-def frame(src: str, dst: str, mrc, body=None):
+def frame(src: str, dst: str, mrc, body=None, cls: int | None = None):
+    """A frame as an agent sends it, in traffic class `cls` (by default DATA's trimmable
+    class, the control class for the rest) at its default DSCP, ECT(0)."""
     from scapy.layers.inet import UDP
     from scapy.layers.inet6 import IPv6
     from scapy.layers.l2 import Ether
     from scapy.packet import Raw
 
+    if cls is None:
+        cls = protocol.TRIMMABLE if mrc.type == protocol.DATA else protocol.CONTROL
+    tc = protocol.traffic_class(protocol.DEFAULT_DSCP[cls], protocol.ECN_ECT0)
     # Zero UDP checksum and port 4793 both ways, as the agents send (docs/protocol.md).
     packet = (Ether(src="02:00:80:00:00:00", dst="02:00:10:00:00:00")
-              / IPv6(src=src, dst=dst)
+              / IPv6(src=src, dst=dst, tc=tc)
               / UDP(sport=protocol.MRC_UDP_PORT, dport=protocol.MRC_UDP_PORT, chksum=0) / mrc)
     if body is not None:
         packet = packet / (body if not isinstance(body, bytes) else Raw(body))
     return packet
 
 
+def pattern(size: int) -> bytes:
+    return bytes(i % 256 for i in range(size))
+
+
 def packets(fabric):
     """(description, scapy packet) of every kind the dissector must read."""
-    from hosts.mrc_scapy import MRC, MRCControl
+    from hosts.mrc_scapy import MRC, MRCControl, trim
 
     forward = catalogue(fabric, 0, 3)   # h0 -> h3: different racks, 4 uSIDs
     back = catalogue(fabric, 3, 0)
@@ -90,16 +104,30 @@ def packets(fabric):
             type=protocol.DATA, flags=protocol.F_LAST | protocol.F_RETRANSMIT, plane=0,
             conn_id=conn, ev=ev, msg_id=4, psn=41, offset=48000, msg_len=49200,
             path_seq=protocol.make_path_seq(1, 7)),
-            bytes(range(256)) * 4 + bytes(176))),
+            bytes(range(256)) * 4 + bytes(176), cls=protocol.TRIMMABLE_RETX)),
         # After the first T0 shifted its uSID out: p0t1s1 is now the active one.
         ("shifted", frame(h0, usid_address(p0s1.usids[1:]), MRC(
             type=protocol.DATA, plane=0, conn_id=conn, ev=ev, psn=42, offset=49200 - 100,
             msg_len=49200), bytes(100))),
-        # Trimmed on the last hop: the header alone, on the receiver's own address.
-        ("trimmed", frame(h0, h3, MRC(
-            type=protocol.DATA, flags=protocol.F_TRIMMED | protocol.F_TRIMMED_LASTHOP,
-            plane=1, conn_id=conn, ev=p1s0.ev, msg_id=4, psn=43, offset=1200, msg_len=49200,
-            payload_len=1200))),
+        # Trimmed on the last hop (h3's T0), to the default size: the headers alone, on
+        # the receiver's own address (every uSID before it shifted out).
+        ("trimmed", trim(frame(h0, h3, MRC(
+            type=protocol.DATA, plane=1, conn_id=conn, ev=p1s0.ev, msg_id=4, psn=43,
+            offset=1200, msg_len=49200), bytes(TRIMMED_PAYLOAD)),
+            protocol.DEFAULT_DSCP[protocol.TRIMMED_LASTHOP])),
+        # A retransmission trimmed in the fabric (a T1) by a switch that keeps KEPT bytes
+        # of payload more than the default size.
+        ("trimmed_fabric", trim(frame(h0, usid_address(p0s1.usids[2:]), MRC(
+            type=protocol.DATA, flags=protocol.F_RETRANSMIT, plane=0, conn_id=conn, ev=ev,
+            msg_id=4, psn=45, offset=2400, msg_len=49200), pattern(TRIMMED_PAYLOAD),
+            cls=protocol.TRIMMABLE_RETX),
+            protocol.DEFAULT_DSCP[protocol.TRIMMED], protocol.TRIMMED_FRAME_BYTES + KEPT)),
+        # Cut to the trim size, lengths fixed, but still in its trimmable class: a short
+        # packet, not a trimmed one.
+        ("short", trim(frame(h0, h3, MRC(
+            type=protocol.DATA, plane=1, conn_id=conn, ev=p1s0.ev, msg_id=4, psn=46,
+            offset=3600, msg_len=49200), bytes(TRIMMED_PAYLOAD)),
+            protocol.DEFAULT_DSCP[protocol.TRIMMABLE])),
         ("sack", frame(h3, back[1].address, MRC(
             type=protocol.SACK, flags=protocol.F_ECN_ECHO | protocol.F_ALWAYS_SKIP, plane=0,
             conn_id=conn, ev=ev,
@@ -123,8 +151,10 @@ def packets(fabric):
     ]
 
 
-def decode(pcap: Path, *options: str, env: dict | None = None) -> dict[str, dict]:
-    """tshark's reading of each packet: {description: {field: value}}."""
+def decode(pcap: Path, *options: str, env: dict | None = None,
+           names: list[str] | None = None) -> dict[str, dict]:
+    """tshark's reading of each packet: {description: {field: value}}; `names` describe
+    the packets of the pcap, by default those of packets()."""
     argv = [TSHARK, "-r", str(pcap), "-X", f"lua_script:{DISSECTOR}", *options, "-T", "fields",
             "-E", "separator=\t", "-E", "aggregator=|", "-E", "occurrence=a"]
     for field in FIELDS:
@@ -133,7 +163,8 @@ def decode(pcap: Path, *options: str, env: dict | None = None) -> dict[str, dict
     assert done.returncode == 0, done.stderr
     assert "Lua: Error" not in done.stderr, done.stderr
     rows = [dict(zip(FIELDS, line.split("\t"))) for line in done.stdout.splitlines()]
-    names = [name for name, _ in packets(load_topology("2tier-2plane"))]
+    if names is None:
+        names = [name for name, _ in packets(load_topology("2tier-2plane"))]
     assert len(rows) == len(names)
     return dict(zip(names, rows))
 
@@ -172,22 +203,70 @@ def test_every_header_field_of_a_data_packet(decoded):
     assert number(d["mrc.msg_id"]) == 4 and number(d["mrc.psn"]) == 41
     assert number(d["mrc.offset"]) == 48000 and number(d["mrc.msg_len"]) == 49200
     assert number(d["mrc.payload_len"]) == number(d["mrc.payload_present"]) == 1200
-    assert d["mrc.trimmed_bytes"] == "" and not flag(d["mrc.flags.trimmed"])
+    assert d["mrc.trimmed_bytes"] == d["mrc.trimmed"] == d["mrc.trimmed_kept"] == ""
+    assert d["mrc.payload"] != ""
+    assert d["mrc.class"] == protocol.CLASS_NAMES[protocol.TRIMMABLE_RETX]
+    assert number(d["mrc.dscp"]) == protocol.DEFAULT_DSCP[protocol.TRIMMABLE_RETX]
+    assert d["mrc.class.from"].startswith("topology.json of 2tier-2plane")
     assert number(d["mrc.path_seq"]) == 0x0107 and not flag(d["mrc.flags.always_skip"])
     assert number(d["mrc.path_seq.path"]) == 1 and number(d["mrc.path_seq.seq"]) == 7
     assert d["_ws.col.Info"] == ("DATA psn=41 ev=0x0000000f off=48000 len=1200 "
                                  "[LAST,RETRANSMIT]")
 
 
-def test_a_trimmed_header_is_shown_as_trimmed(decoded):
-    d = decoded["trimmed"]
-    assert flag(d["mrc.flags.trimmed"]) and flag(d["mrc.flags.trimmed_lasthop"])
-    assert number(d["mrc.payload_len"]) == 1200
+@pytest.mark.parametrize("name, cls, where, kept", [
+    ("trimmed", protocol.TRIMMED_LASTHOP, "last hop", 0),
+    ("trimmed_fabric", protocol.TRIMMED, "fabric", KEPT),
+])
+def test_a_trimmed_header_is_shown_as_trimmed(decoded, name, cls, where, kept):
+    # Told by the DSCP the switch wrote, TRIMMED in the fabric or TRIMMED_LASTHOP on the
+    # port facing the receiver; what the trim kept of the payload is no payload.
+    d = decoded[name]
+    assert number(d["mrc.dscp"]) == protocol.DEFAULT_DSCP[cls]
+    assert d["mrc.class"] == protocol.CLASS_NAMES[cls] and d["mrc.trimmed"] == where
+    assert number(d["mrc.payload_len"]) == TRIMMED_PAYLOAD
+    assert number(d["mrc.payload_present"]) == kept
+    assert number(d["mrc.trimmed_bytes"]) == TRIMMED_PAYLOAD - kept
+    assert d["mrc.payload"] == ""
+    assert d["mrc.trimmed_kept"].replace(":", "") == pattern(kept).hex()
+    # The note on a trimmed header, and no warning about its length.
+    assert [m for m in d["_ws.expert.message"].split("|") if "payload" in m] == [
+        f"Trimmed DATA ({where}): payload_len {TRIMMED_PAYLOAD}, {kept} bytes present, "
+        f"{TRIMMED_PAYLOAD - kept} cut by a switch"]
+    assert f"(trimmed, {where})" in d["_ws.col.Info"]
+    assert number(d["mrc.type"]) == protocol.DATA and number(d["mrc.flags"]) & 0x03 == 0
+
+
+def test_a_short_packet_in_a_trimmable_class_is_not_trimmed(decoded):
+    # Cut as a trim cuts, lengths fixed, but its DSCP is still the sender's: a packet
+    # that lost its tail, which the dissector says is wrong.
+    d = decoded["short"]
+    assert d["mrc.class"] == protocol.CLASS_NAMES[protocol.TRIMMABLE]
+    assert d["mrc.trimmed"] == d["mrc.trimmed_bytes"] == ""
     assert number(d["mrc.payload_present"]) == 0
-    assert number(d["mrc.trimmed_bytes"]) == 1200
-    assert "Trimmed DATA: payload_len 1200, 0 bytes present" in d["_ws.expert.message"]
-    assert d["_ws.col.Info"].endswith("(trimmed) [TRIMMED,TRIMMED_LASTHOP]")
-    assert number(d["mrc.plane"]) == 1 and number(d["mrc.psn"]) == 43
+    assert f"payload_len {TRIMMED_PAYLOAD} but 0 bytes present" in d["_ws.expert.message"]
+    assert "Trimmed" not in d["_ws.expert.message"] and "trimmed" not in d["_ws.col.Info"]
+
+
+def test_the_trim_helper_cuts_as_a_switch_does(fabric):
+    from scapy.layers.inet import UDP
+    from scapy.layers.inet6 import IPv6
+
+    from hosts.mrc_scapy import trim
+
+    whole = dict(packets(fabric))["data"]
+    for size in (protocol.TRIMMED_FRAME_BYTES, protocol.TRIMMED_FRAME_BYTES + KEPT):
+        cut = trim(whole, protocol.DEFAULT_DSCP[protocol.TRIMMED_LASTHOP], size)
+        raw, before = bytes(cut), bytes(whole)
+        assert len(raw) == size
+        assert cut[IPv6].tc == protocol.traffic_class(
+            protocol.DEFAULT_DSCP[protocol.TRIMMED_LASTHOP], protocol.ECN_ECT0)
+        assert cut[IPv6].plen == cut[UDP].len == size - (len(before) - len(whole[UDP]))
+        assert cut[UDP].chksum == 0
+        behind_udp = len(before) - len(whole[UDP]) + protocol.UDP_HEADER_BYTES
+        assert raw[behind_udp:] == before[behind_udp:size]
+    with pytest.raises(ValueError, match="trims"):
+        trim(whole, size_bytes=protocol.TRIMMED_FRAME_BYTES - 1)
 
 
 def test_the_control_body_of_a_sack(decoded):
@@ -213,11 +292,11 @@ def test_every_packet_type_reason_and_flag_has_the_protocols_name(decoded):
     nack = decoded["nack"]
     assert number(nack["mrc.reason"]) == protocol.R_TRIMMED_LASTHOP
     assert ("reason=" + protocol.REASON_NAMES[protocol.R_TRIMMED_LASTHOP]) in nack["_ws.col.Info"]
-    shown = decoded["data"]["_ws.col.Info"] + decoded["trimmed"]["_ws.col.Info"]
-    shown += decoded["sack"]["_ws.col.Info"]
-    for bit in (protocol.F_TRIMMED, protocol.F_TRIMMED_LASTHOP, protocol.F_ECN_ECHO,
-                protocol.F_LAST, protocol.F_RETRANSMIT, protocol.F_ALWAYS_SKIP):
-        assert protocol.FLAG_NAMES[bit] in shown
+    shown = decoded["data"]["_ws.col.Info"] + decoded["sack"]["_ws.col.Info"]
+    for flag_name in protocol.FLAG_NAMES.values():
+        assert flag_name in shown
+    for name in ("sack", "nack", "probe", "probe_reply", "plane_status"):
+        assert decoded[name]["mrc.class"] == protocol.CLASS_NAMES[protocol.CONTROL]
     status = decoded["plane_status"]
     assert number(status["mrc.port_state"]) == 0b01 and status["mrc.planes_up"] == "0"
     assert "MRC" not in status["_ws.expert.message"]  # well formed: no malformed warning
@@ -245,11 +324,12 @@ def lua_constant(name: str) -> str:
     return match.group(1)
 
 
-def lua_table(name: str) -> dict[int, str]:
+def lua_table(name: str) -> dict[int, str | int]:
     start = LUA_TEXT.index(f"local {name} = {{")
     body = LUA_TEXT[start:LUA_TEXT.index("}\n", start)]
     pairs = re.findall(r"\[(\d+)\] = \"(\w+)\"", body)
     pairs += re.findall(r"\{ (0x[0-9A-Fa-f]+), \"(\w+)\" \}", body)
+    pairs += [(k, int(v)) for k, v in re.findall(r"\[(\d+)\] = (\d+)", body)]
     return {int(k, 0): v for k, v in pairs}
 
 
@@ -259,9 +339,15 @@ def test_the_scripts_facts_match_their_python_home():
     assert int(lua_constant("CONTROL_BODY_BYTES")) == protocol.CONTROL_BODY_BYTES
     assert int(lua_constant("DATA")) == protocol.DATA
     assert int(lua_constant("NACK")) == protocol.NACK
-    assert int(lua_constant("F_TRIMMED"), 0) == protocol.F_TRIMMED
     assert lua_table("TYPE_NAMES") == protocol.TYPE_NAMES
     assert lua_table("FLAG_BITS") == protocol.FLAG_NAMES
+    assert lua_table("CLASS_NAMES") == dict(enumerate(protocol.CLASS_NAMES))
+    assert lua_table("DEFAULT_DSCP") == dict(enumerate(protocol.DEFAULT_DSCP))
+    assert int(lua_constant("TRIMMED")) == protocol.TRIMMED
+    assert int(lua_constant("TRIMMED_LASTHOP")) == protocol.TRIMMED_LASTHOP
+    # The largest DSCP fills the traffic class byte beside the two ECN bits.
+    max_dscp = int(lua_constant("MAX_DSCP"))
+    assert protocol.traffic_class(max_dscp, protocol.ECN_MASK) == 0xFF
     assert lua_table("REASON_NAMES") == {0: "none", **protocol.REASON_NAMES}
     assert int(lua_constant("LOCATOR_BLOCK"), 0) == addressing.LOCATOR_BLOCK
     assert int(lua_constant("MAX_USIDS")) == addressing.MAX_USIDS
@@ -281,12 +367,60 @@ def test_names_come_from_the_topology_file(capture, dissector_loads, fabric):
     assert "uSID 0x8003 is not a node of 2tier-2plane" in d["_ws.expert.message"]
 
 
+def test_an_operators_code_points_come_from_the_topology_file(capture, dissector_loads,
+                                                              fabric):
+    """A topology that gives TRIMMED its own DSCP: that one is trimmed, the default not."""
+    from scapy.utils import wrpcap
+
+    from hosts.mrc_scapy import MRC, trim
+
+    operators = 40
+    assert operators not in protocol.DEFAULT_DSCP
+    whole = frame(host_address(0), host_address(3), MRC(
+        type=protocol.DATA, conn_id=3, psn=1, msg_len=TRIMMED_PAYLOAD), bytes(TRIMMED_PAYLOAD))
+    pcap = capture / "code-points.pcap"
+    wrpcap(str(pcap), [trim(whole, operators),
+                       trim(whole, protocol.DEFAULT_DSCP[protocol.TRIMMED])])
+    doc = resolved_topology(fabric)
+    path = capture / "code-points.json"
+
+    def read() -> tuple[dict, dict]:
+        path.write_text(json.dumps(doc))
+        rows = decode(pcap, "-o", f"usid.topology:{path}", names=["operators", "default"])
+        return rows["operators"], rows["default"]
+
+    doc["spec"]["traffic_classes"][protocol.CLASS_NAMES[protocol.TRIMMED]] = operators
+    theirs, default = read()
+    assert theirs["mrc.class"] == protocol.CLASS_NAMES[protocol.TRIMMED]
+    assert theirs["mrc.trimmed"] == "fabric" and number(theirs["mrc.dscp"]) == operators
+    assert theirs["mrc.class.from"] == f"topology.json of 2tier-2plane ({path})"
+    assert default["mrc.class"] == "unnamed" and default["mrc.trimmed"] == ""
+    assert f"payload_len {TRIMMED_PAYLOAD} but 0 bytes present" in default["_ws.expert.message"]
+
+    # A topology.json written before it carried the classes: the defaults hold.
+    del doc["spec"]["traffic_classes"]
+    theirs, default = read()
+    assert theirs["mrc.class"] == "unnamed" and default["mrc.trimmed"] == "fabric"
+    assert default["mrc.class.from"] == "the defaults (topology.json of 2tier-2plane names none)"
+
+    # A code point that is no DSCP: the file is not used, and that is said.
+    doc["spec"]["traffic_classes"] = {protocol.CLASS_NAMES[protocol.TRIMMED]: 99}
+    theirs, default = read()
+    assert default["mrc.trimmed"] == "fabric"
+    assert "spec.traffic_classes.trimmed: 99 is not a DSCP (0 to 63)" in default["mrc.class.from"]
+    assert "spec.traffic_classes.trimmed: 99" in default["_ws.expert.message"]
+
+
 def test_without_a_file_the_addressing_rule_names_the_nodes(capture, dissector_loads):
     env = {k: v for k, v in os.environ.items() if k != "MRC_TOPOLOGY_JSON"}
-    d = decode(capture / "h0-eth0.pcap", env=env)["data"]
+    decoded = decode(capture / "h0-eth0.pcap", env=env)
+    d = decoded["data"]
     assert d["usid.path"] == "p0t0r0 > p0t1s1 > p0t0r1 > h3"
     assert d["usid.names"] == "the addressing rule"
     assert "topology.json" not in d["_ws.expert.message"]
+    # The default code points name the classes.
+    assert d["mrc.class.from"] == "the defaults (no topology.json names them)"
+    assert decoded["trimmed"]["mrc.trimmed"] == "last hop"
 
 
 def test_a_broken_topology_file_is_said_and_the_rule_takes_over(capture, dissector_loads):

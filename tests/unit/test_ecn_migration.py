@@ -80,7 +80,7 @@ def test_migrate_reuses_a_spare_of_the_target_path():
 
 
 # ---------------------------------------------------------------------- the sender's rule
-CFG = ProtocolConfig(window=64, evs_per_plane=2, mtu_payload=100, cc="off", tick_s=0.001,
+CFG = ProtocolConfig(window=64, ev_count=4, mtu_payload=100, cc="off", tick_s=0.001,
                      ecn_migrate_marks=2, ecn_migrate_acks=4, pin_path=[0, 0])
 
 

@@ -43,17 +43,21 @@ def test_evs_name_the_paths_of_the_catalogue():
         assert (path.plane, path.spine) == (e.plane, e.key[1])
 
 
-def test_default_size_comes_from_the_catalogue():
+def test_ev_count_is_split_over_the_planes_and_defaults_to_eight_per_plane():
     config = ProtocolConfig()
-    # Four EVs per path, at least eight per plane, at most 256 per connection.
-    assert config.evs_for(1) == 8 and config.evs_for(2) == 8 and config.evs_for(3) == 12
-    assert config.evs_for(16) == 64 and config.evs_for(16, planes=8) == 32
-    assert ProtocolConfig(evs_per_plane=5).evs_for(3) == 5
-    assert ProtocolConfig(evs_per_plane=256).evs_for(2, planes=2) == 128
-    evs = make(planes=1, paths=3, per_plane=config.evs_for(3))
-    assert set(Counter(e.key for e in evs.rotation).values()) == {4}
-    with pytest.raises(ConfigError, match="protocol.evs_per_plane"):
-        ProtocolConfig(evs_per_plane=257)
+    # Eight per plane whatever the plane's paths; ev_count (OCP MRC's name) is the
+    # connection's total, rounded down to a multiple of the planes, at most 256.
+    assert config.evs_for(1) == 8 and config.evs_for(8) == 8 and config.evs_for(32) == 8
+    assert ProtocolConfig(ev_count=20).evs_for(3) == 6
+    assert ProtocolConfig(ev_count=2).evs_for(4) == 1  # at least one per plane
+    assert ProtocolConfig(ev_count=256).evs_for(2) == 128
+    with pytest.raises(ConfigError, match="protocol.ev_count: at most 256"):
+        ProtocolConfig(ev_count=257)
+    with pytest.raises(ConfigError, match="protocol.ev_min_active: must not be above ev_count"):
+        ProtocolConfig(ev_count=2, ev_min_active=3)
+    # The old per-plane setting is refused with its replacement named.
+    with pytest.raises(ConfigError, match="protocol.evs_per_plane: renamed; use ev_count"):
+        ProtocolConfig.with_overrides({"evs_per_plane": 4})
 
 
 def ev_set(me, peer, conn_id, seed=0, planes=2, paths=2):
@@ -184,16 +188,102 @@ def test_a_backup_on_a_path_that_fails_is_retired_with_it_and_never_used():
     assert all(e.key == (0, 1) for e in evs.rotation)
 
 
-def test_due_probes_back_off_and_wait_for_the_plane():
+def test_due_probes_back_off_while_unanswered_and_wait_for_the_plane():
     evs = make()
     evs.retire(evs.rotation[0], 0.0, 0.05)
     assert evs.due_probes(0.04, 0.8) == []
-    (bad,) = evs.due_probes(0.05, 0.8)
-    assert bad.probes == 1 and bad.probe_at == pytest.approx(0.15)  # waits doubled
+    (bad,) = evs.due_probes(0.05, 0.8, bound=0.01)
+    assert bad.probes == 1 and bad.pending == (1, 0.05)
+    assert evs.due_probes(0.055, 0.8, bound=0.01) == []  # its reply may still come
+    # Unanswered past the bound: a failure; the wait doubles from the probe's send.
+    assert evs.due_probes(0.07, 0.8, bound=0.01) == [] and evs.unanswered == [bad]
+    assert bad.pending is None and bad.probe_at == pytest.approx(0.15)
     evs.set_plane(0, False)
     assert evs.due_probes(1.0, 0.8) == []  # nothing to probe on a plane that is down
     evs.set_plane(0, True)
-    assert evs.due_probes(1.0, 0.2)[0].wait == pytest.approx(0.2)  # capped
+    assert evs.due_probes(1.0, 0.8) == [bad]
+    assert evs.due_probes(2.0, 0.2, bound=0.01) == [bad] and bad.wait == pytest.approx(0.2)
+
+
+def probe_and_answer(evs, key, now, ok=True, after=0.001, bound=0.05, needed=3):
+    """Send the path's due probe at `now` and answer it `after` later."""
+    (bad,) = evs.due_probes(now, 0.8, bound)
+    return evs.probe_answered(key, bad.pending[0], now + after, ok, bound, needed, 0.01, 0.8)
+
+
+def test_a_path_returns_after_successes_in_a_row_spaced_apart():
+    evs = make(planes=1, paths=2, per_plane=2)
+    victim = evs.rotation[0]
+    evs.retire(victim, 0.0, 0.05)
+    assert probe_and_answer(evs, victim.key, 0.05) is False  # one success of three
+    bad = evs.bad[victim.key]
+    assert bad.successes == 1 and bad.probe_at == pytest.approx(0.061)  # the spacing
+    assert evs.due_probes(0.055, 0.8, 0.05) == []
+    assert probe_and_answer(evs, victim.key, 0.062) is False
+    assert probe_and_answer(evs, victim.key, 0.074) is True  # the third in a row
+    assert evs.reinstate(victim.key, 0.075) and victim.state == GOOD
+
+
+@pytest.mark.parametrize("ok, after", [(False, 0.001), (True, 0.06)])
+def test_a_marked_or_late_reply_is_a_failure_and_starts_the_count_again(ok, after):
+    evs = make(planes=1, paths=2, per_plane=2)
+    victim = evs.rotation[0]
+    evs.retire(victim, 0.0, 0.05)
+    assert probe_and_answer(evs, victim.key, 0.05) is False
+    assert probe_and_answer(evs, victim.key, 0.062, ok=ok, after=after) is False
+    bad = evs.bad[victim.key]
+    assert bad.successes == 0 and bad.wait == pytest.approx(0.1)
+    assert bad.probe_at == pytest.approx(0.162)  # the doubled wait, from that probe's send
+
+
+def test_a_duplicate_or_stray_reply_counts_for_nothing():
+    evs = make(planes=1, paths=2, per_plane=2)
+    victim = evs.rotation[0]
+    evs.retire(victim, 0.0, 0.05)
+    (bad,) = evs.due_probes(0.05, 0.8, 0.05)
+    seq = bad.pending[0]
+    assert evs.probe_answered(victim.key, seq + 1, 0.051, True, 0.05, 2, 0.01, 0.8) is None
+    assert evs.probe_answered(victim.key, seq, 0.051, True, 0.05, 2, 0.01, 0.8) is False
+    # The same reply again (it came on two reverse EVs): not a second success.
+    assert evs.probe_answered(victim.key, seq, 0.052, True, 0.05, 2, 0.01, 0.8) is None
+    assert bad.successes == 1
+
+
+def test_the_backoff_outlives_a_reinstatement_and_decays_with_good_service():
+    evs = make(planes=1, paths=2, per_plane=2)
+    victim = evs.rotation[0]
+    evs.retire(victim, 0.0, 0.05, 0.8)
+    evs.bad[victim.key].wait = 0.2  # two unanswered probes so far
+    evs.reinstate(victim.key, 1.0)
+    # Retired again at once: twice the wait it had reached, not the 50 ms minimum.
+    evs.retire(victim, 1.01, 0.05, 0.8)
+    assert evs.bad[victim.key].probe_at == pytest.approx(1.41)
+    evs.reinstate(victim.key, 2.0)  # reached 0.4
+    # Good for 1.2 s: 0.8 (doubled, capped) halved after 0.8 s, and again after 0.4 s.
+    evs.retire(victim, 3.2, 0.05, 0.8)
+    assert evs.bad[victim.key].wait == pytest.approx(0.2)
+    evs.reinstate(victim.key, 4.0)
+    evs.retire(victim, 100.0, 0.05, 0.8)  # long ago: afresh
+    assert evs.bad[victim.key].wait == pytest.approx(0.05)
+
+
+def test_preferred_paths_only_and_fallback_while_they_are_bad():
+    # A same-rack pair: path 0 is the direct one, 1 and 2 detours over spines.
+    direct = EvSet(2, 3, 4, random.Random(1), preferred=(0,))
+    assert {e.key[1] for e in direct.rotation} == {0}
+    direct.retire(direct.rotation[0], 0.0, 0.05)  # the direct path of plane 0 fails
+    assert {e.plane for e in direct.rotation} == {1}  # plane 0 shrinks: no detour
+    assert direct.migrate(direct.rotation[0]) is None  # nowhere else to go
+    fallback = EvSet(2, 3, 4, random.Random(1), preferred=(0,), fallback=(1, 2))
+    fallback.retire(fallback.rotation[0], 0.0, 0.05)
+    detours = [e for e in fallback.rotation if e.plane == 0]
+    assert len(detours) == 4 and {e.key[1] for e in detours} <= {1, 2}
+    # The direct path back: every detour EV makes way for it.
+    fallback.reinstate((0, 0), 1.0)
+    assert {e.key for e in fallback.rotation if e.plane == 0} == {(0, 0)}
+    assert all(not e.active for e in detours)
+    with pytest.raises(EvSetError, match="must be among the plane's 3"):
+        EvSet(1, 3, 4, random.Random(1), preferred=(3,))
 
 
 def test_plane_down_takes_its_evs_out_of_the_walk_and_back():

@@ -19,6 +19,7 @@ from experiments.faults import (
 from experiments.faults.kinds.link import OneWayCut, links_fail_pick, max_links_fail
 from experiments.targets import apply_fault
 from tests.steps import step
+from topologies.ebpf_program import EbpfError
 from topologies.model import build_fabric
 
 
@@ -268,27 +269,28 @@ def test_before_start_steps_are_logged_at_0_and_restored_with_the_rest():
 
 # ---------------------------------------------------------------------- where eBPF cannot run
 class Node:
-    """A node whose shell answers every command as a kernel without cls_bpf would."""
-
-    @staticmethod
-    def cmd(command: str) -> str:
-        from topologies.ebpf_port import _STATUS
-
-        return f"Error: Specified qdisc kind is unknown.\n{_STATUS}2"
+    pid, inNamespace = 4242, True
 
 
 class Net:
     def __init__(self):
-        self.ebpf_ports = {}
+        self.ebpf_ports, self.ebpf = {}, None
 
     def get(self, name):
         return Node()
 
 
+class UnknownQdisc:
+    """The program as a kernel without cls_bpf takes it: attaching fails."""
+
+    @staticmethod
+    def attach(pid, intfs, before=()):
+        raise EbpfError(f"tc -batch -: Error: Specified qdisc kind is unknown. ({intfs[0]})")
+
+
 def test_a_one_way_cut_where_ebpf_cannot_run_fails_with_the_reason(fabric, monkeypatch,
                                                                    tmp_path):
     from experiments import ebpf_switch
-    from topologies.ebpf_port import EbpfError
 
     (down,) = parse_faults([{"kind": "link-down", "link": ["h0", "p0t0r0"], "from": "h0",
                              "at_s": 0}], fabric)
@@ -298,7 +300,8 @@ def test_a_one_way_cut_where_ebpf_cannot_run_fails_with_the_reason(fabric, monke
                                         r"built"):
         apply_fault(Net(), fabric, down, Recorder())
     (tmp_path / "missing.o").write_bytes(b"")
-    with pytest.raises(EbpfError, match=r"which this machine did not load: tc qdisc replace "
-                                        r"dev h0-eth0 clsact: Error: Specified qdisc kind is "
-                                        r"unknown\.$"):
+    monkeypatch.setattr(ebpf_switch, "_program", lambda net: UnknownQdisc())
+    with pytest.raises(EbpfError, match=r"which this machine did not load: tc -batch -: "
+                                        r"Error: Specified qdisc kind is unknown\. "
+                                        r"\(h0-eth0\)$"):
         apply_fault(Net(), fabric, down, Recorder())

@@ -7,10 +7,11 @@ import pytest
 
 from controller import ebpf_config as cfg
 from experiments.bringup import Network
-from experiments.ebpf_switch import EbpfStatus, counter_totals
+from experiments.ebpf_switch import EbpfStatus
 from experiments.faults import FaultError, FaultInjector, parse_faults
 from experiments.kernel_target import KernelTarget
 from experiments.report import write_report
+from experiments.switch_counters import counter_totals
 from tests.steps import step
 from topologies.addressing import parse_usids
 from topologies.shaping import ShapingFeatures
@@ -128,8 +129,8 @@ def test_counter_totals_split_host_facing_from_fabric_ports_and_host_nics(fabric
     after["p0t0r0"]["p0t0r0-eth0"]["ecn_marked"] = 1  # unchanged on a host-facing port
     totals = counter_totals(fabric, before, after)
     # 8 switches: 4 T0 with 2 host ports and 2 uplinks, 4 T1 with 2 downlinks.
-    assert totals["host_ports"]["trimmed"] == 8 * 3
-    assert totals["fabric_ports"]["trimmed"] == 16 * 3
+    assert totals["host_ports"]["trim_pkts"] == 8 * 3
+    assert totals["fabric_ports"]["trim_pkts"] == 16 * 3
     assert totals["host_ports"]["ecn_marked"] == 7 * 3
     assert totals["host_nics"]["fault_dropped"] == 100
     assert "host_nics" not in counter_totals(fabric, before, _counters(fabric, 2))
@@ -160,7 +161,7 @@ def test_link_emulation_says_what_emulates_ecn_trimming_and_faults():
 def test_the_report_shows_the_switch_counters_of_each_transport(tmp_path):
     counters = {"host_ports": dict.fromkeys(cfg.COUNTERS, 0),
                 "fabric_ports": dict.fromkeys(cfg.COUNTERS, 0)}
-    counters["host_ports"]["trimmed"], counters["fabric_ports"]["ecn_marked"] = 120, 45
+    counters["host_ports"]["trim_pkts"], counters["fabric_ports"]["ecn_marked"] = 120, 45
     block = {"transport": "mrc", "transfers_done": 3, "transfers": 3, "workload_s": 1.0,
              "goodput_mbps": 24.0, "peak_goodput_mbps": 30.0, "fct_p50_s": 0.5,
              "fct_p99_s": 0.9, "victim_fct_s": None, "timed_out": False,
@@ -169,8 +170,9 @@ def test_the_report_shows_the_switch_counters_of_each_transport(tmp_path):
                "hosts": 4, "switches": 8, "planes": 2, "transports": [block]}
     write_report(tmp_path / "report.md", summary)
     text = (tmp_path / "report.md").read_text()
-    assert "| switch ports: trimmed (host / fabric) | 120 / 0 |" in text
-    assert "| switch ports: ecn marked (host / fabric) | 0 / 45 |" in text
+    assert "| switch ports: TRIM_PKTS (host / fabric) | 120 / 0 |" in text
+    assert "| switch ports: ECN marked (host / fabric) | 0 / 45 |" in text
+    assert "PFC paused" not in text  # a counter no port counted (BMv2 has none)
     assert "host ports: fault dropped" not in text
     counters["host_nics"] = dict(counters["host_ports"], fault_dropped=7)
     write_report(tmp_path / "report.md", summary)
@@ -184,16 +186,14 @@ def test_a_program_that_cannot_be_built_is_a_reason_not_an_error(tmp_path, monke
     source.write_text("")
     monkeypatch.setattr(ebpf_switch.cfg, "OBJECT", tmp_path / "out.o")
     monkeypatch.setattr(ebpf_switch.cfg, "BUILD_INPUTS", (source,))
-    never_run = []
     monkeypatch.setattr(ebpf_switch.cfg, "compile_command",
                         lambda: ["no-such-clang", "-c", str(source)])
-    status = ebpf_switch.prepare(never_run.append)
+    status = ebpf_switch.prepare(None)  # never tried: nothing was built
     assert status == EbpfStatus(False, "no eBPF switch program: no-such-clang not found: "
                                        "the eBPF switch needs clang and libbpf-dev (make deps)")
     monkeypatch.setattr(ebpf_switch.cfg, "compile_command",
                         lambda: ["sh", "-c", "echo 'x.c:1:1: error: nope' >&2; echo more >&2; "
                                              "exit 1"])
-    status = ebpf_switch.prepare(never_run.append)
+    status = ebpf_switch.prepare(None)  # never tried: nothing was built
     assert status == EbpfStatus(False, "no eBPF switch program: compiling out.o failed: "
                                        "x.c:1:1: error: nope")
-    assert never_run == []  # nothing was tried on a namespace without an object

@@ -48,7 +48,7 @@ LAYERS = {
     "topologies.linkstate": "nodes",
     "topologies.offloads": "nodes",
     "topologies.shaping": "nodes",
-    "topologies.ebpf_port": "nodes",
+    "topologies.ebpf_program": "nodes",
 }
 PACKAGE_LAYERS = {
     "controller": "logic",

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from labs import course
-from labs.p4lab import P4SRC, PIECES, build_program, find_piece, normalized, splice
+from labs.p4lab import MAIN, P4SRC, PIECES, build_program, find_piece, normalized, splice
 
 REPO = Path(__file__).resolve().parents[2]
 SOLUTION_RUNS = course.lab_dir("06") / "solution" / "runs"
@@ -88,12 +88,41 @@ def test_p4_solutions_are_the_projects_own_code(number):
 def test_p4_lab_program_holds_the_students_pieces(tmp_path):
     folder = _mutant(tmp_path, "02", "usid_shift.p4", "dst_rest << 16", "dst_rest << 8")
     main = build_program({"02": folder}, tmp_path / "p4src")
-    ingress = (main.parent / "include" / "ingress.p4").read_text()
-    assert "dst_rest << 8" in ingress and "dst_rest << 16" not in ingress
-    assert (main.parent / "include" / "egress.p4").read_text() == (
-        P4SRC / "include" / "egress.p4").read_text()
-    start, end = find_piece(ingress, PIECES["02"][0])
-    assert ingress[start:end].startswith("action usid_shift()")
+    program, project = main.read_text(), (P4SRC / MAIN).read_text()
+    assert "dst_rest << 8" in program and "dst_rest << 16" not in program
+    # The student's piece (comments and layout aside), and nothing else, differs from
+    # the project's program; the egress control is the project's to the byte.
+    assert normalized(program.replace("dst_rest << 8", "dst_rest << 16")) == normalized(
+        project)
+    egress = project.index("control MrcEgress")
+    assert program.endswith(project[egress:])
+    for include in ("headers.p4", "parser.p4"):
+        assert (main.parent / "include" / include).read_text() == (
+            P4SRC / "include" / include).read_text()
+    start, end = find_piece(program, PIECES["02"][0])
+    assert program[start:end].startswith("action usid_shift()")
+
+
+def test_p4_pieces_are_searched_in_their_own_control():
+    """Lab 03's needles are looked for in MrcEgress only: the ingress's apply block,
+    which comes first in the file, must not be where they are found."""
+    text = (P4SRC / MAIN).read_text()
+    egress = text.index("control MrcEgress")
+    for piece in PIECES["03"]:
+        start, _ = find_piece(text, piece)
+        assert start > egress, piece
+    for piece in PIECES["02"]:
+        _, end = find_piece(text, piece)
+        assert end < egress, piece
+
+
+def test_lab03_every_rule_fails_on_its_skeleton():
+    """Each static rule of Lab 03 asks for something the student writes."""
+    rules = course.check_module("03").RULES
+    skeleton = course.files_dir("03", "skeleton")
+    holding = [rule.what for rule in rules
+               if rule.holds((skeleton / rule.student_file).read_text())]
+    assert holding == []
 
 
 SHIFT = ("hdr.ipv6.dst_active = hdr.ipv6.dst_rest[79:64];\n"
@@ -105,13 +134,17 @@ SHIFT_SWAPPED = ("hdr.ipv6.dst_rest = hdr.ipv6.dst_rest << 16;\n"
 @pytest.mark.parametrize("number, name, old, new", [
     ("02", "usid_shift.p4", "dst_rest << 16", "dst_rest << 8"),
     ("02", "usid_shift.p4", SHIFT, SHIFT_SWAPPED),
-    ("02", "forward.p4", "if (!next_hop.apply().hit) {\n    drop();",
+    ("02", "forward.p4", "if (!next_hop.apply().hit) {\n    drop_unroutable();",
      "if (!next_hop.apply().hit) {\n"),
-    ("03", "trim.p4", "if (meta.host_facing == 1)", "if (meta.host_facing == 0)"),
-    ("03", "ecn.p4", "meta.host_facing == 0 && ", ""),
-    ("03", "ecn.p4", ">= meta.ecn_threshold", "<= meta.ecn_threshold"),
-], ids=["shift-by-8", "shift-before-read", "no-drop-on-miss", "lasthop-flag-inverted",
-        "marks-towards-hosts", "marks-below-threshold"])
+    ("03", "trim.p4", "    hdr.ipv6.dscp = meta.dscp_trimmed;\n", ""),
+    ("03", "trim.p4", "truncate(meta.trim_size)", "truncate(128)"),
+    ("03", "ecn.p4", " && meta.host_facing == 0", ""),
+    ("03", "ecn.p4", " && meta.trim == 0", ""),
+    ("03", "ecn.p4", "meta.behaviour == BEHAVIOUR_LOSSLESS", "meta.behaviour == 0"),
+    ("03", "ecn.p4", "depth >= meta.ecn_kmax || draw < p", "depth >= meta.ecn_kmax"),
+], ids=["shift-by-8", "shift-before-read", "no-drop-on-miss", "dscp-not-rewritten",
+        "cut-to-a-fixed-size", "marks-towards-hosts", "marks-trimmed-headers",
+        "lossless-not-at-every-hop", "no-red-below-kmax"])
 def test_p4_checks_catch_a_broken_rule(tmp_path, number, name, old, new):
     report = run_check(number, _mutant(tmp_path, number, name, old, new), tmp_path)
     assert not report.passed and len(report.failures()) == 1, report.render()

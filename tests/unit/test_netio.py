@@ -1,8 +1,9 @@
-"""The traffic class each transport asks for, on real UDP sockets over the loopback.
+"""The traffic classes each transport sends in, on real UDP sockets over the loopback.
 
 No root is needed: two IPv6 UDP sockets on ::1, the sender set up by the agent's own
-function (hosts/netio.py set_traffic_classes), the receiver reading the traffic class of
-each datagram (IPV6_RECVTCLASS) as the agent does.
+function (hosts/netio.py set_traffic_class, and the ancillary data of another class),
+the receiver reading the traffic class of each datagram (IPV6_RECVTCLASS) as the agent
+does.
 """
 
 from __future__ import annotations
@@ -13,20 +14,24 @@ import socket
 import pytest
 
 from hosts import protocol
-from hosts.netio import received_traffic_class, set_traffic_classes
+from hosts.netio import received_traffic_class, set_traffic_class, traffic_class_cmsg
+
+DSCP = protocol.DEFAULT_DSCP
 
 
-def test_mrc_data_is_trimmable_and_mrc_no_trim_data_is_not():
-    classes = {t: protocol.data_traffic_class(t) for t in protocol.TRANSPORTS}
-    assert classes["mrc"] >> 2 == classes["mrc-no-probe"] >> 2 == protocol.DSCP_TRIMMABLE
-    assert classes["mrc-no-trim"] >> 2 == protocol.DSCP_NO_TRIM
-    # The baseline is RoCE: its own class, which switches mark at every hop.
-    assert classes["single-path"] >> 2 == classes["roce-8"] >> 2 == protocol.DSCP_ROCE
-    assert classes["mrc"] != classes["mrc-no-trim"]
-    # Everything stays ECT(0): switches mark it rather than drop it.
-    assert {c & protocol.ECN_MASK for c in classes.values()} == {protocol.ECN_ECT0}
-    assert protocol.CONTROL_TRAFFIC_CLASS & protocol.ECN_MASK == protocol.ECN_ECT0
-    assert protocol.CONTROL_TRAFFIC_CLASS >> 2 == protocol.DSCP_NO_TRIM
+def test_each_transport_has_the_classes_of_its_switch_rules():
+    specs = {t: protocol.transport_spec(t) for t in protocol.TRANSPORTS}
+    assert specs["mrc"].data_class == specs["mrc-no-probe"].data_class == protocol.TRIMMABLE
+    assert specs["mrc"].retransmit_class == protocol.TRIMMABLE_RETX
+    assert specs["mrc-no-trim"].data_class == specs["mrc-no-trim"].retransmit_class == \
+        protocol.NO_TRIM
+    # The baseline is RoCE: its own lossless class, marked at every hop; its acks too.
+    for name in ("single-path", "roce-8", "roce-16-pfc@planes"):
+        assert specs[name].data_class == specs[name].control_class == protocol.ROCE
+    assert specs["mrc"].control_class == protocol.CONTROL
+    # Every class has a DSCP of its own, and a switch rule.
+    assert len(set(DSCP)) == len(DSCP) == len(protocol.CLASS_NAMES)
+    assert len(protocol.CLASS_BEHAVIOUR) == len(DSCP)
 
 
 @pytest.fixture
@@ -48,14 +53,15 @@ def arrived_class(receiver: socket.socket) -> int | None:
 
 
 @pytest.mark.parametrize("transport", protocol.TRANSPORTS)
-def test_a_socket_sends_data_and_control_with_the_transport_classes(receiver, transport):
+def test_a_socket_sends_data_and_other_classes_with_their_dscp(receiver, transport):
+    spec = protocol.transport_spec(transport)
     with socket.socket(socket.AF_INET6, socket.SOCK_DGRAM) as sender:
-        control_cmsg = set_traffic_classes(sender, transport)
+        set_traffic_class(sender, DSCP[spec.data_class])
         target = receiver.getsockname()[:2]
         sender.sendto(b"data", target)
-        assert arrived_class(receiver) == protocol.data_traffic_class(transport)
-        if control_cmsg is None:
-            sender.sendto(b"control", target)  # the socket's class is the control class
-        else:
-            sender.sendmsg([b"control"], control_cmsg, 0, target)
-        assert arrived_class(receiver) == protocol.CONTROL_TRAFFIC_CLASS
+        ect0 = protocol.ECN_ECT0  # everything ECT(0): switches mark rather than drop
+        assert arrived_class(receiver) == protocol.traffic_class(DSCP[spec.data_class], ect0)
+        for cls in (spec.retransmit_class, spec.control_class, protocol.ROCE_CNP):
+            tclass = protocol.traffic_class(DSCP[cls], ect0)
+            sender.sendmsg([b"other"], traffic_class_cmsg(tclass), 0, target)
+            assert arrived_class(receiver) == tclass

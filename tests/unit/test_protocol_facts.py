@@ -1,8 +1,11 @@
 """Every protocol fact has one home, hosts/protocol.py, and the others agree with it.
 
 - The P4 program repeats what a switch needs as `const`s in p4src/include/headers.p4:
-  each is checked against its twin in hosts/protocol.py (no p4c needed), and a new
-  constant without a twin fails unless it is listed as the switch's own.
+  each is checked against its twin in hosts/protocol.py or, for a fact of the switches
+  alone, controller/tables.py (no p4c needed), and a new constant without a twin fails
+  unless it is listed as the switch's own.
+- The switch knows nothing of MRC's header: headers.p4 declares none and names no
+  packet type or flag.
 - The header layouts of headers.p4, the struct codec and the scapy layer have the
   sizes of hosts/protocol.py.
 - The Python sources never write the well-known values out again (4793, 101 as a
@@ -19,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from controller import tables
 from hosts import protocol, wire
 from hosts.mrc_scapy import MRC, MRCControl
 
@@ -41,51 +45,51 @@ def p4_constants() -> dict[str, tuple[int, int]]:
     return {name: (int(width), int(value, 0)) for width, name, value in found}
 
 
-def python_twin(name: str) -> str:
-    """The name in hosts/protocol.py of a P4 constant: MRC_TYPE_X is X, MRC_FLAG_X is
-    F_X, MRC_VERSION is VERSION; anything else has the same name."""
-    if name.startswith("MRC_TYPE_"):
-        return name.removeprefix("MRC_TYPE_")
-    if name.startswith("MRC_FLAG_"):
-        return "F_" + name.removeprefix("MRC_FLAG_")
-    if name == "MRC_VERSION":
-        return "VERSION"
-    return name
+def python_twin(name: str) -> tuple[object, str]:
+    """The module and name of a P4 constant's twin: the same name in hosts/protocol.py
+    or, for a fact of the switches alone, in controller/tables.py."""
+    home = protocol if hasattr(protocol, name) else tables
+    return home, name
 
 
 def test_headers_p4_is_parsed():
     # A change of syntax the pattern misses must not pass as "no constants to check".
-    assert {"MRC_UDP_PORT", "MRC_TYPE_DATA", "TRIMMED_FRAME_BYTES"} <= set(p4_constants())
+    assert {"BEHAVIOUR_TRIMMABLE", "PRIORITY_CONTROL", "WEYL_STEP"} <= set(p4_constants())
 
 
 @pytest.mark.parametrize("name", sorted(set(p4_constants()) - set(SWITCH_ONLY)))
 def test_each_p4_constant_equals_its_python_twin(name):
     width, value = p4_constants()[name]
-    twin = python_twin(name)
-    assert hasattr(protocol, twin), (
-        f"headers.p4 constant {name} has no twin {twin} in hosts/protocol.py; add it "
-        "there, or list it in SWITCH_ONLY with the reason")
-    assert value == getattr(protocol, twin), f"{name} = {value} in headers.p4"
-    assert getattr(protocol, twin) < 1 << width, f"{twin} does not fit bit<{width}>"
+    home, twin = python_twin(name)
+    assert hasattr(home, twin), (
+        f"headers.p4 constant {name} has no twin in hosts/protocol.py or "
+        "controller/tables.py; add it there, or list it in SWITCH_ONLY with the reason")
+    assert value == getattr(home, twin), f"{name} = {value} in headers.p4"
+    assert getattr(home, twin) < 1 << width, f"{twin} does not fit bit<{width}>"
 
 
-def test_every_type_and_flag_is_known_to_the_switch():
+def test_every_behaviour_and_queue_is_known_to_the_switch():
     consts = p4_constants()
-    for kind, name in protocol.TYPE_NAMES.items():
-        assert consts.get(f"MRC_TYPE_{name}", (0, None))[1] == kind, name
-    for flag, name in protocol.FLAG_NAMES.items():
-        if flag in protocol.HOST_ONLY_FLAGS:
-            # Only hosts read it; headers.p4 may still name it, with the same value.
-            assert consts.get(f"MRC_FLAG_{name}", (0, flag))[1] == flag, name
-            continue
-        assert consts.get(f"MRC_FLAG_{name}", (0, None))[1] == flag, name
+    for behaviour, name in enumerate(protocol.BEHAVIOUR_NAMES):
+        assert consts[f"BEHAVIOUR_{name.upper()}"][1] == behaviour, name
+    for queue in ("PRIORITY_CONTROL", "PRIORITY_LOSSLESS", "PRIORITY_DATA"):
+        assert consts[queue][1] == getattr(protocol, queue)
+
+
+def test_the_switch_knows_nothing_of_the_mrc_header():
+    # A switch decides by the DSCP and reads no further than UDP (docs/protocol.md).
+    text = (HEADERS_P4.parent / "parser.p4").read_text() + HEADERS_P4.read_text()
+    assert not [name for name in p4_constants() if name.startswith("MRC_")]
+    assert "mrc_t" not in text and "hdr.mrc" not in text
+    assert "hdr.mrc" not in (REPO / "p4src" / "mrc_switch.p4").read_text()
 
 
 def test_flag_bits_are_distinct_single_bits():
     bits = list(protocol.FLAG_NAMES)
     assert len(set(bits)) == len(bits) and all(b and b & (b - 1) == 0 and b < 0x100
                                                 for b in bits)
-    assert protocol.HOST_ONLY_FLAGS <= set(bits)
+    # 0x01 and 0x02 were the trimmed flags a switch wrote; they stay reserved.
+    assert not {0x01, 0x02} & set(bits)
 
 
 def test_switch_only_constants_exist():
@@ -110,13 +114,12 @@ def test_header_layouts_have_the_protocol_sizes():
     bits = p4_header_bits()
     assert bits == {"ethernet_t": 8 * protocol.ETHERNET_HEADER_BYTES,
                     "ipv6_t": 8 * protocol.IPV6_HEADER_BYTES,
-                    "udp_t": 8 * protocol.UDP_HEADER_BYTES,
-                    "mrc_t": 8 * protocol.MRC_HEADER_BYTES}
+                    "udp_t": 8 * protocol.UDP_HEADER_BYTES}
     assert wire.HEADER.size == protocol.MRC_HEADER_BYTES
-    assert wire.CONTROL.size == protocol.CONTROL_BODY_BYTES
+    assert wire.CONTROL_BODY.size == protocol.CONTROL_BODY_BYTES
     assert len(MRC()) == protocol.MRC_HEADER_BYTES
     assert len(MRCControl()) == protocol.CONTROL_BODY_BYTES
-    assert 8 * wire.CONTROL.size - 8 * 16 == protocol.BITMAP_BITS  # the Q field
+    assert 8 * wire.CONTROL_BODY.size - 8 * 16 == protocol.BITMAP_BITS  # the Q field
 
 
 def test_derived_sizes():
@@ -145,34 +148,42 @@ def test_link_rate_conversions_are_inverse():
 
 
 def test_traffic_classes():
-    assert protocol.traffic_class(protocol.DSCP_TRIMMABLE, protocol.ECN_ECT0) >> 2 \
-        == protocol.DSCP_TRIMMABLE
+    assert protocol.traffic_class(10, protocol.ECN_ECT0) >> 2 == 10
     assert protocol.traffic_class(0, protocol.ECN_CE) & protocol.ECN_MASK == protocol.ECN_CE
-    assert protocol.DSCP_TRIMMABLE != protocol.DSCP_NO_TRIM
-    assert all(protocol.transport_spec(t).data_dscp in (
-        protocol.DSCP_NO_TRIM, protocol.DSCP_TRIMMABLE, protocol.DSCP_ROCE)
-        for t in protocol.TRANSPORTS)
+    names = protocol.CLASS_NAMES
+    assert len(names) == len(protocol.DEFAULT_DSCP) == len(protocol.CLASS_BEHAVIOUR)
+    assert [getattr(protocol, n.upper()) for n in names] == list(range(len(names)))
+    # One code point per class: a shared value would make a switch treat one class by
+    # another's rules.
+    assert len(set(protocol.DEFAULT_DSCP)) == len(names)
+    assert all(0 <= dscp < 64 for dscp in protocol.DEFAULT_DSCP)
+    behaviour = protocol.CLASS_BEHAVIOUR
+    for cls in (protocol.CONTROL, protocol.TRIMMED, protocol.TRIMMED_LASTHOP,
+                protocol.ROCE_CNP):
+        assert behaviour[cls] == protocol.BEHAVIOUR_PRIORITY
+    assert behaviour[protocol.TRIMMABLE] == behaviour[protocol.TRIMMABLE_RETX] \
+        == protocol.BEHAVIOUR_TRIMMABLE
+    assert behaviour[protocol.NO_TRIM] == protocol.BEHAVIOUR_BEST_EFFORT
+    assert behaviour[protocol.ROCE] == protocol.BEHAVIOUR_LOSSLESS
 
 
 def test_each_transport_rides_the_class_of_its_ecn_and_trimming_rules():
-    # Three classes, three switch rules: a shared value would make a switch treat one
-    # transport by another's rules.
-    classes = (protocol.DSCP_NO_TRIM, protocol.DSCP_TRIMMABLE, protocol.DSCP_ROCE)
-    assert len(set(classes)) == 3 and all(0 <= dscp < 64 for dscp in classes)
-    # The baseline is RoCE: never trimmed, marked at every hop (DCQCN).
     specs = [protocol.transport_spec(t) for t in protocol.TRANSPORTS]
+    # The baseline is RoCE: lossless, never trimmed, marked at every hop (DCQCN); its
+    # acks ride its data's class.
     baselines = [s for s in specs if s.baseline]
     assert len(baselines) == len(protocol.TRANSPORTS) - len(protocol.MRC_TRANSPORTS)
     for spec in baselines:
-        assert spec.data_dscp == protocol.DSCP_ROCE and not spec.trims
+        assert spec.data_class == spec.retransmit_class == spec.control_class \
+            == protocol.ROCE and not spec.trims
     # Every MRC transport stays out of the RoCE class, mrc-no-trim included: it is MRC
-    # without trimming, not a RoCE flow.
-    mrc = [s for s in specs if not s.baseline]
-    assert mrc and all(s.data_dscp != protocol.DSCP_ROCE for s in mrc)
-    assert protocol.transport_spec("mrc-no-trim").data_dscp == protocol.DSCP_NO_TRIM
-    assert protocol.transport_spec("mrc").trims
-    assert not protocol.transport_spec("mrc-no-trim").trims
-    assert protocol.CONTROL_DSCP != protocol.DSCP_ROCE
+    # without trimming, not a RoCE flow. Retransmissions have their own class.
+    mrc = protocol.transport_spec("mrc")
+    assert (mrc.data_class, mrc.retransmit_class, mrc.control_class) == (
+        protocol.TRIMMABLE, protocol.TRIMMABLE_RETX, protocol.CONTROL)
+    no_trim = protocol.transport_spec("mrc-no-trim")
+    assert (no_trim.data_class, no_trim.retransmit_class, no_trim.control_class) == (
+        protocol.NO_TRIM, protocol.NO_TRIM, protocol.CONTROL)
 
 
 # ---------------------------------------------------------------------- the grep

@@ -92,10 +92,12 @@ def test_bitmap_holds_the_64_psns_above_cum():
 
 def test_trimmed_packet_gets_a_nack_with_the_right_reason_and_is_not_placed():
     sink = Sink()
-    hdr = data_header(3, 300, 100, 1000, flags=protocol.F_TRIMMED)
-    assert sink.rx.on_data(hdr, None, False, 0.0) == (protocol.NACK, 0, protocol.R_TRIMMED)
-    last = data_header(3, 300, 100, 1000, flags=protocol.F_TRIMMED | protocol.F_TRIMMED_LASTHOP)
-    assert sink.rx.on_data(last, None, False, 0.0) == (protocol.NACK, 0, protocol.R_TRIMMED_LASTHOP)
+    # A trimmed packet is told by its traffic class (its DSCP), as UEC's receiver does.
+    hdr = data_header(3, 300, 100, 1000)
+    assert sink.rx.on_data(hdr, None, False, 0.0, protocol.TRIMMED) == (
+        protocol.NACK, 0, protocol.R_TRIMMED)
+    assert sink.rx.on_data(hdr, None, False, 0.0, protocol.TRIMMED_LASTHOP) == (
+        protocol.NACK, 0, protocol.R_TRIMMED_LASTHOP)
     assert sink.rx.stats["trimmed_rx"] == 2 and sink.rx.cum == 0 and not sink.rx.messages
 
 

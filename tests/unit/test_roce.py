@@ -56,8 +56,9 @@ class Wire:
     def run(self, until, transfers):
         while self.now < until and not self.done(transfers):
             for src, host in enumerate(self.hosts):
-                for plane, dst, _ev, data, is_data in host.poll(self.now):
+                for plane, dst, _ev, data, _cls in host.poll(self.now):
                     hdr = wire.decode(data)[0]
+                    is_data = hdr.type == protocol.DATA
                     if is_data:
                         self.sent.append((self.now, src, hdr))
                     if self.drop(src, hdr):

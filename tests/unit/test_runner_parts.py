@@ -52,12 +52,19 @@ def test_tc_commands_full_and_minimal_kernels():
 
 
 def test_bmv2_queues_follow_the_link_rate_in_frames_and_headers():
-    # 10 Mbit/s: 966 full 1294-byte frames a second in the data queue (0), and the
-    # priority queue (7) of trimmed headers and acks at the rate of 94-byte frames,
-    # with the same buffer in bytes: 64 frames of 1294 bytes hold 881 headers.
+    # 10 Mbit/s: 966 full 1294-byte frames a second in the data queue (0) and in the
+    # lossless queue (3), 16 times deeper than the data queue's 64; the priority queue
+    # (7) of trimmed headers and acks at the rate of 94-byte frames, with the same
+    # bytes: 64 frames of 1294 bytes hold 881 headers. BMv2's buffers are twice the
+    # program's limits, so the program decides the drops.
     assert queue_commands(3, 10, 64) == [
-        "set_queue_rate 966 3 0", "set_queue_depth 64 3 0",
-        "set_queue_rate 13298 3 7", "set_queue_depth 881 3 7"]
+        "set_queue_rate 966 3 0", "set_queue_depth 128 3 0",
+        "set_queue_rate 966 3 3", "set_queue_depth 1024 3 3",
+        "set_queue_rate 13298 3 7", "set_queue_depth 1762 3 7"]
+    # A bigger trim size: fewer, longer headers; a capped priority share: fewer a second.
+    assert queue_commands(3, 10, 64, trim_size_bytes=128)[-2:] == [
+        "set_queue_rate 9766 3 7", "set_queue_depth 1294 3 7"]
+    assert queue_commands(3, 10, 64, priority_share=0.5)[-2] == "set_queue_rate 6649 3 7"
     emulation = ShapingFeatures(netem=False, red=False)
     assert len(emulation.missing()) == 2 and len(emulation.missing(red_needed=False)) == 1
 

@@ -16,7 +16,7 @@ from hosts.evset import ASSUMED_BAD, DENIED, GOOD, SKIP
 from hosts.loopback import Loopback
 from hosts.sender import Sender, SenderError
 
-CFG = ProtocolConfig(window=32, evs_per_plane=4, mtu_payload=100, cc=False, ev_min_active=2,
+CFG = ProtocolConfig(window=32, ev_count=8, mtu_payload=100, cc=False, ev_min_active=2,
                      tick_s=0.001)
 
 
@@ -26,6 +26,19 @@ def psn_of(packet) -> int:
 
 def data_only(packets):
     return [p for p in packets if p[3]]
+
+
+def earn_back(conn, t: float, until: float = 3.0, step: float = 0.001) -> list[float]:
+    """Answer every probe the sender sends from `t` on, `step` later, until a path is
+    reinstated; the times the probes went out."""
+    sent = []
+    while t < until and not conn.kinds("reinstate"):
+        for packet in conn.send(t):
+            if wire.decode(packet[2])[0].type == protocol.PROBE:
+                sent.append(t)
+                conn.deliver(packet, t + step)
+        t = round(t + step, 6)
+    return sent
 
 
 # ---------------------------------------------------------------------- spraying
@@ -153,7 +166,7 @@ def test_timeout_retires_the_path_and_resends_elsewhere_then_probe_reinstates():
     assert ev.key in conn.sender.evs.bad
     rotation = conn.sender.evs.rotation
     assert all(e.key != ev.key for e in rotation)
-    assert sum(e.plane == ev.plane for e in rotation) == CFG.evs_per_plane  # same plane
+    assert sum(e.plane == ev.plane for e in rotation) == CFG.evs_for(2)  # same plane
     assert len(resent) == 1 and resent[0][1] != lost[1]
     conn.deliver(resent[0], 0.35)
     assert conn.completed == [0]
@@ -161,7 +174,12 @@ def test_timeout_retires_the_path_and_resends_elsewhere_then_probe_reinstates():
     hdr, ctl, _ = wire.decode(probes[0][2])
     assert hdr.type == protocol.PROBE and conn.kinds("probe")
     assert conn.sender.evs.path_key(hdr.ev) == ev.key
-    conn.deliver(probes[0], 0.61)  # the PROBE_REPLY comes back
+    conn.deliver(probes[0], 0.61)  # the PROBE_REPLY comes back: one success
+    assert ev.state == ASSUMED_BAD and not conn.kinds("reinstate")
+    # The path returns after probe_successes replies in a row, spaced apart.
+    sent = [0.6] + earn_back(conn, 0.611)
+    assert len(sent) == CFG.probe_successes
+    assert min(b - a for a, b in zip(sent, sent[1:])) >= CFG.probe_spacing_s
     assert ev.state == GOOD and conn.kinds("reinstate")
     assert not conn.sender.evs.bad and not conn.sender.busy
 
@@ -185,7 +203,7 @@ def test_probes_back_off_while_the_path_stays_dead():
 
 
 def test_no_probes_when_turned_off():
-    conn = Loopback(ProtocolConfig(evs_per_plane=4, mtu_payload=100, cc=False, probes=False))
+    conn = Loopback(ProtocolConfig(ev_count=8, mtu_payload=100, cc=False, probes=False))
     conn.sender.send_message(0, bytes(100), 0.0)
     conn.send()
     conn.send(0.3)
@@ -193,7 +211,7 @@ def test_no_probes_when_turned_off():
 
 
 def test_gap_beyond_reorder_tolerance_on_one_ev_is_a_loss():
-    conn = Loopback(ProtocolConfig(window=64, evs_per_plane=1, mtu_payload=100, cc=False,
+    conn = Loopback(ProtocolConfig(window=64, ev_count=2, mtu_payload=100, cc=False,
                                    ev_min_active=1), planes=2, paths=1)
     conn.sender.send_message(0, bytes(1000), 0.0)
     plane0 = [p for p in conn.send() if p[0] == 0]
@@ -210,7 +228,7 @@ def test_gap_beyond_reorder_tolerance_on_one_ev_is_a_loss():
 def test_a_packet_resent_on_the_same_ev_is_not_passed_by_acks_of_older_packets():
     # One EV: a trimmed packet is resent on it after later packets were sent; their
     # acks pass its first transmission, not its resend, so nothing is lost.
-    conn = Loopback(ProtocolConfig(window=64, evs_per_plane=1, mtu_payload=100, cc=False,
+    conn = Loopback(ProtocolConfig(window=64, ev_count=1, mtu_payload=100, cc=False,
                                    ev_min_active=0), planes=1, paths=1)
     conn.sender.send_message(0, bytes(600), 0.0)
     first = conn.send(0.0)
@@ -229,8 +247,10 @@ def test_acks_of_first_transmissions_of_timed_out_packets_pass_nothing_on_their_
     # A timeout fires on packets that were only queued: they are resent on the other
     # plane, behind packets still on their way there. Then the first transmissions
     # arrive; their acks may answer either transmission, so they pass nothing.
-    conn = Loopback(ProtocolConfig(window=64, evs_per_plane=1, mtu_payload=100, cc=False,
-                                   ev_min_active=1), planes=2, paths=1)
+    # (rto_initial_s as low as rto_min_s: the timeout of the unmeasured path fires
+    # on the srtt-based schedule this test is about.)
+    conn = Loopback(ProtocolConfig(window=64, ev_count=2, mtu_payload=100, cc=False,
+                                   ev_min_active=1, rto_initial_s=0.05), planes=2, paths=1)
     conn.sender.send_message(0, bytes(200), 0.0)
     queued, answered = conn.send(0.0)
     conn.deliver(answered, 0.01)
@@ -267,7 +287,7 @@ def run_two_paths(dead_from: float, slow_path_rtt: float = 0.001, until: float =
     """One plane, two spines: a packet every 0.5 ms, alternately on each path. Path 0
     answers after 1 ms; path 1 after `slow_path_rtt`, and not at all from `dead_from`.
     Returns the connection."""
-    conn = Loopback(ProtocolConfig(window=64, evs_per_plane=4, mtu_payload=100, cc=False,
+    conn = Loopback(ProtocolConfig(window=64, ev_count=4, mtu_payload=100, cc=False,
                                    tick_s=0.001, ev_min_active=1), planes=1, paths=2)
     conn.sender.send_message(0, bytes(100 * 200), 0.0)
     arrivals = []
@@ -306,7 +326,7 @@ def test_a_packet_passed_in_its_plane_is_declared_lost_by_the_reordering_timer()
     """The sibling's ack comes before the dead packet is older than its path's
     srtt + 4 rttvar: no loss then, but the plane's timer fires when it is, with no
     further ack and long before the next tick."""
-    conn = Loopback(ProtocolConfig(window=64, evs_per_plane=2, mtu_payload=100, cc=False,
+    conn = Loopback(ProtocolConfig(window=64, ev_count=2, mtu_payload=100, cc=False,
                                    tick_s=1.0, ev_min_active=1), planes=1, paths=2)
     sender = conn.sender
     sender.send_message(0, bytes(100 * 100), 0.0)
@@ -360,7 +380,7 @@ def test_retransmission_timeout_doubles():
 
 
 def test_min_active_floor_stops_retiring_everything():
-    conn = Loopback(ProtocolConfig(window=64, evs_per_plane=1, mtu_payload=100, cc=False,
+    conn = Loopback(ProtocolConfig(window=64, ev_count=2, mtu_payload=100, cc=False,
                                    ev_min_active=2), planes=2, paths=1)
     conn.sender.send_message(0, bytes(200), 0.0)
     conn.send()
@@ -464,9 +484,9 @@ def test_a_forged_sack_cannot_stall_the_sender_or_ack_unsent_packets():
     assert conn.sender.cum_acked == conn.sender.next_psn == 3
 
 
-def test_sender_with_default_config_uses_the_catalogue_size():
+def test_sender_with_default_config_draws_the_automatic_size():
     sender = Sender(0, 1, 1, 2, 3, ProtocolConfig(), lambda e: None, lambda *a: None)
-    assert len(sender.evs.rotation) == 2 * ProtocolConfig().evs_for(3, planes=2) == 2 * 12
+    assert len(sender.evs.rotation) == 2 * ProtocolConfig().evs_for(planes=2) == 2 * 8
     assert sender.ev_table()[0]["state"] == GOOD
 
 
@@ -491,7 +511,7 @@ def test_config_rejects_bad_settings(overrides, match):
 
 
 def test_a_plane_down_at_the_peer_with_every_path_bad_is_still_probed():
-    conn = Loopback(ProtocolConfig(evs_per_plane=1, mtu_payload=100, cc=False, ev_min_active=1),
+    conn = Loopback(ProtocolConfig(ev_count=2, mtu_payload=100, cc=False, ev_min_active=1),
                    planes=2, paths=1)
     conn.sender.send_message(0, bytes(100), 0.0)
     (lost,) = conn.send()
@@ -501,12 +521,14 @@ def test_a_plane_down_at_the_peer_with_every_path_bad_is_still_probed():
     conn.sender.remote_ports(0b11 & ~(1 << dead), 0.32)  # and the peer reports it down
     probes = [p for p in conn.send(0.4) if not p[3]]
     assert [p[0] for p in probes] == [dead]
-    conn.deliver(probes[0], 0.41)  # back: plane up and the path reinstated
-    assert conn.sender.evs.plane_up == [True, True] and not conn.sender.evs.bad
+    conn.deliver(probes[0], 0.41)  # back: the plane up at once, and the path...
+    assert conn.sender.evs.plane_up == [True, True] and conn.sender.evs.bad
+    earn_back(conn, 0.411)  # ... once its probes have earned it
+    assert not conn.sender.evs.bad
 
 
 def test_the_event_loop_is_never_told_to_wait_for_a_plane_without_evs():
-    conn = Loopback(ProtocolConfig(evs_per_plane=1, mtu_payload=100, cc=False, ev_min_active=1),
+    conn = Loopback(ProtocolConfig(ev_count=2, mtu_payload=100, cc=False, ev_min_active=1),
                    planes=2, paths=1)
     assert conn.sender.wanted_planes() == [0, 1]
     conn.sender.send_message(0, bytes(100), 0.0)
@@ -574,3 +596,8 @@ def test_timers_are_never_shorter_than_the_queues_they_must_see_through():
     assert floor(bmv2).rto_min_s == floor(bmv2).rto_max_s == pytest.approx(
         64 * frame_bits / 0.43e6)
     assert floor(slow).rto_max_s == ProtocolConfig().rto_max_s
+    # The timeout of a path with no RTT sample: the fabric's worst round trip, three
+    # full data queues and four links each way, where that is above rto_initial_s.
+    assert floor(fabric).rto_initial_s == ProtocolConfig().rto_initial_s == 0.25  # 103 ms
+    assert floor(slow).rto_initial_s == pytest.approx(3 * 64 * frame_bits / 2.5e6 + 0.004)
+    assert floor(bmv2).rto_initial_s == pytest.approx(3 * 64 * frame_bits / 0.43e6 + 0.004)

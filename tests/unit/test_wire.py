@@ -36,7 +36,7 @@ def test_data_vector_scapy():
     pkt = MRC(data)
     assert (pkt.type, pkt.plane, pkt.conn_id, pkt.ev, pkt.psn, pkt.offset) == (
         protocol.DATA, 3, 0x00010002, 0x03000001, 9, 2400)
-    assert pkt.flags.LAST and not pkt.flags.TRIMMED
+    assert pkt.flags.LAST and not pkt.flags.RETRANSMIT
     assert bytes(pkt.payload) == bytes.fromhex("deadbeef")
     built = MRC(type=protocol.DATA, flags="LAST", plane=3, conn_id=0x00010002, ev=0x03000001,
                 msg_id=7, psn=9, offset=2400, msg_len=3000) / bytes.fromhex("deadbeef")
@@ -56,14 +56,18 @@ def test_sack_vector_both_ways():
     assert bytes(pkt) == data
 
 
-def test_trimmed_packet_is_the_header_alone():
-    data = bytes.fromhex(DATA_HEX)
-    trimmed = wire.trim(data, last_hop=True)
-    assert len(trimmed) == protocol.MRC_HEADER_BYTES == 32
-    hdr, _, payload = wire.decode(trimmed)
-    assert hdr.flags & protocol.F_TRIMMED and hdr.flags & protocol.F_TRIMMED_LASTHOP
+@pytest.mark.parametrize("kept", [0, 2, 4])
+def test_a_trimmed_packet_is_its_header_and_what_the_switch_kept_of_the_payload(kept):
+    # A switch cuts a packet to its trim size and says so in the DSCP alone: the header
+    # is the sender's, byte for byte, and the receiver takes no payload from it.
+    data = bytes.fromhex(DATA_HEX)[:protocol.MRC_HEADER_BYTES + kept]
+    hdr, _, payload = wire.decode(data, trimmed=True)
+    assert hdr == wire.decode(bytes.fromhex(DATA_HEX))[0]
     assert hdr.payload_len == 4 and payload is None
-    assert MRC(trimmed).flags.TRIMMED
+    # Not told it was trimmed, the same bytes are a packet that lost its tail.
+    if kept < 4:
+        with pytest.raises(wire.WireError, match="payload_len 4"):
+            wire.decode(data)
 
 
 def test_scapy_stacks_on_ipv6_udp():
@@ -81,11 +85,15 @@ def test_scapy_stacks_on_ipv6_udp():
     (b"\x19" + bytes.fromhex(DATA_HEX)[1:], "unknown packet type 9"),
     (bytes.fromhex(DATA_HEX)[:-1], "payload_len 4 but 3"),
     (bytes.fromhex(SACK_HEX)[:-2], "must be 56 bytes"),
-    (wire.trim(bytes.fromhex(DATA_HEX)) + b"x", "trimmed DATA with payload"),
 ])
 def test_garbage_raises_wire_error(data, match):
     with pytest.raises(wire.WireError, match=match):
         wire.decode(data)
+
+
+def test_a_trimmed_class_packet_longer_than_its_original_is_garbage():
+    with pytest.raises(wire.WireError, match="longer than the packet it was cut from"):
+        wire.decode(bytes.fromhex(DATA_HEX) + b"x", trimmed=True)
 
 
 # NACK, reason TRIMMED_LASTHOP, for PSN 0x0102 of message 3 (offset and msg_len echoed).
@@ -136,7 +144,7 @@ u8, u16, u32 = st.integers(0, 0xFF), st.integers(0, 0xFFFF), st.integers(0, 0xFF
 
 
 @settings(max_examples=150, deadline=None, derandomize=True, database=None)
-@given(flags=st.integers(0, 0xFF).filter(lambda f: not f & protocol.F_TRIMMED), plane=u8,
+@given(flags=u8, plane=u8,
        conn_id=u32, ev=u32, msg_id=u32, psn=u32, payload=st.binary(max_size=64),
        offset=st.integers(0, 1 << 20), extra=st.integers(0, 1000), path_seq=u16)
 def test_struct_and_scapy_agree_on_any_data_header(flags, plane, conn_id, ev, msg_id, psn,

@@ -101,7 +101,7 @@ class OneWayCut(Fault, register=False):
     """What `sender` sends on the link to `receiver` is lost; the carrier stays up."""
 
     kind = "link-down"
-    entry_entry_fields = LinkDown.entry_fields
+    entry_fields = LinkDown.entry_fields
     open_ended = True
     before_start_ok = True
     sender: str

@@ -1,8 +1,9 @@
 /*
  * Lab 02, part 1 of 2: the uSID shift, an action of MrcIngress.
  *
- * This text replaces the action `usid_shift` of p4src/include/ingress.p4 in the lab's
- * program; everything around it (tables, counters, drop()) is the project's own.
+ * This text replaces the action `usid_shift` of MrcIngress (p4src/mrc_switch.p4) in
+ * the lab's program; everything around it (tables, counters, drop_unroutable()) is the
+ * project's own.
  * The destination address is split by the parser (p4src/include/headers.p4) into
  *   hdr.ipv6.dst_block   32 bits, fcbb:bb00
  *   hdr.ipv6.dst_active  16 bits, the uSID this switch acts on

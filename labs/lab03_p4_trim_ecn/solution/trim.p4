@@ -1,14 +1,13 @@
 /*
  * Lab 03, solution, part 1: trimming, in MrcEgress's apply block.
+ * Cut to the port's trim size, the port's trimmed DSCP, the lengths of what is left,
+ * TX_TRIM_PKTS. Nothing behind the UDP header is written.
  */
 if (meta.trim == 1) {
-    truncate(TRIMMED_FRAME_BYTES);
-    hdr.mrc.flags = hdr.mrc.flags | MRC_FLAG_TRIMMED;
-    if (meta.host_facing == 1) {
-        hdr.mrc.flags = hdr.mrc.flags | MRC_FLAG_TRIMMED_LASTHOP;
-    }
-    hdr.ipv6.payload_len = TRIMMED_L4_BYTES;
-    hdr.udp.len = TRIMMED_L4_BYTES;
-    hdr.udp.checksum = 0;
-    trimmed_packets.count((bit<32>) standard_metadata.egress_port);
+    truncate(meta.trim_size);
+    hdr.ipv6.dscp = meta.dscp_trimmed;
+    hdr.ipv6.payload_len = (bit<16>) (meta.trim_size - ETHERNET_HEADER_BYTES
+                                      - IPV6_HEADER_BYTES);
+    hdr.udp.len = hdr.ipv6.payload_len;
+    tx_trim_pkts.count(port);
 }

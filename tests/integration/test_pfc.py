@@ -1,0 +1,86 @@
+"""PFC on the kernel data plane: a RoCE incast on a single-plane fabric loses nothing.
+
+The single-plane twin of 2tier-2plane (experiments/twin.py: 4 hosts, 2 racks, 2 T1s)
+is brought up as a run brings up the RoCE baseline's fabric, with the eBPF switch
+program on every port and the pauses it decides carried out (experiments/pfc.py). Every
+other host sends 1 MB to h0 at once with `roce-8-pfc` (PFC alone: without DCQCN
+nothing slows the senders before the last hop's queue passes XOFF), and then with
+`roce-8` (PFC and DCQCN). The lossless class must lose no packet anywhere; the pauses
+are counted where they are sent and where they are received, back to the senders'
+NICs, and each port's paused time is read.
+Skipped with the reason where the program cannot run (clang, bpftool, cls_bpf).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from experiments import ebpf_switch
+from experiments.metrics import read_events, summarize
+from experiments.switch_counters import counter_totals
+from experiments.targets import KernelTarget, apply_fault
+from experiments.twin import twin_of
+from experiments.workload_run import run_transport
+from experiments.workloads import phases
+from topologies.model import load_topology
+
+
+@pytest.fixture(scope="module")
+def twin_network():
+    from experiments.bringup import running
+    from experiments.cleanup import find_leftovers
+
+    with running(twin_of(load_topology("2tier-2plane")), KernelTarget()) as network:
+        if not network.net.ebpf_ports:
+            pytest.skip(network.ebpf.reason)
+        yield network.net, network.fabric
+    assert not find_leftovers()
+
+
+@pytest.fixture(scope="module")
+def incast(twin_network, tmp_path_factory):
+    """transport -> (summary block, what the ports counted)."""
+    net, fabric = twin_network
+    plan = [list(p) for p in phases("incast", {"message_bytes": 1_000_000, "receiver": 0},
+                                    fabric)]
+    out = {}
+    for transport in ("roce-8-pfc", "roce-8"):
+        before = ebpf_switch.read_counters(net)
+        run = run_transport(net, fabric, transport, [list(p) for p in plan], [],
+                            lambda step: apply_fault(net, fabric, step, KernelTarget()),
+                            tmp_path_factory.mktemp(transport), 60.0, {}, print)
+        block = summarize(run, read_events(run.event_files))
+        out[transport] = block, counter_totals(fabric, before, ebpf_switch.read_counters(net))
+    return out
+
+
+@pytest.mark.parametrize("transport", ["roce-8-pfc", "roce-8"])
+def test_a_roce_incast_drops_nothing(incast, transport):
+    block, ports = incast[transport]
+    assert block["ok"] and block["verified"], block
+    for group in ports.values():
+        assert group["dropped"] == 0 and group["fault_dropped"] == 0, ports
+        assert group["trim_pkts"] == 0, ports
+    assert block["path_events"].get("timeout", 0) == 0, block["path_events"]
+
+
+def test_pfc_pauses_back_to_the_senders_nics(incast):
+    _, ports = incast["roce-8-pfc"]
+    # The last hop's queue pauses its upstream ports; the pauses reach the NICs.
+    sent = ports["host_ports"]["pfc_xoff_tx"] + ports["fabric_ports"]["pfc_xoff_tx"]
+    assert sent > 0, ports
+    assert ports["host_nics"]["pfc_xoff_rx"] > 0, ports
+    assert ports["host_nics"]["pfc_paused_us"] > 0, ports
+    # Every pause sent by a port is received by the one at the other end.
+    received = sum(group["pfc_xoff_rx"] for group in ports.values())
+    assert received == sent + ports["host_nics"]["pfc_xoff_tx"], ports
+
+
+def test_dcqcn_cuts_the_rate_on_the_last_hops_marks(incast):
+    # The lossless class is marked on a port facing a host too: DCQCN's receiver
+    # answers the marks with CNPs and the senders cut their rate.
+    block, ports = incast["roce-8"]
+    assert ports["host_ports"]["ecn_marked"] > 0, ports
+    assert block["path_events"].get("rate-cut", 0) > 0, block["path_events"]
+    pfc_only = incast["roce-8-pfc"][0]
+    assert pfc_only["path_events"].get("rate-cut", 0) == 0

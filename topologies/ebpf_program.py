@@ -1,0 +1,243 @@
+"""The eBPF switch program on this machine: built, loaded once, attached to ports, its maps
+read and written.
+
+This module runs what it is given and decides nothing: the program's settings, fault
+values and map layout come from controller/ebpf_config.py as map writes (any object
+with `map_name`, `key` and `value`), the tc commands as tc batch lines.
+
+The program is loaded once per fabric (`EbpfProgram.load`): `bpftool prog load` pins it
+and its maps under /sys/fs/bpf/mrc-testbed, in the root namespace's BPF filesystem.
+Every port gets it from there: a node's tc commands run through `nsenter --net` into
+the node's network namespace only, so they still see the root's BPF filesystem (a
+Mininet node's own mount namespace has a fresh /sys of its own) and attach the pinned
+program (`object-pinned`). One `tc -batch` a node sets up all its ports, one
+`bpftool batch` writes every map entry of the fabric, one dump reads a map of every
+port: a 2tier-8plane fabric is loaded in a handful of processes, not two thousand.
+
+`RingReader` reads a ring buffer the program writes (its PFC events). `unload()`
+removes the pins; the program and its maps go when the last port holding them does.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Protocol
+
+PIN_DIR = Path("/sys/fs/bpf/mrc-testbed")
+BPFFS = Path("/sys/fs/bpf")
+
+
+class EbpfError(RuntimeError):
+    """The program could not be built, loaded, attached, read or written."""
+
+
+class MapOp(Protocol):
+    map_name: str
+    key: bytes
+    value: bytes | None
+
+
+def build(command: list[str], output: Path, sources: Iterable[Path]) -> bool:
+    """Compile the program on this machine unless `output` is newer than every source.
+    Returns whether it compiled."""
+    if output.exists() and all(output.stat().st_mtime >= s.stat().st_mtime for s in sources):
+        return False
+    if shutil.which(command[0]) is None:
+        raise EbpfError(f"{command[0]} not found: the eBPF switch needs clang and "
+                        "libbpf-dev (make deps)")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise EbpfError(f"compiling {output.name} failed:\n{done.stderr.strip()}")
+    return True
+
+
+def _run(command: list[str], stdin: str | None = None) -> str:
+    done = subprocess.run(command, input=stdin, capture_output=True, text=True)
+    if done.returncode != 0:
+        text = (done.stderr or done.stdout).strip().splitlines()
+        raise EbpfError(f"{' '.join(command[:4])}: {text[-1] if text else done.returncode}")
+    return done.stdout
+
+
+def _hex(data: bytes) -> str:
+    return " ".join(f"{b:02x}" for b in data)
+
+
+def in_namespace(pid: int | None) -> list[str]:
+    """The command prefix that runs in the network namespace of process `pid` (None:
+    the root namespace), keeping the root's mount namespace and so its BPF filesystem."""
+    return [] if pid is None else ["nsenter", f"--net=/proc/{pid}/ns/net"]
+
+
+def tc_batch(pid: int | None, lines: list[str]) -> int:
+    """Run tc commands (batch lines, without `tc`) in a namespace; returns how many."""
+    if lines:
+        _run([*in_namespace(pid), "tc", "-batch", "-"], "\n".join(lines) + "\n")
+    return len(lines)
+
+
+def attach_lines(intf: str, pinned: Path) -> list[str]:
+    """The tc batch lines that put the pinned program on an interface's egress."""
+    return [f"qdisc replace dev {intf} clsact",
+            f"filter replace dev {intf} egress pref 1 handle 1 bpf da object-pinned {pinned}"]
+
+
+class EbpfProgram:
+    """The program loaded once, pinned at `pin`."""
+
+    def __init__(self, obj: Path, pin: Path = PIN_DIR):
+        self.obj, self.pin = obj, pin
+        self.sizes: dict[str, int] = {}  # map name -> value size
+        self.entries: dict[str, int] = {}  # map name -> max entries
+
+    @property
+    def prog(self) -> Path:
+        return self.pin / "prog"
+
+    def map_path(self, name: str) -> Path:
+        return self.pin / "maps" / name
+
+    def load(self) -> None:
+        """Load and pin the program and its maps (any earlier pins are removed first)."""
+        if shutil.which("bpftool") is None:
+            raise EbpfError("bpftool is not installed (make deps)")
+        if not self.obj.exists():
+            raise EbpfError(f"{self.obj} is not built (clang, libbpf-dev: make deps)")
+        if not any(line.split()[1:2] == [str(BPFFS)] and line.split()[2:3] == ["bpf"]
+                   for line in Path("/proc/self/mounts").read_text().splitlines()):
+            _run(["mount", "-t", "bpf", "bpf", str(BPFFS)])
+        self.unload()
+        self.pin.mkdir(parents=True)
+        _run(["bpftool", "prog", "load", str(self.obj), str(self.prog), "type", "classifier",
+              "pinmaps", str(self.pin / "maps")])
+        for path in (self.pin / "maps").iterdir():
+            info = json.loads(_run(["bpftool", "-j", "map", "show", "pinned", str(path)]))
+            self.sizes[path.name] = info.get("bytes_value", 0)
+            self.entries[path.name] = info.get("max_entries", 0)
+
+    def unload(self) -> None:
+        """Remove the pins (the kernel frees the program once no port holds it)."""
+        if self.pin.exists():
+            shutil.rmtree(self.pin, ignore_errors=True)
+
+    def attach(self, pid: int | None, intfs: Iterable[str],
+               before: Iterable[str] = ()) -> int:
+        """Run `before` (tc batch lines: the ports' qdiscs) and attach the program to
+        every interface in `intfs`, in the namespace of `pid`; returns the lines run."""
+        lines = list(before)
+        for intf in intfs:
+            lines += attach_lines(intf, self.prog)
+        return tc_batch(pid, lines)
+
+    def write(self, ops: Iterable[MapOp]) -> int:
+        """Apply map writes (value None deletes the key; deleting a missing key is fine),
+        all in one bpftool; returns how many."""
+        lines, deletes = [], []
+        for op in ops:
+            path = self.map_path(op.map_name)
+            if op.value is None:
+                deletes.append(op)
+            else:
+                lines.append(f"map update pinned {path} key hex {_hex(op.key)} "
+                             f"value hex {_hex(op.value)}")
+        if lines:
+            _run(["bpftool", "batch", "file", "-"], "\n".join(lines) + "\n")
+        for op in deletes:  # one by one: a missing key must not stop the others
+            done = subprocess.run(["bpftool", "map", "delete", "pinned",
+                                   str(self.map_path(op.map_name)), "key", "hex",
+                                   *_hex(op.key).split()], capture_output=True, text=True)
+            if done.returncode != 0 and "No such file or directory" not in done.stderr:
+                raise EbpfError(f"map delete {op.map_name}: {done.stderr.strip()}")
+        return len(lines) + len(deletes)
+
+    def dump(self, name: str) -> list[tuple[bytes, bytes]]:
+        """Every entry of a map: (key, value) bytes."""
+        entries = json.loads(_run(["bpftool", "-j", "map", "dump", "pinned",
+                                   str(self.map_path(name))]))
+        return [(bytes(int(h, 16) for h in e["key"]), bytes(int(h, 16) for h in e["value"]))
+                for e in entries if "value" in e]
+
+
+def ebpf_available(obj: Path, pid: int | None, pin: Path = PIN_DIR) -> tuple[bool, str]:
+    """Whether the program loads and attaches here, and if not why: loaded and tried on
+    the loopback of the namespace of `pid`, then removed."""
+    program = EbpfProgram(obj, pin)
+    try:
+        program.load()
+        program.attach(pid, ["lo"])
+    except EbpfError as err:
+        reason = str(err).splitlines()[-1] if str(err) else "load failed"
+        return False, f"no eBPF switch program: it could not be loaded here ({reason})"
+    finally:
+        subprocess.run([*in_namespace(pid), "tc", "qdisc", "del", "dev", "lo", "clsact"],
+                       capture_output=True)
+        program.unload()
+    return True, "eBPF switch program on every port"
+
+
+# ---------------------------------------------------------------- reading a ring buffer
+_BPF_SYSCALL = 321  # x86_64; the program itself is built for the machine it runs on
+_BPF_OBJ_GET = 7
+_RINGBUF_BUSY, _RINGBUF_DISCARD = 1 << 31, 1 << 30
+_RINGBUF_HEADER = 8
+
+
+class RingReader:
+    """The records of a pinned BPF ring buffer, as they come (`read(timeout)`): the
+    consumer's side of the kernel's ring, mapped into this process."""
+
+    def __init__(self, path: Path, size: int):
+        import ctypes
+        import mmap
+        import os
+        import select
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        name = ctypes.create_string_buffer(str(path).encode())
+        attr = (ctypes.c_uint64 * 2)(ctypes.addressof(name), 0)
+        fd = libc.syscall(_BPF_SYSCALL, _BPF_OBJ_GET, ctypes.byref(attr), ctypes.sizeof(attr))
+        if fd < 0:
+            err = ctypes.get_errno()
+            raise EbpfError(f"{path}: {os.strerror(err)}")
+        self.fd, self.size, self.mask = fd, size, size - 1
+        page = mmap.PAGESIZE
+        self.consumer = mmap.mmap(fd, page, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE,
+                                  offset=0)
+        self.producer = mmap.mmap(fd, page + 2 * size, mmap.MAP_SHARED, mmap.PROT_READ,
+                                  offset=page)
+        self.data_offset = page
+        self.poll = select.epoll()
+        self.poll.register(fd, select.EPOLLIN)
+        self._os = os
+
+    def read(self, timeout: float) -> list[bytes]:
+        """The records that arrived, waiting up to `timeout` seconds for the first."""
+        records = []
+        consumer = int.from_bytes(self.consumer[:8], "little")
+        producer = int.from_bytes(self.producer[:8], "little")
+        if consumer == producer:
+            self.poll.poll(timeout)
+            producer = int.from_bytes(self.producer[:8], "little")
+        while consumer < producer:
+            start = self.data_offset + (consumer & self.mask)
+            header = int.from_bytes(self.producer[start:start + 4], "little")
+            if header & _RINGBUF_BUSY:
+                break
+            length = header & ~(_RINGBUF_BUSY | _RINGBUF_DISCARD)
+            if not header & _RINGBUF_DISCARD:
+                body = start + _RINGBUF_HEADER
+                records.append(bytes(self.producer[body:body + length]))
+            consumer += (length + _RINGBUF_HEADER + 7) & ~7
+            self.consumer[:8] = consumer.to_bytes(8, "little")
+        return records
+
+    def close(self) -> None:
+        self.poll.close()
+        self.consumer.close()
+        self.producer.close()
+        self._os.close(self.fd)
