@@ -131,7 +131,7 @@ def test_every_shipped_scenario_is_parsed_whole(no_run):
     # Two links, four flaps each: a down and an up step per flap, in time order.
     assert len(flap.faults) == 16 and [a.t for a in flap.faults] == sorted(
         a.t for a in flap.faults)
-    assert flap.transports == ("mrc", "single-path") and flap.timeout_s == 90
+    assert flap.transports == ("mrc", "roce-8") and flap.timeout_s == 90
     # Ring all-reduce on 8 hosts: 2(N-1) phases of one chunk per host.
     assert len(flap.plan) == 14 and {t.size for p in flap.plan for t in p} == {1_000_000}
     check = load_scenario("pathcheck", fabric)
