@@ -53,8 +53,14 @@ def _slowdowns(m: Measured) -> dict[str, dict]:
 
 
 def _others(m: Measured, entries: dict[str, dict], key: str, show) -> str:
-    return "; ".join(f"{t} {show(e[key])}{'' if e['finished'] else ' (did not finish)'}"
+    return "; ".join(f"{t} {show(e[key])}{_unfinished(e)}"
                      for t, e in entries.items() if t != "mrc")
+
+
+def _unfinished(entry: dict) -> str:
+    if entry["finished"]:
+        return ""
+    return " (job aborted)" if entry["note"].startswith("job aborted") else " (did not finish)"
 
 
 def slowdown_at_most(m: Measured) -> Verdict:

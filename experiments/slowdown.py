@@ -36,8 +36,18 @@ def slowdown(faulty: dict, clean: dict) -> dict:
         "clean_s": clean_s,
         "goodput_ratio": (round(faulty["goodput_mbps"] / clean_goodput, 4)
                           if clean_goodput > 0 else None),
-        "note": "" if faulty["ok"] else "did not finish under the faults: at least this slow",
+        "note": "" if faulty["ok"] else unfinished(faulty),
     }
+
+
+def unfinished(block: dict) -> str:
+    """Why a transport did not finish under the faults: its job aborted (a RoCE queue
+    pair went to the error state, as a training job's would) or it ran out of time."""
+    aborted = block.get("aborted")
+    if aborted:
+        return (f"job aborted: a queue pair of h{aborted['src']} -> h{aborted['dst']} went "
+                f"to the error state at {aborted['t']:.2f} s")
+    return "did not finish under the faults: at least this slow"
 
 
 def slowdowns(faulty_blocks: list[dict], clean_blocks: list[dict]) -> list[dict]:

@@ -36,3 +36,13 @@ def test_missing_or_failed_references_give_no_figure():
     assert failed["slowdown"] is None and "fault-free run did not finish" in failed["note"]
     with pytest.raises(ValueError, match="mrc"):
         slowdown(block("mrc", 1.0), block("roce", 1.0))
+
+
+def test_a_baseline_whose_queue_pair_went_to_the_error_state_aborted_its_job():
+    faulty = dict(block("roce-8", 7.7, ok=False), aborted={"t": 7.7033, "src": 0, "dst": 4,
+                                                           "qp": 5})
+    entry = slowdown(faulty, block("roce-8", 6.4))
+    assert entry["note"] == ("job aborted: a queue pair of h0 -> h4 went to the error state "
+                             "at 7.70 s")
+    assert slowdown(block("roce-8", 9.0, ok=False), block("roce-8", 6.4))["note"] \
+        .startswith("did not finish")
