@@ -4,7 +4,9 @@ Run inside a host namespace by bench/agent_throughput.py, from the repository ro
     python3 -m bench.rawsock recv --address A --seconds S
     python3 -m bench.rawsock send --address A --dst-addresses X,Y,... --seconds S --size N
 The sender cycles over the given path addresses (one per plane, or one) as fast as the
-socket accepts; the receiver counts datagrams and bytes and prints one JSON line.
+socket accepts; the receiver counts datagrams and bytes and prints one JSON line. Both
+use the port beside the agents' unless told otherwise (`--port`, and `--bind-port` for
+the sender's own: bench/agent_loopback.py runs both ends on one loopback address).
 """
 
 from __future__ import annotations
@@ -20,17 +22,17 @@ from hosts.protocol import MRC_UDP_PORT, UDP_NO_CHECK6_RX, UDP_NO_CHECK6_TX
 PORT = MRC_UDP_PORT + 1  # beside the agents' port, so both can run at once
 
 
-def open_socket(address: str) -> socket.socket:
+def open_socket(address: str, port: int = PORT) -> socket.socket:
     sock = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
     sock.setsockopt(socket.IPPROTO_UDP, UDP_NO_CHECK6_TX, 1)
     sock.setsockopt(socket.IPPROTO_UDP, UDP_NO_CHECK6_RX, 1)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 23)
-    sock.bind((address, PORT))
+    sock.bind((address, port))
     return sock
 
 
-def receive(address: str, seconds: float) -> dict:
-    sock = open_socket(address)
+def receive(address: str, seconds: float, port: int = PORT) -> dict:
+    sock = open_socket(address, port)
     sock.settimeout(0.2)
     print("ready", flush=True)
     count = size = 0
@@ -51,8 +53,9 @@ def receive(address: str, seconds: float) -> dict:
             "mbps": size * 8 / span / 1e6 if span else 0.0}
 
 
-def send(address: str, destinations: list[str], seconds: float, size: int) -> dict:
-    sock = open_socket(address)
+def send(address: str, destinations: list[str], seconds: float, size: int,
+         port: int = PORT, bind_port: int = PORT) -> dict:
+    sock = open_socket(address, bind_port)
     payload = bytes(size)
     count = errors = 0
     end = time.monotonic() + seconds
@@ -60,7 +63,7 @@ def send(address: str, destinations: list[str], seconds: float, size: int) -> di
     while time.monotonic() < end:
         for _ in range(64):
             try:
-                sock.sendto(payload, (destinations[count % n], PORT))
+                sock.sendto(payload, (destinations[count % n], port))
                 count += 1
             except OSError:
                 errors += 1
@@ -74,11 +77,14 @@ def main() -> int:
     parser.add_argument("--dst-addresses", default="")
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--size", type=int, default=1400)
+    parser.add_argument("--port", type=int, default=PORT, help="the receiver's port")
+    parser.add_argument("--bind-port", type=int, help="the sender's own (default: --port)")
     args = parser.parse_args()
     if args.mode == "recv":
-        result = receive(args.address, args.seconds)
+        result = receive(args.address, args.seconds, args.port)
     else:
-        result = send(args.address, args.dst_addresses.split(","), args.seconds, args.size)
+        result = send(args.address, args.dst_addresses.split(","), args.seconds, args.size,
+                      args.port, args.port if args.bind_port is None else args.bind_port)
     print(json.dumps(result), flush=True)
     return 0
 

@@ -49,6 +49,7 @@ from hosts.config import ProtocolConfig
 NSCC_PROPORTIONAL_GAIN = 0.5
 NSCC_DECREASE_GAIN = 0.8
 NSCC_MIN_FACTOR = 0.5  # never cut more than half in one round trip
+_INF = float("inf")
 
 
 class Window(Protocol):
@@ -153,12 +154,20 @@ class Nscc:
         self.epoch_acked += 1
 
     def on_ack(self, rtt: float | None, ecn: bool, now: float) -> None:
-        self._count(now)
+        # _count, `target` and _round_trip inlined: this runs for every acked packet.
+        base = self.base_rtt
+        if now - self.epoch_start >= (0.0 if base == _INF else base + max(
+                self.target_min, self.target_rtts * base)):
+            self.last_epoch_acked, self.epoch_acked = self.epoch_acked, 0
+            self.epoch_start = now
+        self.epoch_acked += 1
         delay = None
         if rtt is not None and rtt > 0:
-            self.base_rtt = min(self.base_rtt, rtt)
-            delay = rtt - self.base_rtt
-        target = self.target
+            if rtt < base:
+                self.base_rtt = base = rtt
+            delay = rtt - base
+        target = (self.target_min if base == _INF
+                  else max(self.target_min, self.target_rtts * base))
         # Without a fresh sample (a retransmission's ack) the delay is unknown: an ECN
         # echo alone holds, and nothing grows on a guess.
         high = delay is not None and delay > target

@@ -61,6 +61,11 @@ class Pacer:
                 start = self.now
             self.next_free[plane] = start + (size + WIRE_OVERHEAD) * self.byte_s
 
+    def full(self) -> bool:
+        """No plane may take even a retransmission now (ready_resend() is false for
+        every plane)."""
+        return self.enabled and min(self.next_free) > self.horizon + self.packet_s
+
     def ready_at(self, planes: list[int], resend: bool = False) -> float:
         """When the first of `planes` may send again (a retransmission, with resend)."""
         if not self.enabled:

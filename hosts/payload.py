@@ -4,10 +4,20 @@ The sender fills a message from a seed made of (source host, destination host, m
 id); the receiver regenerates the same bytes and compares. Nothing but the seed has to
 travel out of band, and a wrong, missing or misplaced byte anywhere fails the check.
 
-Making or checking a message of megabytes takes milliseconds per megabyte. An agent
-must not stall its event loop that long (acks would wait, and peers would take the
-delay for a broken path), so both also come as generators (`build`, `check`) that do
-one chunk per step; the agent runs them a step at a time between packets.
+The bytes are made in chunks of BLOCK bytes from one random block per message (BLOCK
+random bytes drawn from the seed): chunk i is that block rotated by a random amount
+r_i, also drawn from the seed. Making a chunk is a copy, not a draw from the random
+generator (a draw costs about 2 ms a megabyte: as much CPU as the transport itself at
+a 1,200-byte MTU); checking one is the same copy and a compare. Every byte still
+depends on the seed and its position: a byte moved by d within a chunk meets another
+byte of the random block, and a packet moved to another chunk escapes the check only
+if its rotation differs by exactly the move (one chance in BLOCK per packet, and BLOCK
+is a prime, so no MTU lines chunks up with each other).
+
+An agent must not stall its event loop for a whole large message (acks would wait,
+and peers would take the delay for a broken path), so both also come as generators
+(`build`, `check`) that do one chunk per step; the agent runs them a step at a time
+between packets.
 """
 
 from __future__ import annotations
@@ -16,9 +26,9 @@ import hashlib
 import random
 from collections.abc import Generator
 
-# Bytes per step. A multiple of 4: Random.randbytes() draws 32-bit words, so chunks of
-# whole words give exactly the bytes one call for the whole message would.
-CHUNK = 1 << 16
+# Bytes per chunk and per step: a prime, so that chunks never line up with packets.
+BLOCK = 65521
+CHUNK = BLOCK
 
 
 def message_seed(src: int, dst: int, msg_id: int) -> int:
@@ -26,23 +36,40 @@ def message_seed(src: int, dst: int, msg_id: int) -> int:
     return int.from_bytes(digest, "big")
 
 
-def build(src: int, dst: int, msg_id: int, length: int) -> Generator[None, None, bytes]:
-    """The message's bytes, made one chunk per step (the generator's return value)."""
+def _rotations(src: int, dst: int, msg_id: int,
+               length: int) -> Generator[tuple[int, bytes, int], None, None]:
+    """(offset, random block, rotation) of each chunk of the message, in order."""
     rng = random.Random(message_seed(src, dst, msg_id))
-    parts = []
-    for offset in range(0, length, CHUNK):
-        parts.append(rng.randbytes(min(CHUNK, length - offset)))
+    block = rng.randbytes(BLOCK)
+    for offset in range(0, length, BLOCK):
+        yield offset, block, rng.randrange(BLOCK)
+
+
+def build(src: int, dst: int, msg_id: int,
+          length: int) -> Generator[None, None, bytearray]:
+    """The message's bytes, made one chunk per step (the generator's return value)."""
+    data = bytearray(length)
+    for offset, block, turn in _rotations(src, dst, msg_id, length):
+        # The chunk is block[turn:] + block[:turn], cut at the end of the message.
+        head = min(BLOCK - turn, length - offset)
+        data[offset:offset + head] = block[turn:turn + head]
+        tail = min(turn, length - offset - head)
+        if tail > 0:
+            data[offset + head:offset + head + tail] = block[:tail]
         yield
-    return b"".join(parts)
+    return data
 
 
 def check(src: int, dst: int, msg_id: int,
           data: bytes | bytearray) -> Generator[None, None, bool]:
     """Whether `data` is that message, checked one chunk per step (the return value)."""
-    rng = random.Random(message_seed(src, dst, msg_id))
-    for offset in range(0, len(data), CHUNK):
-        end = min(len(data), offset + CHUNK)
-        if data[offset:end] != rng.randbytes(end - offset):
+    length = len(data)
+    for offset, block, turn in _rotations(src, dst, msg_id, length):
+        head = min(BLOCK - turn, length - offset)
+        if data[offset:offset + head] != block[turn:turn + head]:
+            return False
+        tail = min(turn, length - offset - head)
+        if tail > 0 and data[offset + head:offset + head + tail] != block[:tail]:
             return False
         yield
     return True
@@ -57,7 +84,7 @@ def run(steps: Generator):
             return done.value
 
 
-def message_bytes(src: int, dst: int, msg_id: int, length: int) -> bytes:
+def message_bytes(src: int, dst: int, msg_id: int, length: int) -> bytearray:
     return run(build(src, dst, msg_id, length))
 
 

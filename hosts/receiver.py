@@ -62,6 +62,7 @@ M_IDLE_S = 0.04
 _M_SPAN = M_WINDOW + M_REORDER
 _M_MASK = (1 << _M_SPAN) - 1
 _SEQ_SPACE = protocol.PATH_SEQ_MASK + 1
+_SEQ_MASK, _PATH_SHIFT = protocol.PATH_SEQ_MASK, protocol.PATH_SEQ_SHIFT
 
 DeliveredCallback = Callable[[int, bytearray], None]  # (msg_id, message bytes)
 # The answer type of a packet that gets none (an in-order receiver's drop after its NACK).
@@ -86,12 +87,13 @@ class PathWindow:
     def __init__(self, seq: int, now: float):
         self.top, self.bits, self.span, self.last_at = seq, 1, 1, now
 
-    def arrive(self, seq: int, now: float) -> None:
+    def arrive(self, seq: int, now: float) -> bool:
+        """Record a sequence number; returns whether the path is now bad (`bad()`)."""
         self.last_at = now
         ahead = (seq - self.top) % _SEQ_SPACE
         if ahead == 0:
-            return  # a duplicate
-        if ahead < _SEQ_SPACE // 2:
+            pass  # a duplicate
+        elif ahead < _SEQ_SPACE // 2:
             self.top = seq
             self.bits = (self.bits << ahead | 1) & _M_MASK
             self.span = min(_M_SPAN, self.span + ahead)
@@ -99,6 +101,12 @@ class PathWindow:
             behind = _SEQ_SPACE - ahead
             if behind < self.span:
                 self.bits |= 1 << behind  # a late packet fills its hole
+        # bad(), inlined: this runs for every DATA packet.
+        judged = self.span - M_REORDER
+        if judged < M_MIN_JUDGED:
+            return False
+        missing = judged - (self.bits >> M_REORDER & ((1 << judged) - 1)).bit_count()
+        return missing >= M_MIN_MISSING and missing >= M_MISSING_FRACTION * judged
 
     def missing(self) -> tuple[int, int]:
         """(judged numbers, missing among them)."""
@@ -170,15 +178,23 @@ class Receiver:
             return protocol.NACK, 0, protocol.R_TRIMMED
         stats = self.stats
         echo = 0
-        if not self.in_order and self._judge(hdr, now):
-            echo = protocol.F_ALWAYS_SKIP
-            stats["always_skip_tx"] += 1
+        if not self.in_order:
+            # _judge, inlined (every packet goes through it): the path's window.
+            path_seq = hdr.path_seq
+            key = (hdr.plane, path_seq >> _PATH_SHIFT & _SEQ_MASK)
+            window = self.path_windows.get(key)
+            if window is None or now - window.last_at > M_IDLE_S:
+                self.path_windows[key] = PathWindow(path_seq & _SEQ_MASK, now)
+            elif window.arrive(path_seq & _SEQ_MASK, now):
+                echo = protocol.F_ALWAYS_SKIP
+                stats["always_skip_tx"] += 1
         if ce:
             echo |= protocol.F_ECN_ECHO
             self.ecn_marks += 1
             stats["ce_rx"] += 1
         distance = hdr.psn - self.cum
-        if distance < 0 or self.bits >> distance & 1:
+        bits = self.bits
+        if distance < 0 or bits >> distance & 1:
             stats["duplicates"] += 1
             return protocol.SACK, echo, 0
         if distance > MAX_PSN_AHEAD:
@@ -196,10 +212,10 @@ class Receiver:
             return protocol.SACK, echo, 0
         stats["data_rx"] += 1
         if distance:
-            self.bits |= 1 << distance
+            self.bits = bits | 1 << distance
         else:
             # PSN cum arrived: advance over it and every arrived PSN right behind it.
-            bits = self.bits | 1
+            bits |= 1
             run = (~bits & (bits + 1)).bit_length() - 1  # trailing ones
             self.bits = bits >> run
             self.cum += run
@@ -215,8 +231,7 @@ class Receiver:
         if window is None or now - window.last_at > M_IDLE_S:
             windows[key] = PathWindow(seq, now)
             return False
-        window.arrive(seq, now)
-        return window.bad()
+        return window.arrive(seq, now)
 
     def _restart(self, hdr: wire.Header, now: float) -> None:
         """Judge the packet's path afresh from its sequence number on (congestion)."""

@@ -30,10 +30,12 @@ from collections.abc import Sequence
 
 from hosts.protocol import EV_CHOICE_MASK, ev_choice, make_ev
 
+_NEVER_SKIP = float("-inf")
+
 
 class ReverseEvs:
     __slots__ = ("planes", "paths", "rng", "evs", "confirmed_at", "next_probe", "pending",
-                 "inbound_at", "interval", "suspect_paths", "choices")
+                 "inbound_at", "interval", "suspect_paths", "choices", "soonest", "next_at")
 
     def __init__(self, planes: int, paths: int, interval: float, rng: random.Random,
                  choices: Sequence[int] | None = None):
@@ -47,6 +49,26 @@ class ReverseEvs:
         self.inbound_at = float("-inf")  # when data from the peer last arrived
         # Paths (per plane) whose reverse direction is suspect: answers avoid them.
         self.suspect_paths: list[set[int]] = [set() for _ in range(planes)]
+        self._reschedule()
+
+    def _reschedule(self) -> None:
+        """After any change of next_probe or confirmed_at: `soonest` is stale, and
+        `next_at` (before which the endpoint skips due_probes()) lets the next poll
+        look. Recomputed lazily (`_soon()`): a confirmation comes with every SACK."""
+        self.soonest = None
+        self.next_at = float("-inf")
+
+    def _soon(self) -> float:
+        """The soonest a plane's probe can fall due; `next_at` a hair earlier, so that
+        rounding never skips a probe due_probes() would send."""
+        soonest = self.soonest
+        if soonest is None:
+            interval = self.interval
+            soonest = self.soonest = min(
+                max(probe, confirmed + interval)
+                for probe, confirmed in zip(self.next_probe, self.confirmed_at))
+            self.next_at = soonest - 1e-9
+        return soonest
 
     def path(self, ev: int) -> int:
         return ev_choice(ev) % self.paths
@@ -72,11 +94,16 @@ class ReverseEvs:
         return [mirror, ev]
 
     def confirm(self, plane: int, ev: int, now: float) -> None:
-        """`ev` is known to carry packets to the peer now."""
+        """`ev` is known to carry packets to the peer now (every SACK says so)."""
         self.evs[plane] = ev
         self.confirmed_at[plane] = now
-        self.pending.discard(ev)
-        self.suspect_paths[plane].discard(self.path(ev))
+        if self.pending:
+            self.pending.discard(ev)
+        suspect = self.suspect_paths[plane]
+        if suspect:
+            suspect.discard((ev & EV_CHOICE_MASK) % self.paths)
+        self.soonest = None
+        self.next_at = _NEVER_SKIP
 
     def on_probe_reply(self, plane: int, ev: int, now: float) -> bool:
         """A PROBE_REPLY: True if it answered one of this set's probes."""
@@ -90,6 +117,7 @@ class ReverseEvs:
             # The first probes wait an interval: a connection shorter than that does
             # well on the mirrors, and needs no probes at all.
             self.next_probe = [self._grid(now)] * self.planes
+            self._reschedule()
         self.inbound_at = now
 
     def _grid(self, now: float) -> float:
@@ -105,11 +133,13 @@ class ReverseEvs:
         self.next_probe[plane] = min(self.next_probe[plane], now)
         self.confirmed_at[plane] = float("-inf")  # probe the plane now, confirmed or not
         self.inbound_at = max(self.inbound_at, now)
+        self._reschedule()
 
     def due_probes(self, now: float) -> list[int]:
         """EVs to probe now: one per plane not confirmed within the interval, while
         data from the peer arrived within it."""
         if now - self.inbound_at > self.interval:
+            self._soon()
             return []
         due = []
         for plane in range(self.planes):
@@ -121,14 +151,16 @@ class ReverseEvs:
             due.append(ev)
         if len(self.pending) > 4 * self.planes:  # unanswered probes are forgotten
             self.pending = set(due)
+        if due:
+            self._reschedule()
+        self._soon()
         return due
 
     def next_due(self, now: float) -> float | None:
         """When a probe falls due next, if one can (for the event loop's timeout)."""
         if now - self.inbound_at > self.interval:
             return None
-        soonest = min(max(self.next_probe[p], self.confirmed_at[p] + self.interval)
-                      for p in range(self.planes))
+        soonest = self._soon()
         return soonest if soonest <= self.inbound_at + self.interval else None
 
     def _random_ev(self, plane: int) -> int:
