@@ -36,6 +36,22 @@ def agent_config(topology: Path, host: int, transport: str, events: Path,
             "events": str(events), "protocol": protocol or {}, "progress_s": progress_s}
 
 
+def ev_state_command(state: str, port: int | None = None, spine: int | None = None,
+                     dst: int | None = None, ev: int | None = None) -> dict:
+    """The control API's MODIFY_EV_STATE (hosts/mrc_ctl.py) as an agent command: `state`
+    for the EV `ev` of the connection to `dst`, or for every EV of `port` (plane + 1;
+    only those through T1 `spine`, if given) toward `dst` or, without it, toward every
+    peer, now and later."""
+    entry: dict = {"ev": ev} if ev is not None else {"port": port}
+    if spine is not None:
+        entry["spine"] = spine
+    entry["state"] = state
+    cmd = {"cmd": "modify_ev_profile", "ev_op": {"op": "MODIFY_EV_STATE", "entries": [entry]}}
+    if dst is not None:
+        cmd["dst"] = dst
+    return cmd
+
+
 class AgentSet:
     """One agent per host of `fabric`. They read the run's topology.json (`topology`,
     else the one the lifecycle wrote for `net` at bring-up, experiments/lifecycle.py);
@@ -73,6 +89,10 @@ class AgentSet:
             thread = threading.Thread(target=self._read, args=(host.index, proc), daemon=True)
             thread.start()
             self.threads.append(thread)
+        # The network's running agents (net.agents) are these now: faults that act
+        # through the agents reach them there (experiments/faults/base.py Env.agents).
+        self.net = net
+        net.agents = self
         self.pfc = net.pfc  # PFC pauses a host's NIC through its agent (experiments/pfc.py)
         if self.pfc is not None:
             self.pfc.attach(self)
@@ -111,6 +131,11 @@ class AgentSet:
             proc.stdin.write((json.dumps(cmd) + "\n").encode())
             proc.stdin.flush()
 
+    def modify_ev_state(self, host: int, state: str, **where) -> None:
+        """Set the state of EVs on `host`'s agent (`ev_state_command`); the answer (or
+        error) comes to the inbox."""
+        self.command(host, **ev_state_command(state, **where))
+
     def stats(self, timeout_s: float = 5.0) -> dict[int, dict]:
         for host in self.procs:
             self.command(host, cmd="stats")
@@ -125,8 +150,8 @@ class AgentSet:
         return result
 
     def stop(self) -> None:
-        if self.pfc is not None and self.pfc.agents is self:
-            self.pfc.attach(None)
+        if getattr(self.net, "agents", None) is self:
+            self.net.agents = None
         for host, proc in self.procs.items():
             if proc.poll() is None:
                 try:

@@ -39,7 +39,6 @@ class PfcController:
         self.net, self.fabric = net, fabric
         self.where = {ifindex: port for port, ifindex in net.ebpf_ports.items()}
         self.hosts = {h.name: h.index for h in fabric.hosts}
-        self.agents = None  # the AgentSet running now (experiments/agents.py)
         self.paused: set[tuple[str, str]] = set()  # host ports paused now
         self.events = 0
         self.errors: list[str] = []
@@ -64,16 +63,15 @@ class PfcController:
 
     def _pause_nic(self, host: str, intf: str, pause: bool) -> None:
         (self.paused.add if pause else self.paused.discard)((host, intf))
-        agents = self.agents
+        agents = self.net.agents  # the AgentSet running now (experiments/agents.py)
         if agents is not None:
             agents.command(self.hosts[host], cmd="pause", plane=_plane(intf), on=pause)
 
     def attach(self, agents) -> None:
-        """A new set of agents runs: it hears of every host port paused now."""
-        self.agents = agents
-        if agents is not None:
-            for host, intf in sorted(self.paused):
-                agents.command(self.hosts[host], cmd="pause", plane=_plane(intf), on=True)
+        """A new set of agents runs (it is `net.agents` now): it hears of every host
+        port paused now."""
+        for host, intf in sorted(self.paused):
+            agents.command(self.hosts[host], cmd="pause", plane=_plane(intf), on=True)
 
     def stop(self) -> None:
         self._stop.set()

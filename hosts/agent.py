@@ -23,6 +23,10 @@ Control channel: JSON lines on stdin (commands) and stdout (answers and notifica
     -> {"cmd": "pause", "plane": 2, "on": true}
        PFC at the NIC port of that plane (experiments/pfc.py): the baseline's data waits
        there until a pause with "on": false
+    -> {"cmd": "query_ev_profile", "dst": 3}, {"cmd": "modify_ev_profile", ...},
+       {"cmd": "ep_batch_send_wait", ...}: the control API, shaped as OCP MRC's
+       mrc_ctl.h (EV profiles and states, the denylist, EV probes; `ev_event` lines
+       once an event mask is set): hosts/mrc_ctl.py
     -> {"cmd": "quit"}
 
 A message to send is made from its seed (hosts/payload.py), and a delivered one checked
@@ -43,17 +47,28 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import selectors
+import select
 import sys
 import time
 from collections import deque
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from hosts.endpoint import Endpoint, make_endpoint
-from hosts.netio import CarrierWatcher, PlaneSockets, carrier
+from hosts.looplag import LoopLag
+from hosts.mrc_ctl import COMMANDS as CTL_COMMANDS
+from hosts.mrc_ctl import MrcCtl
+from hosts.netio import CarrierWatcher, PlaneSockets, parse_source_key
 from hosts.payload import build, check
-from hosts.protocol import ECN_CE, ECN_MASK, MAX_MSG_LEN, MRC_UDP_PORT, transport_spec
+from hosts.protocol import (
+    ECN_CE,
+    ECN_MASK,
+    MAX_MSG_LEN,
+    MRC_HEADER_BYTES,
+    MRC_UDP_PORT,
+    transport_spec,
+)
 from topologies.addressing import AddressingError, host_address, parse_usids
 from topologies.model import Fabric
 from topologies.paths import path_for_ev
@@ -105,7 +120,13 @@ class EventLog:
 
 
 class Agent:
-    def __init__(self, config: AgentConfig):
+    """One host's agent. `sockets` and `watcher` default to the host's plane interfaces
+    (PlaneSockets.on_interfaces, CarrierWatcher); a harness may hand in others, with
+    `address_of` and `host_of` mapping paths and sources to them
+    (bench/agent_loopback.py runs agents on the loopback this way)."""
+
+    def __init__(self, config: AgentConfig, sockets: PlaneSockets | None = None,
+                 watcher: CarrierWatcher | None = None):
         self.config = config
         self.fabric = config.fabric()
         self.me = config.host
@@ -113,34 +134,46 @@ class Agent:
         self.interfaces = [p.intf for p in self.fabric.ports(host.name)]
         self.planes = len(self.interfaces)
         self.log = EventLog(config.events, self.me)
-        classes = self.fabric.spec.traffic_classes  # the DSCP of each traffic class
-        self.class_of = {code: cls for cls, code in enumerate(classes)}
-        self.sockets = PlaneSockets(host_address(self.me), self.interfaces, classes,
-                                    transport_spec(config.transport).data_class)
-        self.watcher = CarrierWatcher(self.interfaces)
-        self.targets: dict[tuple[int, int], tuple[str, int]] = {}  # (dst, EV) -> sockaddr
-        self.hosts_by_address: dict[str, int] = {}
         self.counters = {"rx_datagrams": 0, "tx_datagrams": 0, "tx_errors": 0,
                          "foreign": 0, "delivered": 0, "verify_failed": 0}
         self.endpoint: Endpoint = make_endpoint(
             config.transport, self.me, self.fabric, config.protocol,
             on_event=self.log, on_delivered=self.delivered, on_completed=self.completed,
             on_qp_error=self.qp_error)
+        classes = self.fabric.spec.traffic_classes  # the DSCP of each traffic class
+        # (CE mark, traffic class) of each IPv6 traffic class byte; the last entry for a
+        # datagram without one. A DSCP the topology does not name has class None.
+        class_of = {code: cls for cls, code in enumerate(classes)}
+        self.tclass_table = [(t & ECN_MASK == ECN_CE, class_of.get(t >> 2))
+                             for t in range(256)] + [(False, None)]
+        # Receive slots hold the largest datagram this run's packets can be.
+        largest = MRC_HEADER_BYTES + self.endpoint.config.mtu_payload
+        self.sockets = sockets or PlaneSockets.on_interfaces(
+            host_address(self.me), self.interfaces, classes,
+            transport_spec(config.transport).data_class, max_datagram=largest)
+        self.watcher = watcher or CarrierWatcher(self.interfaces)
+        self.targets: dict[tuple[int, int], object] = {}  # (dst, EV) -> destination
+        self.sources: dict[bytes, int | None] = {}  # source key -> host (None: foreign)
+        self.hosts_by_address: dict[str, int] = {}
+        self.lag = LoopLag()
         # Making and checking messages, a chunk at a time between packets: (steps, then).
         self.jobs: deque[tuple[Generator, Callable]] = deque()
         self.running = True
 
     # ----------------------------------------------------------------- helpers
-    def target_for(self, dst: int, ev: int) -> tuple[str, int]:
+    def address_of(self, dst: int, ev: int) -> tuple[str, int]:
         """The socket address of the path an EV names: its uSID address, MRC port."""
+        return path_for_ev(self.fabric, self.me, dst, ev).address, MRC_UDP_PORT
+
+    def target_for(self, dst: int, ev: int):
+        """The prepared destination (PlaneSockets.sockaddr) of the path an EV names."""
         key = (dst, ev)
         target = self.targets.get(key)
         if target is None:
-            target = (path_for_ev(self.fabric, self.me, dst, ev).address, MRC_UDP_PORT)
-            self.targets[key] = target
+            target = self.targets[key] = self.sockets.sockaddr(*self.address_of(dst, ev))
         return target
 
-    def host_of(self, address: str) -> int | None:
+    def host_of(self, address: str, port: int = MRC_UDP_PORT) -> int | None:
         host = self.hosts_by_address.get(address)
         if host is None:
             try:
@@ -154,6 +187,13 @@ class Agent:
                 return None
             self.hosts_by_address[address] = host
         return host
+
+    def source_host(self, key: bytes) -> int | None:
+        """The host a datagram came from, by its source key (PlaneSockets.receive);
+        None for anything that is not a peer host."""
+        if key not in self.sources:
+            self.sources[key] = self.host_of(*parse_source_key(key))
+        return self.sources[key]
 
     def emit(self, message: dict) -> None:
         sys.stdout.write(json.dumps(message, separators=(",", ":")) + "\n")
@@ -181,6 +221,11 @@ class Agent:
         self.emit({"event": "qp_error", "dst": dst, "qp": qp, "t": now})
 
     # ----------------------------------------------------------------- control
+    @cached_property
+    def ctl(self) -> MrcCtl:
+        """The control API (hosts/mrc_ctl.py), made at its first command."""
+        return MrcCtl(self.endpoint, self.emit)
+
     def command(self, line: str) -> None:
         try:
             cmd = json.loads(line)
@@ -194,8 +239,7 @@ class Agent:
                 self.jobs.append((build(self.me, dst, msg_id, size), lambda data: self.send(
                     dst, msg_id, data)))
             elif kind == "stats":
-                stats = dict(self.counters, **self.endpoint.stats())
-                self.emit({"event": "stats", **stats})
+                self.emit({"event": "stats", **self.stats()})
             elif kind == "paths":
                 dst = cmd.get("dst")
                 states = self.endpoint.path_states(None if dst is None else int(dst))
@@ -212,6 +256,8 @@ class Agent:
                 if not 0 <= plane < self.planes:
                     raise ValueError(f"no plane {plane}")
                 self.endpoint.pause(plane, bool(cmd["on"]), time.monotonic())
+            elif kind in CTL_COMMANDS:
+                self.ctl.command(cmd, time.monotonic())  # answers, errors included
             elif kind == "quit":
                 self.running = False
             else:
@@ -224,6 +270,13 @@ class Agent:
             self.endpoint.send_message(dst, msg_id, data, time.monotonic())
         except ValueError as err:
             self.emit({"event": "error", "message": f"send to {dst}: {err}"})
+
+    def stats(self) -> dict:
+        """The agent's counters, its endpoint's, its event loop's lag (`event_loop`:
+        hosts/looplag.py) and the CPU time its process used so far (`cpu_s`)."""
+        return dict(self.counters, truncated=self.sockets.truncated,
+                    **self.endpoint.stats(), cpu_s=round(time.process_time(), 3),
+                    event_loop=self.lag.summary())
 
     # ----------------------------------------------------------------- loop
     def run_jobs(self, budget_s: float = JOB_BUDGET_S) -> None:
@@ -241,56 +294,80 @@ class Agent:
                 return
 
     def flush(self, now: float) -> None:
-        """Send what the transport has to send now. The hot path of the agent: one
-        sendto per packet, on the plane's socket, with a cached socket address; a
-        packet of another traffic class than the sockets' carries its own."""
+        """Send what the transport has to send now: the hot path of the agent. Packets
+        go out in one batch per plane socket (PlaneSockets.send), each to the cached
+        destination of its path, with its traffic class."""
+        out = self.endpoint.poll(now)
+        if not out:
+            return
+        targets, target_for = self.targets, self.target_for
+        batches: list[list] = [[] for _ in range(self.planes)]
+        for plane, dst, ev, data, cls in out:
+            target = targets.get((dst, ev)) or target_for(dst, ev)
+            batches[plane].append((target, data, cls))
         sent = errors = 0
-        socks, targets = self.sockets.socks, self.targets
-        default, cmsgs = self.sockets.default, self.sockets.cmsgs
-        for plane, dst, ev, data, cls in self.endpoint.poll(now):
-            try:
-                target = targets.get((dst, ev)) or self.target_for(dst, ev)
-                if cls == default:
-                    socks[plane].sendto(data, target)
-                else:
-                    socks[plane].sendmsg([data], cmsgs[cls], 0, target)
-                sent += 1
-            except OSError:  # port down, buffer full: the transport will notice the loss
-                errors += 1
+        for plane, batch in enumerate(batches):
+            if batch:
+                ok, failed = self.sockets.send(plane, batch)
+                sent += ok
+                errors += failed  # port down, buffer full: the transport will notice
         self.counters["tx_datagrams"] += sent
         self.counters["tx_errors"] += errors
+
+    def receive(self, plane: int, now: float) -> None:
+        """Hand every datagram queued on `plane` to the transport, in one pass: its
+        source host from the source key, CE mark and traffic class from one table."""
+        datagrams = self.sockets.receive(plane)
+        self.counters["rx_datagrams"] += len(datagrams)
+        sources, table = self.sources, self.tclass_table
+        on_datagram = self.endpoint.on_datagram
+        for data, key, tclass in datagrams:
+            src = sources.get(key)
+            if src is None:
+                src = self.source_host(key)
+                if src is None:
+                    self.counters["foreign"] += 1
+                    continue
+            ce, cls = table[256 if tclass is None else tclass & 0xFF]
+            on_datagram(plane, src, data, ce, now, cls)
 
     def run(self) -> int:
         # select(2), not epoll: epoll timeouts are whole milliseconds (Python rounds them
         # up), so a plane whose pacer frees it in 50 us would idle a millisecond, twice
         # the gap between two packets of a 20 Mbit/s plane. select() sleeps to the
         # microsecond, and a host has only a few descriptors.
-        selector = selectors.SelectSelector()
-        for plane, sock in enumerate(self.sockets.socks):
-            selector.register(sock, selectors.EVENT_READ, plane)
-        selector.register(self.watcher.sock, selectors.EVENT_READ, "carrier")
+        roles: dict[int, object] = {fd: plane for plane, fd in enumerate(self.sockets.fds)}
+        roles[self.watcher.fileno()] = "carrier"
         stdin = sys.stdin.buffer
         os.set_blocking(stdin.fileno(), False)
-        selector.register(stdin, selectors.EVENT_READ, "control")
+        roles[stdin.fileno()] = "control"
+        fds = list(roles)
         pending = b""
-        class_of = self.class_of
         now = time.monotonic()
         for plane, intf in enumerate(self.interfaces):
-            if not carrier(intf):
+            if not self.watcher.has_carrier(intf):
                 self.endpoint.set_local_plane(plane, False, now)
         self.emit({"event": "ready", "host": self.me, "planes": self.planes})
         every = self.config.progress_s
         next_progress = now + every
+        lag, turn = self.lag.lag.add, self.lag.turn.add
+        endpoint, monotonic = self.endpoint, time.monotonic
+        woke = monotonic()
         while self.running:
-            now = time.monotonic()
-            wake = self.endpoint.next_wakeup(now)
-            timeout = max(0.0, min(wake if wake is not None else now + 0.05,
-                                   next_progress) - now)
-            if self.jobs:
-                timeout = 0.0
-            for key, _ in selector.select(timeout):
-                now = time.monotonic()
-                if key.data == "control":
+            now = monotonic()
+            turn(now - woke)
+            wake = endpoint.next_wakeup(now)
+            deadline = min(wake if wake is not None else now + 0.05, next_progress)
+            timeout = 0.0 if self.jobs else max(0.0, deadline - now)
+            readable = select.select(fds, (), (), timeout)[0]
+            now = woke = monotonic()
+            if timeout and now >= deadline and deadline != next_progress:
+                lag(now - deadline)  # slept past a timer: the machine woke us late
+            for fd in readable:
+                role = roles[fd]
+                if role.__class__ is int:
+                    self.receive(role, now)
+                elif role == "control":
                     chunk = stdin.read(65536)
                     if not chunk:  # the runner went away
                         self.running = False
@@ -300,30 +377,18 @@ class Agent:
                     for line in lines:
                         if line.strip():
                             self.command(line.decode(errors="replace"))
-                elif key.data == "carrier":
-                    for intf, up in self.watcher.events():
-                        self.endpoint.set_local_plane(self.interfaces.index(intf), up, now)
                 else:
-                    for data, address, tclass in self.sockets.receive(key.data):
-                        self.counters["rx_datagrams"] += 1
-                        src = self.host_of(address)
-                        if src is None:
-                            self.counters["foreign"] += 1
-                            continue
-                        if tclass is None:
-                            ce, cls = False, None
-                        else:
-                            ce, cls = tclass & ECN_MASK == ECN_CE, class_of.get(tclass >> 2)
-                        self.endpoint.on_datagram(key.data, src, data, ce, now, cls)
-            now = time.monotonic()
+                    for intf, up in self.watcher.events():
+                        endpoint.set_local_plane(self.interfaces.index(intf), up, now)
+            now = monotonic()
             self.flush(now)
             if self.jobs:
                 self.run_jobs()
             if now >= next_progress:
+                lag(now - next_progress)  # the progress tick: late by the loop's work too
                 next_progress = now + every
-                self.log({"t": now, "event": "progress", **self.endpoint.progress()})
-        self.log({"t": time.monotonic(), "event": "exit",
-                  **dict(self.counters, **self.endpoint.stats())})
+                self.log({"t": now, "event": "progress", **endpoint.progress()})
+        self.log({"t": time.monotonic(), "event": "exit", **self.stats()})
         self.log.close()
         self.sockets.close()
         self.watcher.close()

@@ -31,6 +31,14 @@ after starts from twice the wait it had reached, so a path that keeps failing (a
 one) spends ever longer out. When a path comes back, its EVs take back their share of
 the plane from the paths that covered for it, so path diversity recovers after every
 fault. The set knows only plane and path numbers, never the fabric.
+
+An operator (the control API, hosts/mrc_ctl.py) acts on paths as the set does: denying an
+EV denies the path it names (`deny`: every EV of the set on it is DENIED, none is drawn
+on it, a retired one is no longer probed) until `allow`, when its EVs take back their
+share of the plane as after a reinstatement. `replace` puts a given EV in another's
+place (same plane), and `set_explicit` makes the set exactly a given array (OCP MRC's
+EXPLICIT mode): from then on the set draws no EV of its own, so a retired EV's slot
+goes to a spare of its plane or stays empty until its path returns.
 """
 
 from __future__ import annotations
@@ -116,6 +124,11 @@ class EvSet:
                              f"must be among the plane's {paths_per_plane}")
         self.by_ev: dict[int, Ev] = {}
         self.bad: dict[PathKey, BadPath] = {}
+        self.denied: set[PathKey] = set()  # paths an operator took out of use (deny)
+        # Active EVs each plane holds when nothing is wrong (`ev_count` is their sum),
+        # and whether the set is an operator's explicit array (it draws no EV itself).
+        self.quota = [evs_per_plane] * planes
+        self.explicit = False
         # The probe backoff of paths reinstated, and when: it outlives the reinstatement.
         self.backoff: dict[PathKey, tuple[float, float]] = {}
         self.unanswered: list[BadPath] = []  # paths whose probe due_probes() gave up on
@@ -167,6 +180,11 @@ class EvSet:
 
     def usable(self, ev: Ev) -> bool:
         return ev.state in (GOOD, SKIP) and self.plane_up[ev.plane]
+
+    @property
+    def ev_count(self) -> int:
+        """The active EVs of the set when nothing is wrong (OCP MRC's `ev_count`)."""
+        return sum(self.quota)
 
     def active_usable(self) -> int:
         return sum(1 for ev in self.rotation if self.usable(ev))
@@ -230,7 +248,8 @@ class EvSet:
         """The paths of `plane` the connection may put EVs on now: its preferred paths
         not known bad, else (every one of them bad) its fallback paths not known bad."""
         for paths in (self.preferred, self.fallback):
-            good = [p for p in paths if (plane, p) not in self.bad]
+            good = [p for p in paths if (plane, p) not in self.bad
+                    and (plane, p) not in self.denied]
             if good:
                 return good
         return []
@@ -289,18 +308,24 @@ class EvSet:
             new = spare[0]
             self.backups[plane].remove(new)
         else:
-            if not good:
-                self.rotation.pop(index)  # the whole plane is bad: it shrinks until probes answer
+            if not good or self.explicit:
+                # The whole plane is bad (or an explicit array has no spare): it shrinks
+                # until probes answer.
+                self.rotation.pop(index)
                 return
-            # The least used good path, so the plane's traffic stays spread evenly.
-            use = dict.fromkeys(good, 0)
-            for e in self.rotation:
-                if e.plane == plane and e.key[1] in use and e is not old:
-                    use[e.key[1]] += 1
-            least = min(use.values())
-            new = self._new_ev(plane, self.rng.choice([p for p in good if use[p] == least]))
+            new = self._new_ev(plane, self._least_used(plane, good, old))
         new.active = True
         self.rotation[index] = new
+
+    def _least_used(self, plane: int, good: list[int], leaving: Ev | None = None) -> int:
+        """The least used of the plane's `good` paths (counting the active EVs but
+        `leaving`), at random among equals, so the plane's traffic stays spread evenly."""
+        use = dict.fromkeys(good, 0)
+        for e in self.rotation:
+            if e.plane == plane and e.key[1] in use and e is not leaving:
+                use[e.key[1]] += 1
+        least = min(use.values())
+        return self.rng.choice([p for p in good if use[p] == least])
 
     def migrate(self, old: Ev) -> Ev | None:
         """Congestion, not failure: move old's slot to the least used path of its plane
@@ -333,6 +358,8 @@ class EvSet:
         spares = self.backups[plane]
         new = next((e for e in spares if e.key[1] == path and e.state == GOOD), None)
         if new is None:
+            if self.explicit:
+                return None  # an explicit array moves only to its own spares
             new = self._new_ev(plane, path)
         else:
             spares.remove(new)
@@ -380,16 +407,23 @@ class EvSet:
         if bad is None:
             return []
         self.backoff[key] = (bad.wait, now)
-        plane = key[0]
-        allowed = self.allowed(plane)
         for ev in bad.evs:
             ev.state = GOOD
+        self._bring_back(key, bad.evs)
+        return bad.evs
+
+    def _bring_back(self, key: PathKey, evs: list[Ev]) -> None:
+        """GOOD EVs of path `key` back in use: each takes the slot of an EV the plane no
+        longer needs, a free slot, or one of the most used path's (reinstate())."""
+        plane = key[0]
+        allowed = self.allowed(plane)
+        for ev in evs:
             if key[1] not in allowed:
                 self.backups[plane].append(ev)
                 continue
             out = next((e for e in self.rotation if e.plane == plane
                         and e.key[1] not in allowed and e.state in (GOOD, SKIP)), None)
-            if out is None and self._active_in(plane) < self.evs_per_plane:
+            if out is None and self._active_in(plane) < self.quota[plane]:
                 ev.active = True
                 self.rotation.append(ev)
                 continue
@@ -413,7 +447,6 @@ class EvSet:
             if stray.outstanding:
                 self.draining.append(stray)
         self._relive()
-        return bad.evs
 
     def _busiest_other(self, plane: int, key: PathKey) -> Ev | None:
         """An active usable EV on the plane's most used path other than `key`, if that
@@ -432,55 +465,159 @@ class EvSet:
         # The least loaded of them, so as few packets as possible are left draining.
         return min(most, key=lambda e: e.inflight)
 
-    def deny(self, value: int) -> Ev:
-        """An operator takes an EV out of use for good (until allow())."""
-        ev = self.by_ev.get(value)
-        if ev is None:
+    def deny(self, value: int) -> list[Ev]:
+        """An operator takes the path `value` names out of use until allow(): every EV
+        of the set on it becomes DENIED (`value` too, remembered if the set never drew
+        it), an active one is replaced in its plane, no EV is drawn on the path, and a
+        retired path is no longer probed. EVs share their path's fate, DENIED as
+        ASSUMED_BAD. Returns the EVs newly denied, `value`'s first if it is one."""
+        named = self.by_ev.get(value)
+        if named is None:
             plane, path = self.path_key(value)
             if plane >= self.planes:
                 raise EvSetError(f"EV {value:#010x} names plane {plane}; the connection "
                                  f"has {self.planes}")
-            ev = self.by_ev[value] = Ev(value, plane, (plane, path))
-        if ev.state == DENIED:
-            return ev
-        was_usable = ev.state in (GOOD, SKIP)
-        ev.state = DENIED
-        if ev in self.backups[ev.plane]:
-            self.backups[ev.plane].remove(ev)
-        bad = self.bad.get(ev.key)
-        if bad is not None and ev in bad.evs:
-            bad.evs.remove(ev)
-            if not bad.evs:  # the path still needs an EV to be probed on
-                stand_in = self._new_ev(ev.plane, ev.key[1])
-                stand_in.state = ASSUMED_BAD
-                bad.evs.append(stand_in)
-        if ev.active and was_usable:
-            self._replace(ev)
-        elif ev.active:
-            self.rotation.remove(ev)
-            ev.active = False
+            named = self.by_ev[value] = Ev(value, plane, (plane, path))
+        key, plane = named.key, named.plane
+        self.denied.add(key)
+        self.bad.pop(key, None)  # nothing to probe: the operator decides when it returns
+        newly = []
+        for ev in [named] + [e for e in self.by_ev.values() if e.key == key and e is not named]:
+            if ev.state == DENIED:
+                continue
+            was_usable = ev.state in (GOOD, SKIP)
+            ev.state = DENIED
+            newly.append(ev)
+            if ev in self.backups[plane]:
+                self.backups[plane].remove(ev)
+            if ev.active and was_usable:
+                self._replace(ev)
+            elif ev.active:
+                self.rotation.remove(ev)
+                ev.active = False
         self._relive()
-        return ev
+        return newly
 
-    def allow(self, value: int) -> Ev:
-        """Undo deny(): the EV becomes a GOOD backup (or active, if its plane is short
-        and the connection may use its path)."""
-        ev = self.by_ev.get(value)
-        if ev is None or ev.state != DENIED:
-            raise EvSetError(f"EV {value:#010x} is not denied")
-        if ev.key in self.bad:
-            ev.state = ASSUMED_BAD
-            self.bad[ev.key].evs.append(ev)
-            return ev
-        ev.state = GOOD
-        if (self._active_in(ev.plane) < self.evs_per_plane
-                and ev.key[1] in self.allowed(ev.plane)):
-            ev.active = True
-            self.rotation.append(ev)
-            self._relive()
-        else:
-            self.backups[ev.plane].append(ev)
-        return ev
+    def allow(self, value: int) -> list[Ev]:
+        """Undo deny() for the path `value` names: its EVs are GOOD again and take back
+        their share of the plane (as after a reinstatement); a plane left short is
+        filled up again (unless the set is an explicit array). Returns them."""
+        plane, path = self.path_key(value)
+        if (plane, path) not in self.denied:
+            raise EvSetError(f"EV {value:#010x}: its path (plane {plane}, path {path}) is "
+                             "not denied")
+        self.denied.discard((plane, path))
+        evs = [e for e in self.by_ev.values() if e.key == (plane, path) and e.state == DENIED]
+        for ev in evs:
+            ev.state = GOOD
+        self._bring_back((plane, path), evs)
+        self._fill(plane)
+        self._relive()
+        return evs
+
+    def _fill(self, plane: int) -> None:
+        """Active EVs up to the plane's quota, from its spares or new EVs on its least
+        used allowed paths (never for an explicit array)."""
+        while not self.explicit and self._active_in(plane) < self.quota[plane]:
+            good = self.allowed(plane)
+            if not good:
+                return
+            spares = [e for e in self.backups[plane] if e.state == GOOD and e.key[1] in good]
+            if spares:
+                new = spares[0]
+                self.backups[plane].remove(new)
+            else:
+                new = self._new_ev(plane, self._least_used(plane, good))
+            new.active = True
+            self.rotation.append(new)
+
+    def replace(self, old_value: int, new_value: int) -> tuple[Ev, Ev]:
+        """The EV `new_value` takes the place of `old_value` in the set (OCP MRC's
+        REPLACE_EV): its slot in the rotation if `old` is active, else its place among
+        the spares. The two must be of one plane, since every plane keeps its share.
+        The new EV is GOOD, unless its path is denied or known bad (then it shares
+        that state, out of the rotation). `old` leaves the set; packets it has in
+        flight are still judged (draining). Returns (old, new)."""
+        old = self.by_ev.get(old_value)
+        if old is None:
+            raise EvSetError(f"EV {old_value:#010x} is not in the connection's set")
+        if new_value in self.by_ev:
+            raise EvSetError(f"EV {new_value:#010x} is in the set already")
+        plane, path = self.path_key(new_value)
+        if plane != old.plane:
+            raise EvSetError(f"EV {new_value:#010x} is of plane {plane}; a replacement "
+                             f"stays in the plane of the EV it replaces ({old.plane})")
+        key = (plane, path)
+        new = Ev(new_value, plane, key)
+        if key in self.denied:
+            new.state = DENIED
+        elif key in self.bad:
+            new.state = ASSUMED_BAD
+            self.bad[key].evs.append(new)
+        del self.by_ev[old_value]
+        self.by_ev[new_value] = new
+        if old.state == ASSUMED_BAD and old.key in self.bad:
+            bad = self.bad[old.key]
+            bad.evs.remove(old)
+            if not bad.evs:  # nothing of the set is on that path any more
+                del self.bad[old.key]
+        spares = self.backups[plane]
+        if old.active:
+            index = self.rotation.index(old)
+            old.active = False
+            if new.state == GOOD:
+                new.active = True
+                self.rotation[index] = new
+            else:
+                self.rotation.pop(index)
+            if old.outstanding and old.state in (GOOD, SKIP):
+                self.draining.append(old)
+        elif old in spares:
+            spares.remove(old)
+            if new.state == GOOD:
+                spares.append(new)
+        elif new.state == GOOD:
+            spares.append(new)
+        self._relive()
+        return old, new
+
+    def set_explicit(self, values: Sequence[int]) -> list[Ev]:
+        """The set becomes exactly `values`, in this order (OCP MRC's EXPLICIT mode):
+        each plane's quota is its number of EVs there, every path they name may be
+        used, and from now on the set draws no EV of its own. EVs on a denied path are
+        DENIED; the others GOOD and active. What was retired is forgotten; packets in
+        flight on the EVs left behind are still judged (draining). Returns the EVs."""
+        if not values:
+            raise EvSetError("an explicit EV array needs at least one EV")
+        if len(set(values)) != len(values):
+            raise EvSetError("an explicit EV array names an EV twice")
+        for value in values:
+            if self.path_key(value)[0] >= self.planes:
+                raise EvSetError(f"EV {value:#010x} names plane {self.path_key(value)[0]}; "
+                                 f"the connection has {self.planes}")
+        for ev in (*self.rotation, *(e for spare in self.backups for e in spare)):
+            if ev.outstanding and self.usable(ev) and ev not in self.draining:
+                self.draining.append(ev)
+            ev.active = False
+        self.explicit = True
+        self.preferred, self.fallback = tuple(range(self.paths_per_plane)), ()
+        self.by_ev, self.bad, self.unanswered = {}, {}, []
+        self.backups = [[] for _ in range(self.planes)]
+        self.rotation = []
+        self.quota = [0] * self.planes
+        made = []
+        for value in values:
+            plane, path = self.path_key(value)
+            ev = self.by_ev[value] = Ev(value, plane, (plane, path))
+            self.quota[plane] += 1
+            if ev.key in self.denied:
+                ev.state = DENIED
+            else:
+                ev.active = True
+                self.rotation.append(ev)
+            made.append(ev)
+        self._relive()
+        return made
 
     def due_probes(self, now: float, max_wait: float,
                    bound: float = float("inf")) -> list[BadPath]:

@@ -227,6 +227,11 @@ def transport_spec(name: str) -> TransportSpec:
 QP_PSN_SHIFT = 24
 QP_SEQ_MASK = (1 << QP_PSN_SHIFT) - 1
 MAX_QPS = 1 << (32 - QP_PSN_SHIFT)
+# The conn_id of an endpoint's EV probe (the control API's EP_OP_EV_PROBE,
+# hosts/mrc_ctl.py): no connection's, since a connection's conn_id is
+# `sender << 16 | receiver` of two different hosts, never 0. The probe's PSN carries the
+# request id, which the PROBE_REPLY echoes.
+EP_PROBE_CONN = 0
 # --------------------------------------------------------------------- entropy values
 # A 32-bit EV: the plane in the top 8 bits, the choice among the plane's paths below
 # (topologies/paths.py maps a choice to a path, modulo the plane's path count).

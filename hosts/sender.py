@@ -44,7 +44,7 @@ from operator import attrgetter
 from hosts import protocol, wire
 from hosts.cc import make_window
 from hosts.config import ACK_TIMEOUT_MAX, RETRY_EXP_INFINITE, ConfigError, ProtocolConfig
-from hosts.evset import GOOD, SKIP, Ev, EvSet, PathKey
+from hosts.evset import ASSUMED_BAD, DENIED, GOOD, SKIP, Ev, EvSet, PathKey
 from hosts.protocol import make_ev
 
 EventCallback = Callable[[dict], None]
@@ -63,6 +63,10 @@ def _uncharged(plane: int, size: int) -> None:
 
 
 _sent_at = attrgetter("sent_at")
+_F_LAST, _F_RETRANSMIT = protocol.F_LAST, protocol.F_RETRANSMIT
+_VT_DATA = protocol.VERSION << 4 | protocol.DATA
+_PATH_SEQ_SHIFT, _PATH_SEQ_MASK = protocol.PATH_SEQ_SHIFT, protocol.PATH_SEQ_MASK
+_pack_header = wire.HEADER.pack
 
 
 def smooth_rtt(srtt: float, rttvar: float, sample: float) -> tuple[float, float]:
@@ -151,6 +155,7 @@ class Sender:
         # rtt_min_samples of them (_late_on_plane, _check_losses).
         self.path_samples: dict[PathKey, int] = {}
         self.ecn_mask = (1 << config.ecn_migrate_acks) - 1
+        self.ecn_migrate_marks = config.ecn_migrate_marks
         self.congested: list[Ev] = []  # EVs the migration rule picked during this SACK
         # DATA packets sent on each path so far: their `path_seq` (the receiver's view of
         # what each path should have brought it).
@@ -244,9 +249,15 @@ class Sender:
             self._check_losses(now)
             if self.config.probes:
                 self._probe(now, out)
-        retx, unsent, cwnd, pick = self.retx, self.unsent, self.cwnd, self.evs.pick
+        retx, unsent, pick = self.retx, self.unsent, self.evs.pick
         resend_ready = resend_ready or plane_ready
-        while budget > 0 and (retx or unsent) and cwnd.allows(self.inflight):
+        # The window does not move while packets go out (acks move it), so its bound
+        # is read once: cwnd.allows(inflight) is inflight < bound.
+        cwnd = self.cwnd
+        bound = cwnd.cwnd if cwnd.enabled else cwnd.limit
+        transmit, append = self._transmit, out.append
+        data_class, retransmit_class = self.data_class, self.retransmit_class
+        while budget > 0 and (retx or unsent) and self.inflight < bound:
             if retx:
                 pkt = retx[0]
                 if pkt.acked:
@@ -263,10 +274,10 @@ class Sender:
                 if ev is None:
                     break
                 pkt = self._next_new()
-            data = self._transmit(pkt, ev, now)
-            charge(ev.plane, len(data))
-            out.append((ev.plane, ev.ev, data,
-                        self.retransmit_class if pkt.retries else self.data_class))
+            data = transmit(pkt, ev, now)
+            plane = ev.plane
+            charge(plane, len(data))
+            append((plane, ev.ev, data, retransmit_class if pkt.retries else data_class))
             budget -= 1
         return out
 
@@ -275,39 +286,43 @@ class Sender:
         msg = self.unsent[0]
         index = msg.next_index
         msg.next_index = index + 1
-        if msg.next_index == msg.count:
+        if index + 1 == msg.count:
             self.unsent.popleft()
-        offset = index * self.config.mtu_payload
-        pkt = Packet(msg.first_psn + index, msg, offset, min(self.config.mtu_payload,
-                                                              msg.size - offset),
-                     index == msg.count - 1)
-        self.packets[pkt.psn] = pkt
+        mtu = self.config.mtu_payload
+        offset = index * mtu
+        psn = msg.first_psn + index
+        pkt = self.packets[psn] = Packet(psn, msg, offset, min(mtu, msg.size - offset),
+                                         index + 1 == msg.count)
         return pkt
 
     def _transmit(self, pkt: Packet, ev: Ev, now: float) -> bytes:
-        flags = (protocol.F_LAST if pkt.last else 0) | (protocol.F_RETRANSMIT if pkt.retries else 0)
+        retries = pkt.retries
+        flags = (_F_LAST if pkt.last else 0) | (_F_RETRANSMIT if retries else 0)
         pkt.ev, pkt.sent_at, pkt.passed = ev, now, 0
         # Transmission order, not send time: packets of one poll share a timestamp.
-        self.tx_count += 1
-        pkt.tx_seq = self.tx_count
+        self.tx_count = pkt.tx_seq = self.tx_count + 1
         ev.last_sent = now
-        sent = self.path_sent.get(ev.key, 0)
-        self.path_sent[ev.key] = sent + 1
+        key = ev.key
+        path_sent = self.path_sent
+        sent = path_sent.get(key, 0)
+        path_sent[key] = sent + 1
         ev.inflight += 1
         ev.outstanding.append(pkt)
         self.inflight += 1
-        self.stats["data_tx"] += 1
-        if pkt.retries:
-            self.stats["retransmits"] += 1
+        stats = self.stats
+        stats["data_tx"] += 1
+        if retries:
+            stats["retransmits"] += 1
         if self.packet_events:
             self.on_event({"t": now, "event": "send", "psn": pkt.psn, "ev": ev.ev,
-                           "plane": ev.plane, "retransmit": bool(pkt.retries),
+                           "plane": ev.plane, "retransmit": bool(retries),
                            "peer": self.peer})
-        msg = pkt.msg
-        return wire.encode_data(flags, ev.plane, self.conn_id, ev.ev, msg.msg_id, pkt.psn,
-                                pkt.offset, msg.size,
-                                msg.data[pkt.offset:pkt.offset + pkt.length],
-                                protocol.make_path_seq(ev.key[1], sent))
+        msg, offset, length = pkt.msg, pkt.offset, pkt.length
+        # wire.encode_data, inlined: the header, then the payload (one copy of it).
+        return _pack_header(_VT_DATA, flags, ev.plane, 0, self.conn_id, ev.ev, msg.msg_id,
+                            pkt.psn, offset, msg.size, length,
+                            (key[1] & _PATH_SEQ_MASK) << _PATH_SEQ_SHIFT
+                            | (sent & _PATH_SEQ_MASK)) + msg.data[offset:offset + length]
 
     def _take_back(self, pkt: Packet, front: bool) -> None:
         """A transmission is over without an ack: queue the packet again."""
@@ -410,18 +425,25 @@ class Sender:
             # Only first transmissions move the latest acknowledged send times: an ack
             # of a retransmitted packet may answer the original, and would make
             # everything sent since look lost.
-            if pkt.retries == 0:
-                if pkt.sent_at > self.rack_sent_at:
-                    self.rack_sent_at = pkt.sent_at
-                if pkt.sent_at > racks[ev.plane]:
-                    racks[ev.plane] = pkt.sent_at
+            first = pkt.retries == 0
+            if first:
+                sent_at = pkt.sent_at
+                if sent_at > self.rack_sent_at:
+                    self.rack_sent_at = sent_at
+                if sent_at > racks[ev.plane]:
+                    racks[ev.plane] = sent_at
                     advanced.add(ev.plane)
+            outstanding = ev.outstanding
+            if outstanding and outstanding[0] is pkt:
+                # The oldest on its EV: nothing was passed (the usual case of _detect_gaps).
+                del outstanding[0]
+                continue
             # Gaps are judged by an ack of a first transmission, or of a resend that
             # this very SACK answers (its PSN, on the EV it went out on). Any other ack
             # of a resent packet may answer its first transmission (a timeout that
             # fired on a packet only queued): it would pass everything sent on the new
             # EV before the resend, which is still on its way.
-            self._detect_gaps(ev, pkt, now, pkt.retries == 0
+            self._detect_gaps(ev, pkt, now, first
                               or (pkt.psn == hdr.psn and ev.ev == ctl.echo_ev))
         for plane in advanced:
             self._late_on_plane(plane, now)
@@ -431,7 +453,8 @@ class Sender:
         if pkt is None:
             return
         pkt.acked = True
-        self.stats["acked"] += 1
+        stats = self.stats
+        stats["acked"] += 1
         ev = pkt.ev
         if ev is not None:
             ev.inflight -= 1
@@ -441,24 +464,39 @@ class Sender:
             if ecn:
                 self._ecn_psn = -1
             history = ev.ecn_history = (ev.ecn_history << 1 | ecn) & self.ecn_mask
-            if (ecn and self.config.ecn_migrate_marks
-                    and history.bit_count() >= self.config.ecn_migrate_marks):
+            if (ecn and self.ecn_migrate_marks
+                    and history.bit_count() >= self.ecn_migrate_marks):
                 self.congested.append(ev)
             if pkt.retries == 0:
-                self._rtt(ev, now - pkt.sent_at)
-                self.cwnd.on_ack(now - pkt.sent_at, ecn, now)
+                sample = now - pkt.sent_at
+                # _rtt, inlined (smooth_rtt for the EV and the connection).
+                srtt = ev.srtt
+                if srtt:
+                    ev.srtt = 0.875 * srtt + 0.125 * sample
+                    ev.rttvar = 0.75 * ev.rttvar + 0.25 * abs(srtt - sample)
+                else:
+                    ev.srtt, ev.rttvar = sample, sample / 2
+                samples, key = self.path_samples, ev.key
+                samples[key] = samples.get(key, 0) + 1
+                srtt = self.srtt
+                if srtt:
+                    self.srtt = 0.875 * srtt + 0.125 * sample
+                    self.rttvar = 0.75 * self.rttvar + 0.25 * abs(srtt - sample)
+                else:
+                    self.srtt, self.rttvar = sample, sample / 2
+                self.cwnd.on_ack(sample, ecn, now)
             else:
                 self.cwnd.on_ack(None, ecn, now)  # which transmission it answers is unknown
             newly.append(pkt)
         else:
-            self.stats["stale_acks"] += 1  # the original arrived after it was taken back
+            stats["stale_acks"] += 1  # the original arrived after it was taken back
         if self.packet_events:
             self.on_event({"t": now, "event": "ack", "psn": psn,
                            "ev": ev.ev if ev is not None else None, "peer": self.peer})
         msg = pkt.msg
         msg.remaining -= 1
         if msg.remaining == 0:
-            self.stats["messages_completed"] += 1
+            stats["messages_completed"] += 1
             took = now - msg.started
             self.on_event({"t": now, "event": "complete", "msg_id": msg.msg_id,
                            "bytes": msg.size, "seconds": took, "peer": self.peer})
@@ -606,17 +644,65 @@ class Sender:
         return self.rto(0)
 
     # ------------------------------------------------------------------ operator
+    # What a fabric controller asks of the connection's EV set (the control API,
+    # hosts/mrc_ctl.py). An EV names a path, and the EVs of a path share its fate: these
+    # act on the path, with an event for each EV whose state changes.
     def deny_ev(self, ev: int, now: float) -> None:
-        """Take an EV out of use (DENIED) until allow_ev(); its packets go elsewhere."""
-        denied = self.evs.deny(ev)
-        self._resend_outstanding(denied)
-        self.on_event({"t": now, "event": "deny", "ev": ev, "plane": denied.plane,
-                       "peer": self.peer})
+        """Take the path `ev` names out of use (DENIED) until allow_ev(): its EVs leave
+        the rotation, their packets in flight go elsewhere, none is drawn on it."""
+        for denied in self.evs.deny(ev):
+            self._resend_outstanding(denied)
+            self.on_event({"t": now, "event": "deny", "ev": denied.ev, "plane": denied.plane,
+                           "path": denied.key[1], "peer": self.peer})
 
     def allow_ev(self, ev: int, now: float) -> None:
-        allowed = self.evs.allow(ev)
-        self.on_event({"t": now, "event": "allow", "ev": ev, "plane": allowed.plane,
-                       "peer": self.peer})
+        """The path `ev` names may be used again: its EVs are GOOD and take back their
+        share of the plane."""
+        for allowed in self.evs.allow(ev):
+            self.on_event({"t": now, "event": "allow", "ev": allowed.ev,
+                           "plane": allowed.plane, "path": allowed.key[1], "peer": self.peer})
+
+    def modify_ev_state(self, ev: int, state: str, now: float) -> None:
+        """OCP MRC's MODIFY_EV_STATE on the path `ev` names: DENIED denies it; GOOD
+        allows it if denied, or reinstates it at once if retired; ASSUMED_BAD retires
+        it as a loss would (reason `operator`; the `ev_min_active` floor holds)."""
+        key = self.evs.path_key(ev)
+        if state == DENIED:
+            self.deny_ev(ev, now)
+        elif state == GOOD:
+            if key in self.evs.denied:
+                self.allow_ev(ev, now)
+            for back in self.evs.reinstate(key, now):
+                self.stats["reinstated"] += 1
+                self.on_event({"t": now, "event": "reinstate", "ev": back.ev,
+                               "plane": back.plane, "path": back.key[1], "reason": "operator",
+                               "peer": self.peer})
+        elif state == ASSUMED_BAD:
+            if key in self.evs.denied:
+                raise SenderError(f"EV {ev:#010x}: its path is DENIED; set it GOOD first")
+            named = self.evs.by_ev.get(ev)
+            if named is None or not self.evs.usable(named):
+                named = next((e for e in self.evs.rotation
+                              if e.key == key and self.evs.usable(e)), None)
+            if named is not None:
+                self._retire_path(named, now, "operator")
+        else:
+            raise SenderError(f"EV state {state!r}: a controller sets GOOD, ASSUMED_BAD or "
+                              "DENIED")
+
+    def replace_ev(self, old: int, new: int, now: float) -> None:
+        """OCP MRC's REPLACE_EV: EV `new` takes the place of `old` (EvSet.replace)."""
+        gone, made = self.evs.replace(old, new)
+        self.on_event({"t": now, "event": "replace", "ev": old, "new_ev": new,
+                       "plane": gone.plane, "path": gone.key[1], "new_path": made.key[1],
+                       "state": made.state, "peer": self.peer})
+
+    def set_explicit(self, evs: Sequence[int], now: float) -> None:
+        """OCP MRC's EXPLICIT mode: the connection sprays over exactly `evs` from now on
+        (EvSet.set_explicit)."""
+        made = self.evs.set_explicit(evs)
+        self.on_event({"t": now, "event": "ev-explicit", "evs": len(made),
+                       "denied": sum(e.state == DENIED for e in made), "peer": self.peer})
 
     # ------------------------------------------------------------------ timers
     def rto(self, retries: int) -> float:

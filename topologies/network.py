@@ -85,6 +85,10 @@ class FabricNet(Mininet):
         self.ebpf = None
         self.ebpf_ports: dict[tuple[str, str], int] = {}
         self.pfc = None  # what carries out the program's PFC pauses (experiments/pfc.py)
+        # The host agents running on this network now (experiments/agents.py AgentSet,
+        # which sets and clears it): what faults acting through the agents reach (PFC
+        # pauses, a controller's denylist).
+        self.agents = None
         # The run's topology.json for this network, once written (the host agents read
         # it: experiments/agents.py).
         self.resolved_topology = None

@@ -8,7 +8,8 @@ plane, a loss probability...). The class:
 - reads a scenario entry (`steps(entry)`: its target through `Entry`, which resolves
   names and roles and names the field of any mistake) and expands it into timeline
   steps (`repeat()` for the common `at_s`, `down_s`, `count`, `every_s`);
-- applies and reverts itself on a running fabric (`apply(env, up)`);
+- applies and reverts itself on a running fabric (`apply(env, up)`), or through the
+  host agents running on it (`Env.agents`, `agent_side`: a controller's action);
 - says which links routing sees go (`routing_links`), which links it takes out of
   service whether routing sees it or not (`links_out`, the plane rule of make paper),
   which ports need the eBPF program before traffic starts (`ebpf_ports`), what it is on
@@ -55,6 +56,13 @@ class Env:
     fabric: Fabric
     target: Any
 
+    @property
+    def agents(self) -> Any:
+        """The host agents running on the network now (experiments/agents.py
+        AgentSet; None between runs): kinds that act through the agents reach them here,
+        where AgentSet keeps them (`net.agents`)."""
+        return getattr(self.net, "agents", None)
+
 
 KINDS: dict[str, type[Fault]] = {}
 
@@ -67,6 +75,9 @@ class Fault:
     entry_fields: ClassVar[tuple[str, ...]] = ()  # the entry fields naming its target
     open_ended: ClassVar[bool] = False  # may last for the rest of the run (no down_s)
     before_start_ok: ClassVar[bool] = False  # may be in place before the start
+    # Acts through the host agents (Env.agents), not the network: a new set of agents
+    # (the CLI's, for another transport) must be told it again.
+    agent_side: ClassVar[bool] = False
     help: ClassVar[str] = ""  # one line for docs and the CLI
 
     def __init_subclass__(cls, register: bool = True, **kwargs):

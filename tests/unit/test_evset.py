@@ -301,9 +301,14 @@ def test_denied_ev_is_never_picked_and_is_replaced_then_allowed_back():
     assert victim.state == DENIED and not victim.active
     assert victim not in {evs.pick(ready) for _ in range(20)}
     assert sum(e.plane == victim.plane for e in evs.rotation) == 2
-    evs.allow(victim.ev)
-    assert victim.state == GOOD and victim in evs.backups[victim.plane]
-    with pytest.raises(EvSetError):
+    # The path is denied, not the value alone: nothing of the plane is on it any more.
+    assert all(e.key != victim.key for e in evs.rotation)
+    assert [e.ev for e in evs.allow(victim.ev)] == [victim.ev]
+    # Back with its share of the plane, as after a reinstatement (one EV per path).
+    assert victim.state == GOOD and victim.active
+    assert Counter(e.key for e in evs.rotation if e.plane == victim.plane) == {
+        (victim.plane, 0): 1, (victim.plane, 1): 1}
+    with pytest.raises(EvSetError, match="is not denied"):
         evs.allow(victim.ev)
 
 
@@ -311,7 +316,72 @@ def test_deny_an_unknown_ev_of_a_missing_plane_is_an_error():
     evs = make(planes=2)
     with pytest.raises(EvSetError, match="plane 5"):
         evs.deny(make_ev(5, 0))
-    assert evs.deny(make_ev(1, 77)).state == DENIED  # known plane: remembered as denied
+    # known plane: remembered as denied, with every EV of the path it names (77 % 2: 1)
+    denied = evs.deny(make_ev(1, 77))
+    assert denied[0].ev == make_ev(1, 77) and {e.state for e in denied} == {DENIED}
+    assert {e.key for e in denied} == {(1, 1)} and len(denied) == 3
+
+
+def test_a_denied_path_gets_no_new_ev_and_a_denied_plane_empties():
+    evs = make(planes=2, paths=2, per_plane=4)
+    for path in (0, 1):
+        evs.deny(make_ev(1, path))
+    assert {e.plane for e in evs.rotation} == {0} and evs.sendable == [0]
+    # Retiring and migrating on plane 0 never lands on plane 1's denied paths either.
+    evs.retire(evs.rotation[0], 0.0, 0.05)
+    assert all(e.key not in evs.denied for e in evs.rotation)
+    # A path allowed again fills its plane up to its quota.
+    evs.allow(make_ev(1, 0))
+    assert Counter(e.key for e in evs.rotation if e.plane == 1) == {(1, 0): 4}
+
+
+def test_denying_a_retired_path_stops_its_probes_and_allowing_makes_it_good():
+    evs = make(planes=1, paths=2, per_plane=2)
+    bad = evs.rotation[0]
+    evs.retire(bad, 0.0, 0.05)
+    assert bad.key in evs.bad
+    evs.deny(bad.ev)
+    assert bad.key not in evs.bad and evs.due_probes(1.0, 0.8) == []
+    evs.allow(bad.ev)
+    assert bad.state == GOOD and bad.key not in evs.bad
+
+
+def test_replace_puts_the_new_ev_in_the_slot_of_the_old_one():
+    evs = make(planes=2, paths=2, per_plane=2)
+    old = evs.rotation[1]
+    index = evs.rotation.index(old)
+    new_value = make_ev(old.plane, 1000 + old.key[1] + 1)  # the plane's other path
+    gone, new = evs.replace(old.ev, new_value)
+    assert gone is old and evs.rotation[index] is new and new.active and new.state == GOOD
+    assert old.ev not in evs.by_ev and new.key == (old.plane, (old.key[1] + 1) % 2)
+    with pytest.raises(EvSetError, match="stays in the plane"):
+        evs.replace(new.ev, make_ev(1 - new.plane, 5))
+    with pytest.raises(EvSetError, match="not in the connection's set"):
+        evs.replace(old.ev, make_ev(old.plane, 7))
+    with pytest.raises(EvSetError, match="in the set already"):
+        evs.replace(new.ev, evs.rotation[0].ev if evs.rotation[0].plane == new.plane
+                    else evs.rotation[2].ev)
+
+
+def test_an_explicit_array_is_the_set_and_draws_no_ev_of_its_own():
+    evs = make(planes=2, paths=2, per_plane=4)
+    evs.deny(make_ev(1, 1))
+    array = [make_ev(0, 10), make_ev(1, 20), make_ev(0, 11), make_ev(1, 21)]
+    made = evs.set_explicit(array)
+    assert [e.ev for e in made] == array and evs.explicit and evs.quota == [2, 2]
+    assert [e.ev for e in evs.rotation] == [make_ev(0, 10), make_ev(1, 20), make_ev(0, 11)]
+    assert evs.by_ev[make_ev(1, 21)].state == DENIED  # on the denied path (21 % 2 = 1)
+    assert evs.ev_count == 4
+    # A retirement without a spare leaves the slot empty: nothing new is drawn.
+    evs.retire(evs.by_ev[make_ev(0, 10)], 0.0, 0.05)
+    assert set(evs.by_ev) == set(array) and [e.ev for e in evs.rotation] == [
+        make_ev(1, 20), make_ev(0, 11)]
+    evs.reinstate((0, 0), 1.0)
+    assert evs.by_ev[make_ev(0, 10)].active
+    with pytest.raises(EvSetError, match="twice"):
+        evs.set_explicit([make_ev(0, 1), make_ev(0, 1)])
+    with pytest.raises(EvSetError, match="plane 3"):
+        evs.set_explicit([make_ev(3, 1)])
 
 
 def test_bad_constructor_arguments():

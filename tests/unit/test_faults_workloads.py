@@ -137,8 +137,16 @@ def test_payload_is_made_and_checked_a_chunk_at_a_time():
     steps = build(4, 5, 6, size)
     assert sum(1 for _ in steps) == 4  # one step per chunk, then the bytes
     data = message_bytes(4, 5, 6, size)
-    # Chunks of whole 32-bit words: the same bytes as one draw for the whole message.
-    assert data == random.Random(message_seed(4, 5, 6)).randbytes(size)
+    # One random block drawn from the seed; each chunk is it rotated by a drawn amount.
+    rng = random.Random(message_seed(4, 5, 6))
+    block = rng.randbytes(CHUNK)
+    turns = [rng.randrange(CHUNK) for _ in range(4)]
+    assert data == b"".join(block[t:] + block[:t] for t in turns)[:size]
+    # A packet moved within its chunk, or to another chunk, fails the check.
+    for where in (1200, CHUNK + 7):
+        moved = bytearray(data)
+        moved[where:where + 1200] = data[:1200]
+        assert not verify(4, 5, 6, moved)
     checking = check(4, 5, 6, data)
     assert sum(1 for _ in checking) == 4
     late = bytearray(data)

@@ -153,7 +153,7 @@ def test_a_target_that_cannot_be_created_is_one_line_and_leaves_no_folder(
     from experiments import lifecycle, targets
     from topologies.bmv2 import Bmv2Error
 
-    def broken(name):
+    def broken(name, program=None):
         raise Bmv2Error("p4c-bm2-ss could not compile p4src/mrc_switch.p4:\n"
                         "['error: syntax error']")
 
@@ -178,7 +178,7 @@ def test_a_results_folder_that_cannot_be_made_is_one_line(tmp_path, capsys, monk
     monkeypatch.setattr(dataplane, "choose", lambda requested: ("kernel", "requested"))
     monkeypatch.setattr(lifecycle, "require_root", lambda what: None)
     monkeypatch.setenv("MRC_FABRIC_LOCK", str(tmp_path / "fabric.lock"))
-    monkeypatch.setattr(targets, "make_target", lambda name: object())
+    monkeypatch.setattr(targets, "make_target", lambda name, program=None: object())
     blocker = tmp_path / "file"
     blocker.write_text("")
     status = run_main(["run", "--topo", "2tier-2plane", "--results", str(blocker / "results")])

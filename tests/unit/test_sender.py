@@ -578,13 +578,18 @@ def test_timers_are_never_shorter_than_the_queues_they_must_see_through():
         return endpoint.config
 
     fabric = load_topology("2tier-2plane")  # 64 frames at 20 Mbit/s drain in 33 ms
-    assert floor(fabric).rto_min_s == ProtocolConfig().rto_min_s == 0.05
-    slow = with_rate_cap(fabric, 2.5)  # ... at 2.5 Mbit/s in 265 ms
-    assert floor(slow).rto_min_s == pytest.approx(64 * protocol.DATA_FRAME_BYTES * 8 / 2.5e6)
-    # NSCC's delay ceiling stays above the ECN threshold's queue (16 frames: 66 ms).
     frame_bits = protocol.DATA_FRAME_BYTES * 8
-    assert floor(fabric).nscc_qa_delay_s == pytest.approx(16 * frame_bits / 20e6)  # 8.3 ms
-    assert floor(slow).nscc_qa_delay_s == pytest.approx(16 * frame_bits / 2.5e6)
+    # By default the floor is that drain at any rate (the same round trips when capped).
+    assert floor(fabric).rto_min_s == pytest.approx(64 * frame_bits / 20e6)
+    slow = with_rate_cap(fabric, 2.5)  # its queue, as many BDPs, at 2.5 Mbit/s
+    assert floor(slow).rto_min_s == pytest.approx(
+        slow.spec.host_t0.queue_pkts * protocol.DATA_FRAME_BYTES * 8 / 2.5e6)
+    # NSCC's delay ceiling stays above the ECN threshold's queue (and its default).
+    frame_bits = protocol.DATA_FRAME_BYTES * 8
+    for net, rate in ((fabric, 20e6), (slow, 2.5e6)):
+        queue_s = net.spec.ecn_threshold_pkts * frame_bits / rate
+        assert floor(net).nscc_qa_delay_s == pytest.approx(
+            max(queue_s, ProtocolConfig().nscc_qa_delay_s))
     # Reverse-EV probes: 50 ms down to 2.5 Mbit/s, then ten frame times of the link.
     assert floor(fabric).reverse_probe_s == floor(slow).reverse_probe_s == 0.05
     bmv2 = with_rate_cap(fabric, 0.43)  # BMv2's CPU-safe rate on 2tier-8plane here
@@ -592,12 +597,15 @@ def test_timers_are_never_shorter_than_the_queues_they_must_see_through():
     asked = Endpoint(0, bmv2, "mrc", ProtocolConfig(reverse_probe_s=0.02), lambda e: None,
                      lambda *a: None, lambda *a: None).config
     assert asked.reverse_probe_s == 0.02  # a scenario's own interval is kept
-    # Below 0.66 Mbit/s a full queue drains in more than rto_max_s: the ceiling rises too.
-    assert floor(bmv2).rto_min_s == floor(bmv2).rto_max_s == pytest.approx(
-        64 * frame_bits / 0.43e6)
+    # At 0.43 Mbit/s a full queue (as many BDPs as ever) drains in most of a second; a
+    # drain past rto_max_s would raise the ceiling too.
+    drain = bmv2.spec.host_t0.queue_pkts * frame_bits / 0.43e6
+    assert floor(bmv2).rto_min_s == pytest.approx(drain)
+    assert floor(bmv2).rto_max_s == pytest.approx(max(drain, ProtocolConfig().rto_max_s))
     assert floor(slow).rto_max_s == ProtocolConfig().rto_max_s
-    # The timeout of a path with no RTT sample: the fabric's worst round trip, three
-    # full data queues and four links each way, where that is above rto_initial_s.
-    assert floor(fabric).rto_initial_s == ProtocolConfig().rto_initial_s == 0.25  # 103 ms
-    assert floor(slow).rto_initial_s == pytest.approx(3 * 64 * frame_bits / 2.5e6 + 0.004)
-    assert floor(bmv2).rto_initial_s == pytest.approx(3 * 64 * frame_bits / 0.43e6 + 0.004)
+    # The timeout of a path with no RTT sample: by default the fabric's worst round trip
+    # (three full data queues and four links each way) at any rate; a scenario's own
+    # value is only raised to it.
+    for net, rate in ((fabric, 20e6), (slow, 2.5e6), (bmv2, 0.43e6)):
+        worst = 3 * net.spec.host_t0.queue_pkts * frame_bits / rate + 0.004
+        assert floor(net).rto_initial_s == pytest.approx(worst)
