@@ -105,9 +105,12 @@ def switch_tables(fabric: Fabric, switch: Switch) -> SwitchTables:
 
 
 def port_role(fabric: Fabric, port) -> PortRole:
-    """A switch port's settings. ECN marks at the topology's threshold (a step: Kmin =
-    Kmax); the lossless class's ingress pauses its peer past a quarter of the port's
-    queue and lets it go below an eighth (docs/protocol.md "The RoCE baseline")."""
+    """A switch port's settings. ECN marks with RED between the topology's Kmin and
+    Kmax (probability 1 at Kmax; Kmin = Kmax is a step); a port facing a host trims at
+    the last hop's threshold, a port between switches at the fabric's (both from the
+    fabric's BDP unless the topology sets them: topologies/scale.py); the lossless
+    class's ingress pauses its peer past a quarter of the port's queue and lets it go
+    below an eighth (docs/protocol.md "The RoCE baseline")."""
     spec = fabric.spec
     host_facing = port.tier == "host_t0"
     queue = fabric.link_params(port.tier).queue_pkts
@@ -116,8 +119,10 @@ def port_role(fabric: Fabric, port) -> PortRole:
         else protocol.TRIMMED
     xoff = max(2, queue // 4)
     return PortRole(port.number, port.mac, port.peer, host_facing,
-                    ecn_kmin=spec.ecn_threshold_pkts, ecn_kmax=spec.ecn_threshold_pkts,
-                    ecn_pmax=PROBABILITY_ONE, trim_threshold=spec.trim_threshold_pkts,
+                    ecn_kmin=spec.ecn_threshold_pkts, ecn_kmax=spec.ecn_kmax,
+                    ecn_pmax=PROBABILITY_ONE,
+                    trim_threshold=(spec.trim_lasthop if host_facing
+                                    else spec.trim_threshold_pkts),
                     queue=queue, xoff=xoff, xon=xoff // 2, dscp_trimmed=classes[trimmed],
                     priority_limit=priority_limit(queue, spec.trim_size_bytes))
 

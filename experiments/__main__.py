@@ -30,6 +30,9 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--capture", default=None, metavar="PORTS",
                      help="capture ports into <results>/pcap: 1 (h0 and its plane-0 T0) "
                           "or node[:port],... (docs/wireshark.md)")
+    run.add_argument("--rate-cap", default="calibrated", choices=("calibrated", "cached", "off"),
+                     help="cap the links to what the agents drive here (experiments/"
+                          "calibration.py); off: the topology's rate")
     run.add_argument("--no-fault-free", dest="fault_free", action="store_false",
                      help="do not play a scenario with faults a second time without them "
                           "(no slowdown figures; half the time)")
@@ -56,7 +59,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{len(fabric.switches)} switches, {len(fabric.links)} links")
             return 0
         scenario = load_scenario(args.scenario, fabric)
-        run = Run.prepare(scenario.name, fabric, args.dataplane, args.results, args.capture)
+        run = Run.prepare(scenario.name, fabric, args.dataplane, args.results, args.capture,
+                          cap=args.rate_cap)
     except PREFLIGHT_ERRORS as err:
         print(f"error: {err}", file=sys.stderr)
         return USAGE_ERROR

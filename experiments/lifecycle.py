@@ -43,7 +43,8 @@ from datetime import datetime
 from pathlib import Path
 
 from topologies.errors import UserError
-from topologies.model import Fabric
+from topologies.model import Fabric, without_delay
+from topologies.shaping import netem_here
 
 
 class Interrupted(Exception):
@@ -116,6 +117,31 @@ def _raise_interrupted(signum, frame) -> None:
     raise Interrupted(signal.Signals(signum).name)
 
 
+def _agents_cap(fabric: Fabric, cap: str, progress: Progress) -> tuple[Fabric, str]:
+    """`fabric` with its links capped to what the agents drive on this machine, and a
+    line saying so (experiments/calibration.py)."""
+    from experiments import calibration
+
+    if cap == "off":
+        return fabric, ""
+    found = calibration.budget()
+    rate = calibration.cap_for(fabric, found.mbit_per_core)
+    if rate >= fabric.spec.host_t0.rate_mbit:
+        return fabric, ""
+    if cap == "calibrated" and calibration.cached() is None:
+        progress("the agents' budget is not measured on this machine yet: calibrating "
+                 "(about a minute; make calibrate measures it again)")
+        found = calibration.calibrate(progress)
+        rate = calibration.cap_for(fabric, found.mbit_per_core)
+        if rate >= fabric.spec.host_t0.rate_mbit:
+            return fabric, ""
+    note = (f"links capped from {fabric.spec.host_t0.rate_mbit:g} to {rate:g} Mbit/s: the "
+            f"agents drive {found.mbit_per_core:g} Mbit/s per core here ({found.source}); "
+            "RATE_CAP=off runs at the topology's rate")
+    progress(note)
+    return calibration.capped(fabric, found.mbit_per_core), note
+
+
 class Run:
     """One entry point's use of the machine, from the lock to the last teardown."""
 
@@ -133,6 +159,9 @@ class Run:
         # What the entry point's summary gets from the lifecycle: per fabric its
         # bring-up and, at its teardown, its eBPF ports' counters; the captures.
         self.facts: dict = {"fabrics": []}
+        # The share of the topology's rate its links run at (rate caps), by which the
+        # entry point shrinks its transfers (experiments/scenario.py `scaled`).
+        self.data_scale = 1.0
         self._capture = None
         self._signals: dict = {}
 
@@ -140,10 +169,15 @@ class Run:
     @classmethod
     def prepare(cls, name: str, fabric: Fabric, dataplane: str = "auto",
                 results: str | Path = "results", capture: str | None = None,
-                progress: Progress | None = None) -> Run:
+                progress: Progress | None = None, program: Path | None = None,
+                cap: str = "calibrated") -> Run:
         """Everything that can fail for a reason the user can fix, before the machine
         changes; raises one of PREFLIGHT_ERRORS. The lock is held from here to the end
-        of the `with` block (released here if a later step fails)."""
+        of the `with` block (released here if a later step fails). `program`: a P4 main
+        file to run instead of p4src/'s (a lab's, `make cli LAB=02`); it needs bmv2.
+        `cap`: the links are capped to what the agents drive here
+        (experiments/calibration.py), measuring it first when the cache is stale
+        ("calibrated"), from the cache or the default ("cached"), or not ("off")."""
         from experiments.dataplane import choose
         from experiments.fabric_lock import FabricLock
         from experiments.targets import make_target
@@ -154,19 +188,32 @@ class Run:
 
             parse_spec(capture, fabric)
         chosen, reason = choose(dataplane)
+        if program is not None and chosen != "bmv2":
+            raise UserError(f"DATAPLANE={chosen}", "",
+                            f"the P4 program {program} runs on BMv2 only",
+                            "use DATAPLANE=bmv2 (or auto where BMv2 is installed)")
         require_root(f"make {name}" if name in ("paper", "cli") else "the run")
         lock = FabricLock().acquire()
         try:
             try:
-                target = make_target(chosen)
+                target = make_target(chosen, program)
             except (Bmv2Error, OSError) as err:
                 raise TargetError(" ".join(f"DATAPLANE={chosen}: {err}".split())) from None
             root = results_root(results)
             running = target.fabric_for(fabric)  # BMv2: links no faster than its CPU keeps up
+            if not netem_here():  # no delay on the links: the same BDPs without it
+                running = without_delay(running)
+            running, cap_note = _agents_cap(running, cap, progress or Progress())
         except BaseException:
             lock.release()
             raise
-        return cls(name, running, target, reason, lock, root, capture, progress)
+        run = cls(name, running, target, reason, lock, root, capture, progress)
+        # Transfers shrink with the links, so that a run lasts as long as it was written
+        # for and each fault falls at the same point of the transfers.
+        run.data_scale = running.spec.host_t0.rate_mbit / fabric.spec.host_t0.rate_mbit
+        if cap_note:
+            run.facts["rate_cap"] = cap_note
+        return run
 
     # ------------------------------------------------------------ the run
     def __enter__(self) -> Run:

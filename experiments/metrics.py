@@ -21,6 +21,8 @@ import statistics
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from experiments.health import loop_lag
+
 # MRC's path events, and the RoCE-like baseline's: go-back-N NAKs received ("nak") and
 # sent on a gap ("gap"), queue pairs moved by routing ("reroute"), DCQCN rate cuts;
 # probes that failed a retired path's way back, and connections in the error state.
@@ -313,6 +315,7 @@ def summarize(run, events: list[dict]) -> dict:
         "fault_errors": run.fault_errors,
         "path_events": dict(sorted(counts.items())),
         "agent_counters": _sum_counters(run.stats),
+        "event_loop": loop_lag(run.stats),
         "phases": phase_figures(run),
         "flow_throughput": flow_throughput(run, events, curves=curves),
         "victim_throughput": victim_throughput(run, events, curves),

@@ -16,8 +16,11 @@ same one), judges each row (experiments/paper_judge.py) and writes
 
 Before the network is built, every row's scenario is checked against the topology
 like a scenario file (one line and exit 2 on a mistake), and the links are capped at
-a rate the machine's cores drive without the agents' CPU being the bottleneck
-(`AGENT_MBIT_PER_CORE`): MRC's timers must measure the network, not a CPU stall. The
+the rate the machine's agents drive without falling behind (experiments/calibration.py,
+measured first where it is not yet): MRC's timers must measure the network, not a CPU
+stall. Each row is played REPETITIONS times and judged on them together (`combine`);
+a row whose deciding proportions fall outside the paper's regime is INCONCLUSIVE
+(experiments/similarity.py). The
 run exits 0 when every row got a verdict, FAIL included: a FAIL is a finding, its
 row says why; 1 when a row could not be run for another reason (its error is in the
 row), 2 on a usage error, 130 on Ctrl-C. Everything is torn down in every case.
@@ -28,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 import time
 from dataclasses import dataclass
@@ -40,25 +44,17 @@ from experiments.paper_rows import Row, rows
 from experiments.play import Pass, play_pass
 from experiments.plots import goodput_plot
 from experiments.scenario import NotApplicable, Scenario, check_scenario, scale_note, scaled
+from experiments.similarity import delay_emulated, headline, proportions
 from experiments.twin import by_fabric, twin_steps
 from topologies.errors import UserError
-from topologies.model import Fabric, load_topology, with_rate_cap
+from topologies.model import Fabric, load_topology
 
 PAPER = ('"Resilient AI Supercomputer Networking using MRC and SRv6" (OpenAI, Microsoft, '
          'AMD, Broadcom, NVIDIA; 2026), section 5')
-# Python agents move about this much traffic per CPU core (sent and received, all hosts,
-# with the fabric's forwarding on the same cores) before their timers start to measure
-# CPU stalls instead of queues (2tier-8plane, two cores: 10 Mbit/s links gave spurious
-# retirements, 2.5 Mbit/s none).
-AGENT_MBIT_PER_CORE = 80.0
+# Each row is played this many times; its verdict is theirs together (`combine`).
+REPETITIONS = 3
 # The data-plane features a row may need, from Network.link_emulation().
 FEATURES = ("faults", "trimming", "ecn")
-
-
-def cpu_fair_rate(fabric: Fabric, cores: int) -> float:
-    """The per-link rate at which every host sending at line rate on every plane asks
-    the agents for no more than AGENT_MBIT_PER_CORE per core."""
-    return round(AGENT_MBIT_PER_CORE * cores / (len(fabric.hosts) * fabric.spec.planes), 3)
 
 
 @dataclass(frozen=True)
@@ -111,12 +107,15 @@ def _pass_key(scenario: Scenario, transports: tuple[str, ...]) -> str:
                       sort_keys=True, default=str)
 
 
-def run_rows(run: Run, table: list[CheckedRow], features: dict) -> list[dict]:
-    """Play and judge every row; a row that fails to run gets ERROR and the rest go on.
+def run_rows(run: Run, table: list[CheckedRow], features: dict,
+             repetitions: int = 1) -> list[dict]:
+    """Play and judge every row `repetitions` times; a row that fails to run gets ERROR
+    and the rest go on.
 
     The rows' transports are played fabric by fabric (experiments/twin.py: MRC on the
     run's fabric, RoCE on its single-plane twin), one bring-up each, every row's part
-    on each; each row is then judged on its passes put back together."""
+    on each, every repetition in turn; each repetition of a row is judged on its passes
+    put back together, and the row's verdict is theirs together (`combine`)."""
     progress = run.progress
     results: dict[str, dict] = {}
     runnable: list[CheckedRow] = []
@@ -125,7 +124,7 @@ def run_rows(run: Run, table: list[CheckedRow], features: dict) -> list[dict]:
         entry = results[row.key] = {
             "key": row.key, "section": row.section, "claim": row.claim,
             "criterion": row.criterion, "differs": row.differs, "scenario": row.scenario,
-            "reference": row.reference, "duration_s": 0.0}
+            "reference": row.reference, "duration_s": 0.0, "repetitions": repetitions}
         missing = [f for f in row.needs if not features.get(f)]
         if checked.not_applicable:
             entry.update(verdict="NOT APPLICABLE", measured=checked.not_applicable)
@@ -136,77 +135,149 @@ def run_rows(run: Run, table: list[CheckedRow], features: dict) -> list[dict]:
             runnable.append(checked)
             continue
         progress(f"{row.key}: {entry['measured']}")
-    played = {c.row.key: (Pass(), Pass() if c.reference is not None else None)
-              for c in runnable}
+    played = {c.row.key: [(Pass(), Pass() if c.reference is not None else None)
+                          for _ in range(repetitions)] for c in runnable}
     everything = tuple(dict.fromkeys(
         t for c in runnable for s in (c.scenario, c.reference) if s for t in s.transports))
-    for fabric, here in by_fabric(everything, run.fabric):
+    groups = by_fabric(everything, run.fabric)
+    tasks = repetitions * sum(1 for fabric, here in groups for c in runnable
+                              if any(t in here for t in c.scenario.transports))
+    done, started_all, netem = 0, time.monotonic(), True
+    for fabric, here in groups:
         steps = {c.row.key: twin_steps(c.scenario.faults, run.fabric, fabric)[0]
                  for c in runnable}
         network = run.up(fabric, tuple(a for key in steps for a in steps[key]))
-        references: dict[str, Pass] = {}
-        for number, checked in enumerate(runnable, 1):
-            row, scenario, reference = checked.row, checked.scenario, checked.reference
-            entry = results[row.key]
-            mine = tuple(t for t in scenario.transports if t in here)
-            if "verdict" in entry or not mine:
-                continue
-            progress(f"[{number}/{len(runnable)}] {row.key} on {fabric.name}: {row.claim}")
-            started = time.monotonic()
-            try:
-                faulty = play_pass(network.net, fabric, run.target, mine, scenario.plan,
-                                   steps[row.key], run.folder / row.key, scenario.timeout_s,
-                                   scenario.protocol, progress, label=row.key)
-                played[row.key][0].add(faulty)
-                if reference is not None:
-                    theirs = tuple(t for t in reference.transports if t in here)
-                    key = _pass_key(reference, theirs)
-                    if key not in references:
-                        references[key] = play_pass(
-                            network.net, fabric, run.target, theirs, reference.plan,
-                            twin_steps(reference.faults, run.fabric, fabric)[0],
-                            run.folder / f"reference-{fabric.name}-{len(references) + 1}",
-                            reference.timeout_s, reference.protocol, progress,
-                            label=f"{row.key} reference")
-                    played[row.key][1].add(references[key])
-                if not scenario.faults:  # a later row may be measured against this pass
-                    references.setdefault(_pass_key(scenario, mine), faulty)
-            except (KeyboardInterrupt, Interrupted):
-                raise
-            except Exception as err:  # noqa: BLE001 - one row's failure is reported in its row
-                entry.update(verdict="ERROR", measured=f"{err.__class__.__name__}: {err}")
-                progress(f"  {row.key}: ERROR: {entry['measured']}")
-            entry["duration_s"] = round(entry["duration_s"] + time.monotonic() - started, 1)
+        netem = network.features.netem
+        for rep in range(repetitions):
+            references: dict[str, Pass] = {}
+            for checked in runnable:
+                row, scenario, reference = checked.row, checked.scenario, checked.reference
+                entry = results[row.key]
+                mine = tuple(t for t in scenario.transports if t in here)
+                if not mine:
+                    continue
+                done += 1
+                if "verdict" in entry:
+                    continue
+                left = (time.monotonic() - started_all) / max(1, done - 1) * (tasks - done + 1)
+                progress(f"[{done}/{tasks}, about {left / 60:.0f} min left] {row.key} on "
+                         f"{fabric.name}, run {rep + 1} of {repetitions}: {row.claim}")
+                where = run.folder / row.key / (f"run-{rep + 1}" if repetitions > 1 else "")
+                started = time.monotonic()
+                try:
+                    faulty = play_pass(network.net, fabric, run.target, mine, scenario.plan,
+                                       steps[row.key], where, scenario.timeout_s,
+                                       scenario.protocol, progress, label=row.key)
+                    played[row.key][rep][0].add(faulty)
+                    if reference is not None:
+                        theirs = tuple(t for t in reference.transports if t in here)
+                        key = _pass_key(reference, theirs)
+                        if key not in references:
+                            references[key] = play_pass(
+                                network.net, fabric, run.target, theirs, reference.plan,
+                                twin_steps(reference.faults, run.fabric, fabric)[0],
+                                run.folder / f"reference-{fabric.name}-{len(references) + 1}"
+                                / (f"run-{rep + 1}" if repetitions > 1 else ""),
+                                reference.timeout_s, reference.protocol, progress,
+                                label=f"{row.key} reference")
+                        played[row.key][rep][1].add(references[key])
+                    if not scenario.faults:  # a later row may be measured against this pass
+                        references.setdefault(_pass_key(scenario, mine), faulty)
+                except (KeyboardInterrupt, Interrupted):
+                    raise
+                except Exception as err:  # noqa: BLE001 - one row's failure is in its row
+                    entry.update(verdict="ERROR", measured=f"{err.__class__.__name__}: {err}")
+                    progress(f"  {row.key}: ERROR: {entry['measured']}")
+                entry["duration_s"] = round(entry["duration_s"] + time.monotonic() - started, 1)
     for checked in runnable:
         row, scenario = checked.row, checked.scenario
         entry = results[row.key]
         if "verdict" in entry:
             continue
-        faulty, against = played[row.key]
-        faulty.order(scenario.transports)
-        if against is not None:
-            against.order(checked.reference.transports)
-        times = [(a.t, a.up) for a in scenario.faults]
+        verdicts, blocks = [], []
         try:
-            verdict = JUDGES[row.judge](Measured(row, run.fabric, faulty, against, times,
-                                                 scenario.faults))
+            for faulty, against in played[row.key]:
+                faulty.order(scenario.transports)
+                if against is not None:
+                    against.order(checked.reference.transports)
+                times = [(a.t, a.up) for a in scenario.faults]
+                verdicts.append(JUDGES[row.judge](Measured(row, run.fabric, faulty, against,
+                                                           times, scenario.faults)))
+                blocks.append((faulty, against))
         except Exception as err:  # noqa: BLE001 - a judge that cannot decide is the row's ERROR
             entry.update(verdict="ERROR", measured=f"{err.__class__.__name__}: {err}")
             continue
+        middle = median_run(blocks)
+        faulty, against = blocks[middle]
         goodput_plot(run.folder / f"{row.key}.png", faulty.runs, faulty.events)
-        entry.update(verdict="PASS" if verdict.passed else "FAIL",
-                     measured=verdict.measured, figures=verdict.figures,
-                     plot=f"{row.key}.png", blocks=faulty.blocks,
-                     reference_blocks=against.blocks if against else None)
+        # The agents' worst timer lag (p99) over every repetition's MRC transports: a
+        # row whose agents fell behind measured the machine, not the fabric.
+        lags = [b["event_loop"]["lag_p99_ms"] for pair in blocks for b in pair[0].blocks
+                if b["transport"].startswith("mrc") and b.get("event_loop")]
+        entry.update(combine(verdicts, middle), plot=f"{row.key}.png", blocks=faulty.blocks,
+                     reference_blocks=against.blocks if against else None,
+                     similarity=proportions(run.fabric, scenario.protocol, scenario.faults,
+                                            scenario.plan, delay_emulated(run.fabric, netem),
+                                            max(lags) if lags else None))
+        progress(f"  {row.key}: {headline(entry['similarity'])}")
+        deciding = entry["similarity"]["deciding_out_of_band"]
+        if deciding and entry["verdict"] in ("PASS", "FAIL"):
+            entry["verdict"] = "INCONCLUSIVE"
+            entry["measured"] += (f"; out of the paper's regime: {', '.join(deciding)} "
+                                  "(docs/similarity.md)")
         progress(f"  {row.key}: {entry['verdict']}: {entry['measured']}")
     return [results[c.row.key] for c in table]
+
+
+def median_run(blocks: list[tuple[Pass, Pass | None]]) -> int:
+    """The repetition whose MRC workload time (under the row's faults) is the median:
+    the one whose figures and plot a row shows."""
+    def seconds(index: int) -> float:
+        mrc = [b for b in blocks[index][0].blocks if b["transport"] == "mrc"]
+        return mrc[0]["workload_s"] if mrc else 0.0
+
+    order = sorted(range(len(blocks)), key=seconds)
+    return order[len(order) // 2]
+
+
+def combine(verdicts: list, middle: int) -> dict:
+    """A row's verdict over its repetitions: PASS or FAIL when every repetition agrees,
+    INCONCLUSIVE when they do not (the spread straddles the criterion's limit). The
+    measured line is the median repetition's, with every repetition's verdict; the
+    figures are every repetition's, and per number the median and range."""
+    outcomes = ["PASS" if v.passed else "FAIL" for v in verdicts]
+    verdict = outcomes[0] if len(set(outcomes)) == 1 else "INCONCLUSIVE"
+    measured = verdicts[middle].measured
+    if len(verdicts) > 1:
+        measured += f" [median of {len(verdicts)} runs; verdicts {', '.join(outcomes)}]"
+    return {"verdict": verdict, "measured": measured, "outcomes": outcomes,
+            "figures": verdicts[middle].figures,
+            "figures_each": [v.figures for v in verdicts],
+            "spread": spread([v.figures for v in verdicts])}
+
+
+def spread(figures: list[dict]) -> dict:
+    """Every number of the repetitions' figures, by its path (a.b.c): median, min, max."""
+    values: dict[str, list[float]] = {}
+
+    def walk(node, path: str) -> None:
+        if isinstance(node, dict):
+            for key, child in node.items():
+                walk(child, f"{path}.{key}" if path else str(key))
+        elif isinstance(node, (int, float)) and not isinstance(node, bool):
+            values.setdefault(path, []).append(float(node))
+
+    for each in figures:
+        walk(each, "")
+    return {path: {"median": statistics.median(v), "min": min(v), "max": max(v)}
+            for path, v in values.items() if len(v) == len(figures)}
 
 
 def write_paper(folder: Path, meta: dict, results: list[dict]) -> None:
     (folder / "paper.json").write_text(json.dumps({**meta, "rows": results}, indent=2,
                                                   default=str) + "\n")
     counts = {v: sum(r["verdict"] == v for r in results)
-              for v in ("PASS", "FAIL", "NOT RUN", "NOT APPLICABLE", "ERROR")}
+              for v in ("PASS", "FAIL", "INCONCLUSIVE", "NOT RUN", "NOT APPLICABLE", "ERROR")}
     lines = [
         f"# The MRC paper's experiments on {meta['topology']} ({meta['dataplane']})", "",
         f"Paper: {PAPER}. Each row runs the experiment in shape on this testbed and judges "
@@ -236,7 +307,7 @@ def write_paper(folder: Path, meta: dict, results: list[dict]) -> None:
     (folder / "paper.md").write_text("\n".join(lines) + "\n")
 
 
-def run_paper(run: Run, table, rate_reason: str) -> None:
+def run_paper(run: Run, table, rate_reason: str, repetitions: int = REPETITIONS) -> None:
     """Play and judge every row in `run` (prepared, not entered); writes paper.md and
     paper.json whatever happens. run.status: 0 when every row got a verdict, 1 when one
     could not run (its error is in its row) or the run failed."""
@@ -257,7 +328,7 @@ def run_paper(run: Run, table, rate_reason: str) -> None:
         meta["link_emulation"] = network.link_emulation()
         meta.update(target.summary_fields())
         features = {name: meta["link_emulation"].get(name) for name in FEATURES}
-        results = run_rows(run, table, features)
+        results = run_rows(run, table, features, repetitions)
         run.status = 1 if any(r["verdict"] == "ERROR" for r in results) else 0
     if run.error and run.error != "interrupted":
         meta["error"] = run.error
@@ -273,26 +344,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dataplane", default="kernel", help="kernel, bmv2 or auto")
     parser.add_argument("--only", default="", help="comma-separated row keys (default: all)")
     parser.add_argument("--results", default="results", help="folder for results")
+    parser.add_argument("--rate-cap", default="calibrated", choices=("calibrated", "off"),
+                        help="cap the links to what the agents drive here (default)")
+    parser.add_argument("--repetitions", type=int, default=REPETITIONS,
+                        help=f"runs of each row (default {REPETITIONS}; 1: QUICK=1)")
     args = parser.parse_args(argv)
     try:
         fabric = load_topology(args.topo)
         only = {k.strip() for k in args.only.split(",") if k.strip()} or None
-        cores = os.cpu_count() or 1
-        fair = cpu_fair_rate(fabric, cores)
-        capped = with_rate_cap(fabric, fair)
-        rate_reason = (f"capped from {fabric.spec.host_t0.rate_mbit:g} so that {cores} cores "
-                       f"drive every host at line rate" if capped is not fabric
-                       else "the topology's rate")
-        table = checked_rows(capped, only)
-        run = Run.prepare("paper", capped, args.dataplane, args.results)
+        checked_rows(fabric, only)  # a mistake in a row is said before anything runs
+        run = Run.prepare("paper", fabric, args.dataplane, args.results,
+                          cap=args.rate_cap)
     except PREFLIGHT_ERRORS as err:
         print(f"error: {err}", file=sys.stderr)
         return USAGE_ERROR
-    if run.fabric is not capped:  # BMv2: no faster than its CPU keeps up
+    # The rows are written for the rate the agents drive (their sizes, their faults'
+    # times), so the calibrated cap shrinks nothing; BMv2's slower cap scales them.
+    rate_reason = run.facts.get("rate_cap", "the topology's rate")
+    if run.target.data_scale() < 1.0:  # BMv2: no faster than its CPU keeps up
         rate_reason = ("capped so that the BMv2 switches' CPU keeps up; "
                        + scale_note(run.target.data_scale()))
-        table = checked_rows(run.fabric, only, run.target.data_scale())
-    run_paper(run, table, rate_reason)
+    table = checked_rows(run.fabric, only, run.target.data_scale())
+    run_paper(run, table, rate_reason, max(1, args.repetitions))
     print(f"paper: {run.folder / 'paper.md'}")
     print(f"results: {run.folder}")
     return run.status

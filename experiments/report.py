@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from experiments import similarity
 from experiments.slowdown import describe
 
 
@@ -66,11 +67,24 @@ HOST_NIC_ROW = ("host ports: fault dropped",
                 lambda s: s["switch_counters"]["host_nics"]["fault_dropped"])
 
 
+def _trust(summary: dict) -> list[str]:
+    """report.md's first lines: whether the result can be read as the network's, and
+    why not (the run's proportions against the paper's regime: experiments/similarity.py;
+    the machine keeping up: experiments/health.py)."""
+    lines = []
+    if "emulation" in summary:
+        lines.append(summary["emulation"]["headline"])
+    if "similarity" in summary:
+        lines.append(similarity.headline(summary["similarity"]))
+    return [" ".join(lines), ""] if lines else []
+
+
 def write_report(path: Path, summary: dict) -> None:
     transports = summary.get("transports", [])
     lines = [
         f"# {summary['scenario']} on {summary['topology']} ({summary['dataplane']})",
         "",
+        *_trust(summary),
         summary.get("scenario_description", ""),
         "",
         f"{summary['hosts']} hosts, {summary['switches']} switches, {summary['planes']} planes; "
@@ -113,6 +127,14 @@ def write_report(path: Path, summary: dict) -> None:
         lines += ["", "![goodput](goodput.png)", "", "![completion times](fct_cdf.png)", "",
                   "![paths out of service](path_states.png)", "",
                   "![throughput per flow](flows.png)", ""]
+    if "similarity" in summary:
+        block = summary["similarity"]
+        lines += ["## Proportions", "",
+                  f"Base round trip {block['base_rtt_ms']:g} ms; each number against the "
+                  "regime of the paper's fabrics (docs/similarity.md).", "",
+                  *similarity.table(block), ""]
+        if block.get("note"):
+            lines += [block["note"] + ".", ""]
     if summary.get("slowdown"):
         lines += ["## Against each transport's own fault-free run", "",
                   "The same workload on the same network without the faults, played right "

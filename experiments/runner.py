@@ -30,12 +30,14 @@ import time
 from datetime import datetime
 
 from experiments.checks import check_paths
+from experiments.health import emulation
 from experiments.lifecycle import Progress, Run
 from experiments.metrics import workload_ok
 from experiments.play import Pass, play_pass
 from experiments.plots import fct_cdf_plot, flows_plot, goodput_plot, path_state_plot
 from experiments.report import write_report
 from experiments.scenario import Scenario, scale_note, scaled
+from experiments.similarity import delay_emulated, proportions
 from experiments.slowdown import describe, slowdowns
 from experiments.twin import by_fabric, twin_steps
 from topologies.model import Fabric
@@ -49,7 +51,7 @@ def run_experiment(run: Run, scenario: Scenario, fault_free: bool = True) -> Non
     and, for a workload, report.md. `fault_free` (the default) plays a scenario with
     faults a second time without them (run_workload)."""
     fabric = run.fabric
-    scenario = scaled(scenario, run.target.data_scale())  # as many seconds of data
+    scenario = scaled(scenario, run.data_scale)  # as many seconds of data
     spec = fabric.spec
     summary: dict = {
         "topology": fabric.name,
@@ -113,6 +115,16 @@ def run_pathcheck(net, fabric: Fabric, scenario: Scenario, summary: dict,
     return 0 if result.all_ok else 1
 
 
+def proportions_of(fabric: Fabric, scenario: Scenario, netem: bool, blocks: list[dict]
+                   ) -> dict:
+    """The run's proportions (experiments/similarity.py) on its own fabric, with the
+    agents' worst loop lag (p99) of the MRC transports."""
+    lags = [b["event_loop"]["lag_p99_ms"] for b in blocks
+            if b["transport"].startswith("mrc") and b.get("event_loop")]
+    return proportions(fabric, scenario.protocol, scenario.faults, scenario.plan,
+                       delay_emulated(fabric, netem), max(lags) if lags else None)
+
+
 def run_workload(run: Run, scenario: Scenario, summary: dict, fault_free: bool = True) -> int:
     """Play the workload once per transport under the faults and, when there are faults
     and `fault_free`, once more without them: each transport's slowdown is its time
@@ -145,6 +157,11 @@ def run_workload(run: Run, scenario: Scenario, summary: dict, fault_free: bool =
                                 folder / FAULT_FREE, scenario.timeout_s, scenario.protocol,
                                 progress, label=FAULT_FREE))
     faulty.order(scenario.transports)
+    summary["similarity"] = proportions_of(run.fabric, scenario, network.features.netem,
+                                           faulty.blocks)
+    summary["emulation"] = emulation(faulty.blocks + (clean.blocks if clean else []),
+                                     summary["similarity"]["base_rtt_ms"])
+    run.progress(summary["emulation"]["headline"])
     summary["transports"] = faulty.blocks
     summary["faults"] = faulty.runs[0].faults if faulty.runs else []
     if clean is not None:

@@ -42,7 +42,9 @@ def twin_of(fabric: Fabric) -> Fabric:
     return build_fabric(dataclasses.replace(
         spec, name=f"{spec.name}-twin", planes=1, host_t0=wider(spec.host_t0),
         t0_t1=wider(spec.t0_t1), ecn_threshold_pkts=spec.ecn_threshold_pkts * planes,
-        trim_threshold_pkts=spec.trim_threshold_pkts * planes))
+        ecn_kmax_pkts=spec.ecn_kmax * planes,
+        trim_threshold_pkts=spec.trim_threshold_pkts * planes,
+        trim_lasthop_pkts=spec.trim_lasthop * planes))
 
 
 def fabric_of(transport: str, fabric: Fabric) -> Fabric:

@@ -24,6 +24,7 @@ pair past its retry limit is reported to `on_qp_error(peer, qp, now)`.
 
 from __future__ import annotations
 
+import heapq
 import random
 from collections import deque
 from dataclasses import replace
@@ -32,12 +33,25 @@ from hosts import protocol, wire
 from hosts.baseline import RoceSender, Routes, qp_flow_port
 from hosts.config import REVERSE_PROBE_S, ProtocolConfig
 from hosts.pacing import Pacer
-from hosts.protocol import QP_PSN_SHIFT, ev_choice, ev_plane, make_ev, transport_spec
+from hosts.protocol import (
+    EP_PROBE_CONN,
+    EV_CHOICE_MASK,
+    MAX_MSG_LEN,
+    QP_PSN_SHIFT,
+    ev_choice,
+    ev_plane,
+    make_ev,
+    transport_spec,
+)
 from hosts.receiver import NO_ANSWER, Receiver
 from hosts.reverse import ReverseEvs
 from hosts.sender import Sender
 from topologies.model import Fabric
 from topologies.paths import choices_per_plane, ecmp_path, path_index, shortest_choices
+
+_DATA, _SACK, _F_LAST = protocol.DATA, protocol.SACK, protocol.F_LAST
+_TRIMMED_CLASSES = frozenset((protocol.TRIMMED, protocol.TRIMMED_LASTHOP))
+_decode = wire.decode
 
 # Reverse-EV probes go no more often than once in this many frame times of the host
 # link per peer and plane: about two and a half unloaded round trips through three
@@ -56,8 +70,12 @@ def link_adjusted(config: ProtocolConfig, fabric: Fabric) -> ProtocolConfig:
     # full queue's drain cannot tell loss from queueing (64 frames take 265 ms at 2.5
     # Mbit/s, where a 50 ms floor retired thousands of paths in an all-to-all that lost
     # nothing). The floor rises to that drain time, and the ceiling with it.
+    # The default floor is that drain, whatever the rate, so that the timeout is the
+    # same number of round trips on a capped fabric (docs/similarity.md); a scenario's
+    # own floor is only raised to it.
     drain_s = link.queue_pkts * frame_s
-    if drain_s > config.rto_min_s:
+    default = ProtocolConfig()
+    if drain_s > config.rto_min_s or config.rto_min_s == default.rto_min_s:
         config = replace(config, rto_min_s=drain_s, rto_max_s=max(config.rto_max_s, drain_s))
     # NSCC lets ECN lead: its delay ceiling must lie above the queue at which switches
     # start marking, or slow links (4 ms a frame at 2.5 Mbit/s) cut every window
@@ -72,8 +90,9 @@ def link_adjusted(config: ProtocolConfig, fabric: Fabric) -> ProtocolConfig:
     # Before a path has RTT samples, nothing says how long its packets may take but
     # the fabric itself: a timeout shorter than its worst round trip could retire a
     # healthy path whose queues the starting run filled.
+    # The default is that worst round trip, whatever the rate (as the floor above).
     worst_s = worst_round_trip_s(fabric)
-    if worst_s > config.rto_initial_s:
+    if worst_s > config.rto_initial_s or config.rto_initial_s == default.rto_initial_s:
         config = replace(config, rto_initial_s=worst_s)
     return config
 
@@ -99,6 +118,7 @@ class Endpoint:
             config = replace(config, probes=False)
         config = link_adjusted(config, fabric)
         self.me, self.fabric, self.transport, self.config = me, fabric, transport, config
+        self.ack_every = config.ack_every
         self.on_event, self.on_delivered, self.on_completed = on_event, on_delivered, on_completed
         self.on_qp_error = on_qp_error or (lambda peer, qp, now: None)
         self.planes = fabric.spec.planes
@@ -120,35 +140,55 @@ class Endpoint:
         self.cnp_at: dict[tuple[int, int, int], float] = {}  # (peer, conn, QP) -> last CNP
         self.paused: set[int] = set()  # NIC ports PFC pauses now (the baseline's data)
         self.control_out: deque = deque()
+        # MRC connections' timers (_refresh): heap of (due, seq, peer), each peer's
+        # current due time, those with packets pacing holds, those to look at again.
+        self._timers: list[tuple[float, int, int]] = []
+        self._due: dict[int, float | None] = {}
+        self._working: set[int] = set()
+        self._touched: set[int] = set()
+        self._order: dict[int, int] = {}  # peer -> creation order of its sender
+        self._seq = 0
         self.peers_seen: set[int] = set()
         self.counters = {"garbage": 0, "unknown_conn": 0, "control_tx": 0, "reverse_probes": 0}
         # MRC: the EVs control packets to each peer go on (hosts/reverse.py).
         self.reverse: dict[int, ReverseEvs] = {}
         self._rr = 0
+        # The control API (hosts/mrc_ctl.py): EV probes awaiting their reply, by (peer,
+        # request id): (sent at, deadline); where their outcome goes
+        # (on_ep_response(peer, req_id, plane or None, rtt_s or None, now): None when
+        # none came by the deadline); who hears of each new connection (on_new_sender).
+        self.ep_probes: dict[tuple[int, int], tuple[float, float]] = {}
+        self.on_ep_response = None
+        self.on_new_sender = None
 
     # ------------------------------------------------------------------ API
     def send_message(self, dst: int, msg_id: int, data: bytes, now: float) -> None:
         self._sender(dst).send_message(msg_id, data, now)
+        self._touch(dst)
 
     def on_datagram(self, plane: int, src: int, data: bytes, ce: bool, now: float,
                     cls: int | None = None) -> None:
         """A datagram from host `src` on `plane`, CE-marked or not, in traffic class
         `cls` (its DSCP's, hosts/protocol.py; None for a DSCP the topology does not
         name): a DATA packet in TRIMMED or TRIMMED_LASTHOP was trimmed on its way."""
-        trimmed = cls if cls in (protocol.TRIMMED, protocol.TRIMMED_LASTHOP) else None
+        trimmed = cls if cls in _TRIMMED_CLASSES else None
         try:
-            hdr, ctl, payload = wire.decode(data, trimmed=trimmed is not None)
+            hdr, ctl, payload = _decode(data, MAX_MSG_LEN, trimmed is not None)
         except wire.WireError:
             self.counters["garbage"] += 1
             return
         self.peers_seen.add(src)
-        kind = hdr.type
-        if kind == protocol.DATA:
-            qp = hdr.psn >> QP_PSN_SHIFT if self.qps else 0
-            receiver = self._receiver(src, hdr.conn_id, qp)
+        kind = hdr[0]
+        if kind == _DATA:
+            # The hot path: every DATA packet. Lookups inlined, the common case first.
+            conn_id = hdr.conn_id
+            qps = self.qps
+            qp = hdr.psn >> QP_PSN_SHIFT if qps else 0
+            receiver = self.receivers.get((src, conn_id, qp)) or self._receiver(src, conn_id, qp)
             answer, flags, reason = receiver.on_data(hdr, payload, ce, now, trimmed)
-            if not self.qps:
-                self._reverse_set(src).inbound(now)
+            if not qps:
+                reverse = self.reverse.get(src) or self._reverse_set(src)
+                reverse.inbound(now)
             elif ce:
                 # RoCE answers carry no ECN echo: the congestion news is a CNP.
                 flags &= ~protocol.F_ECN_ECHO
@@ -158,21 +198,23 @@ class Endpoint:
             if reason:
                 self.on_event({"t": now, "event": "gap" if reason == protocol.R_GAP else "trim",
                                "psn": hdr.psn, "ev": hdr.ev, "peer": src})
-            if (answer == protocol.SACK and not flags and not hdr.flags & protocol.F_LAST
-                    and self.config.ack_every > 1):
+            if (answer == _SACK and not flags and not hdr.flags & _F_LAST
+                    and self.ack_every > 1):
                 # Plain SACKs wait for the end of the receive batch, grouped by the path
                 # they answer, and one SACK answers the whole group if it can.
-                key = (src, hdr.conn_id, plane, self._path_index(src, hdr.ev), qp)
+                paths = self.paths_to.get(src) or self._paths_to(src)
+                key = (src, conn_id, plane, (hdr.ev & EV_CHOICE_MASK) % paths, qp)
                 group = self.pending_acks.get(key)
                 if group is None:
                     self.pending_acks[key] = [hdr, [hdr.psn]]
                     return
                 group[0] = hdr
-                group[1].append(hdr.psn)
-                if len(group[1]) < self.config.ack_every:
+                psns = group[1]
+                psns.append(hdr.psn)
+                if len(psns) < self.ack_every:
                     return
                 del self.pending_acks[key]
-                self._sack_group(key, hdr, group[1])
+                self._sack_group(key, hdr, psns)
                 return
             ctl = receiver.control(hdr.ev, self._port_state)
             self._answer(answer, flags, reason, plane, src, hdr, ctl)
@@ -189,7 +231,11 @@ class Endpoint:
             sender = self.senders.get(src)
             if sender is not None and isinstance(sender, Sender):
                 sender.remote_ports(ctl.port_state, now)
+                self._touch(src)
         else:
+            if kind == protocol.PROBE_REPLY and hdr.conn_id == EP_PROBE_CONN:
+                self._ep_reply(plane, src, hdr.psn, now)
+                return
             if (kind == protocol.PROBE_REPLY and not self.qps
                     and hdr.conn_id == self._peer_conn_id(src)):
                 self._reverse_set(src).on_probe_reply(ev_plane(ctl.echo_ev), ctl.echo_ev, now)
@@ -198,6 +244,7 @@ class Endpoint:
             if sender is None or sender.conn_id != hdr.conn_id:
                 self.counters["unknown_conn"] += 1
                 return
+            self._touch(src)
             if kind == protocol.CNP:
                 sender.on_cnp(hdr, ctl, now)
             elif kind == protocol.SACK:
@@ -212,38 +259,67 @@ class Endpoint:
 
     def poll(self, now: float) -> list[tuple[int, int, int, bytes, bool]]:
         out = []
-        for key, (hdr, psns) in self.pending_acks.items():
-            self._sack_group(key, hdr, psns)
-        self.pending_acks.clear()
+        if self.ep_probes:
+            self._ep_expire(now)
+        if self.pending_acks:
+            for key, (hdr, psns) in self.pending_acks.items():
+                self._sack_group(key, hdr, psns)
+            self.pending_acks.clear()
         for peer, reverse in self.reverse.items():
-            self._reverse_probes(peer, reverse, now)
+            if now >= reverse.next_at:
+                self._reverse_probes(peer, reverse, now)
         pacer = self.pacer
         pacer.at(now)
-        while self.control_out:
-            plane, dst, ev, data, cls = self.control_out.popleft()
-            pacer.charge(plane, len(data))
-            out.append((plane, dst, ev, data, cls))
-            self.counters["control_tx"] += 1
-        senders = list(self.senders.values())
+        control_out = self.control_out
+        if control_out:
+            charge = pacer.charge
+            while control_out:
+                packet = control_out.popleft()
+                charge(packet[0], len(packet[3]))
+                out.append(packet)
+                self.counters["control_tx"] += 1
+        if self.qps:
+            senders, due = list(self.senders.values()), None
+        else:
+            senders, due = self._due_senders(now)
         if not senders:
             return out
         # Round-robin over connections, one small batch each, so they share the planes.
         self._rr = (self._rr + 1) % len(senders)
         ready, charge, resend = pacer.ready, pacer.charge, pacer.ready_resend
+        full = pacer.full
+        append = out.append
         for i in range(len(senders)):
             sender = senders[(self._rr + i) % len(senders)]
+            peer = sender.peer
+            if due is not None and peer not in due and full():
+                continue  # only packets to send, and no plane may take one now
             for plane, ev, data, cls in sender.poll(now, ready, 32, charge, resend):
-                out.append((plane, sender.peer, ev, data, cls))
+                append((plane, peer, ev, data, cls))
+        if not self.qps:
+            self._touched.update(s.peer for s in senders)
         return out
 
     def next_wakeup(self, now: float) -> float | None:
-        wake = None
+        wake = min(d for _, d in self.ep_probes.values()) if self.ep_probes else None
         for reverse in self.reverse.values():
             due = reverse.next_due(now)
             if due is not None:
                 wake = due if wake is None else min(wake, due)
         self.pacer.at(now)
-        for sender in self.senders.values():
+        if self.qps:
+            senders = self.senders.values()
+        else:
+            # MRC connections: their timers wait in a heap (_refresh), so the loop
+            # looks only at the soonest and at those with packets that pacing holds.
+            self._refresh()
+            timers, due = self._timers, self._due
+            while timers and due.get(timers[0][2]) != timers[0][0]:
+                heapq.heappop(timers)  # stale: rescheduled or idle since
+            if timers:
+                wake = timers[0][0] if wake is None else min(wake, timers[0][0])
+            senders = [self.senders[peer] for peer in self._working]
+        for sender in senders:
             if sender.busy:
                 timer = sender.timer_at(now)
                 wake = timer if wake is None else min(wake, timer)
@@ -258,6 +334,104 @@ class Endpoint:
                         return now
         return wake
 
+    # ------------------------------------------------------------------ control API
+    # What hosts/mrc_ctl.py (OCP MRC's mrc_ctl.h) acts through.
+    def connection(self, peer: int) -> Sender | RoceSender:
+        """The sender of the connection to `peer` (made if new), for an operator to act
+        on: the next poll() looks at it, whatever the operator changed."""
+        sender = self._sender(peer)
+        self._touch(peer)
+        return sender
+
+    def tap_events(self, tap) -> None:
+        """Every event of the endpoint and its connections also goes to `tap(event)`,
+        after the event log."""
+        log = self.on_event
+
+        def tee(event: dict) -> None:
+            log(event)
+            tap(event)
+
+        self.on_event = tee
+        for sender in self.senders.values():
+            sender.on_event = tee
+
+    def ev_probe(self, peer: int, ev: int, req_id: int, now: float, deadline: float) -> None:
+        """An endpoint's EV probe (OCP MRC's EP_OP_EV_PROBE): a PROBE to `peer` on `ev`
+        outside any connection (conn_id EP_PROBE_CONN, the request id as its PSN),
+        answered like any probe; its round trip, or nothing by `deadline`, goes to
+        on_ep_response."""
+        plane = ev_plane(ev)
+        if plane >= self.planes:
+            raise ValueError(f"EV {ev:#010x} names plane {plane}; this host has "
+                             f"{self.planes}")
+        if not self.local_up[plane]:
+            raise ValueError(f"port {plane + 1} (plane {plane}) has no carrier")
+        if (peer, req_id) in self.ep_probes:
+            raise ValueError(f"request {req_id} to host {peer} is still outstanding")
+        ctl = wire.Control(0, 0, 0, ev, 0, self._port_state)
+        self.control_out.append((plane, peer, ev, wire.encode_control(
+            protocol.PROBE, 0, plane, 0, EP_PROBE_CONN, ev, 0, req_id, ctl), protocol.CONTROL))
+        self.ep_probes[(peer, req_id)] = (now, deadline)
+
+    def _ep_reply(self, plane: int, src: int, req_id: int, now: float) -> None:
+        sent = self.ep_probes.pop((src, req_id), None)
+        if sent is not None and self.on_ep_response is not None:
+            self.on_ep_response(src, req_id, plane, now - sent[0], now)
+
+    def _ep_expire(self, now: float) -> None:
+        for key, (_, deadline) in list(self.ep_probes.items()):
+            if now >= deadline:
+                del self.ep_probes[key]
+                if self.on_ep_response is not None:
+                    self.on_ep_response(key[0], key[1], None, None, now)
+
+    # ------------------------------------------------------------------ MRC timers
+    # An MRC sender has work for poll() only when a packet waits that only pacing holds
+    # back (`_working`), or when its timer is due: the next loss check (next_check) or
+    # a plane's reordering timer (recheck_at), while it is busy. Both change only when
+    # the endpoint calls into the sender, which marks it touched; `_refresh` then puts
+    # its due time in a heap (stale entries are skipped as they surface) and its work
+    # in `_working`. poll() and next_wakeup() thus cost the connections that have
+    # something to do, not every connection of the host (the RoCE baseline's queue
+    # pairs are still looked at every turn).
+    def _touch(self, peer: int) -> None:
+        if not self.qps:
+            self._touched.add(peer)
+
+    def _refresh(self) -> None:
+        if not self._touched:
+            return
+        senders, due, timers, working = self.senders, self._due, self._timers, self._working
+        for peer in self._touched:
+            sender = senders[peer]
+            when = min(sender.next_check, sender.recheck_at) if sender.busy else None
+            if when != due.get(peer):
+                due[peer] = when
+                if when is not None:
+                    self._seq += 1
+                    heapq.heappush(timers, (when, self._seq, peer))
+            if sender.has_work():
+                working.add(peer)
+            else:
+                working.discard(peer)
+        self._touched.clear()
+
+    def _due_senders(self, now: float) -> tuple[list[Sender], set[int]]:
+        """The MRC senders poll() must look at now, in the order they were made, and
+        the peers among them whose timer is due."""
+        self._refresh()
+        timers, due = self._timers, self._due
+        ripe = set()
+        while timers and timers[0][0] <= now:
+            when, _, peer = heapq.heappop(timers)
+            if due.get(peer) == when:
+                due[peer] = None  # polled now: _refresh schedules it again
+                ripe.add(peer)
+        order, senders = self._order, self.senders
+        return [senders[peer] for peer in sorted(self._working | ripe,
+                                                 key=order.__getitem__)], ripe
+
     def set_local_plane(self, plane: int, up: bool, now: float) -> None:
         if self.local_up[plane] == up:
             return
@@ -266,8 +440,9 @@ class Endpoint:
         self.on_event({"t": now, "event": "local-plane-up" if up else "local-plane-down",
                        "plane": plane})
         self.routes.local_plane(plane, up, now)
-        for sender in self.senders.values():
+        for peer, sender in self.senders.items():
             sender.set_local_plane(plane, up, now)
+            self._touch(peer)
         # Tell every peer on every plane still up, so they stop (or resume) using it.
         state = self.port_state()
         for peer in sorted(self.peers_seen | set(self.senders)):
@@ -345,11 +520,15 @@ class Endpoint:
                 "srtt_ms": round(1000 * sum(rtts) / len(rtts), 3) if rtts else None}
 
     # ------------------------------------------------------------------ helpers
-    def _path_index(self, peer: int, ev: int) -> int:
+    def _paths_to(self, peer: int) -> int:
+        """Paths per plane to `peer` (cached)."""
         paths = self.paths_to.get(peer)
         if paths is None:
             paths = self.paths_to[peer] = choices_per_plane(self.fabric, self.me, peer)
-        return path_index(ev, paths)
+        return paths
+
+    def _path_index(self, peer: int, ev: int) -> int:
+        return path_index(ev, self._paths_to(peer))
 
     def _sack_group(self, key: tuple[int, int, int, int, int], hdr: wire.Header,
                     psns: list[int]) -> None:
@@ -394,6 +573,10 @@ class Endpoint:
                 if not up:
                     sender.set_local_plane(plane, False, 0.0)
             self.senders[peer] = sender
+            self._order[peer] = len(self._order)
+            self._touch(peer)
+            if self.on_new_sender is not None:
+                self.on_new_sender(peer, sender)
         return sender
 
     def _roce_sender(self, peer: int, completed) -> RoceSender:

@@ -20,7 +20,7 @@ from pathlib import Path
 import yaml
 
 from hosts import protocol
-from topologies import addressing
+from topologies import addressing, scale
 from topologies.errors import UserError, shown
 
 TOPOLOGY_DIR = Path(__file__).resolve().parent
@@ -63,8 +63,8 @@ class TopologySpec:
     t1_per_plane: int
     host_t0: LinkParams
     t0_t1: LinkParams
-    ecn_threshold_pkts: int
-    trim_threshold_pkts: int
+    ecn_threshold_pkts: int  # RED's Kmin: no mark below
+    trim_threshold_pkts: int  # trimming starts here on a port between switches
     source: str = "<memory>"
     # The DSCP of each traffic class, by class id (hosts/protocol.py CLASS_NAMES).
     traffic_classes: tuple[int, ...] = protocol.DEFAULT_DSCP
@@ -75,6 +75,40 @@ class TopologySpec:
     # The most of a port's rate its priority class (control, trimmed, CNPs) may take;
     # None: strict priority without a cap.
     priority_share: float | None = None
+    # RED's Kmax (every ECT packet marked at or above; = Kmin: a step), and where a port
+    # facing a host starts trimming. None: as ecn_threshold_pkts / trim_threshold_pkts.
+    ecn_kmax_pkts: int | None = None
+    trim_lasthop_pkts: int | None = None
+    # The threshold fields the topology file set; the others follow the fabric's BDP
+    # (topologies/scale.py).
+    explicit: frozenset = field(default=frozenset(), compare=False)
+
+    @property
+    def data_frame_bytes(self) -> int:
+        """A full DATA frame of this fabric: the unit of its queues and thresholds."""
+        return protocol.DATA_FRAME_BYTES
+
+    @property
+    def ecn_kmax(self) -> int:
+        return self.ecn_threshold_pkts if self.ecn_kmax_pkts is None else self.ecn_kmax_pkts
+
+    @property
+    def trim_lasthop(self) -> int:
+        return (self.trim_threshold_pkts if self.trim_lasthop_pkts is None
+                else self.trim_lasthop_pkts)
+
+    @property
+    def base_rtt_s(self) -> float:
+        """The longest path's round trip with empty queues (topologies/scale.py)."""
+        return scale.base_rtt_s(self.host_t0.rate_mbit, self.t0_t1.rate_mbit,
+                                self.host_t0.delay_ms, self.t0_t1.delay_ms,
+                                self.data_frame_bytes)
+
+    @property
+    def bdp_frames(self) -> float:
+        """One NIC port's bandwidth-delay product, in full DATA frames."""
+        return scale.bdp_frames(self.host_t0.rate_mbit, self.base_rtt_s,
+                                self.data_frame_bytes)
 
     @property
     def hosts(self) -> int:
@@ -218,24 +252,61 @@ def build_fabric(spec: TopologySpec) -> Fabric:
 
 
 def with_rate_cap(fabric: Fabric, rate_mbit: float) -> Fabric:
-    """`fabric` with no link faster than `rate_mbit`, everything else the same: for
-    runs whose machine cannot drive the topology's rates (BMv2's CPU, or many Python
-    agents on few cores), so that the network, not the CPU, is the bottleneck."""
+    """`fabric` with no link faster than `rate_mbit`, in the same proportions: for runs
+    whose machine cannot drive the topology's rates (BMv2's CPU, or many Python agents
+    on few cores), so that the network, not the CPU, is the bottleneck."""
     spec = fabric.spec
     if max(spec.host_t0.rate_mbit, spec.t0_t1.rate_mbit) <= rate_mbit:
         return fabric
+    return rescaled(fabric,
+                    dataclasses.replace(spec.host_t0,
+                                        rate_mbit=min(rate_mbit, spec.host_t0.rate_mbit)),
+                    dataclasses.replace(spec.t0_t1,
+                                        rate_mbit=min(rate_mbit, spec.t0_t1.rate_mbit)))
+
+
+def without_delay(fabric: Fabric) -> Fabric:
+    """`fabric` as a kernel without netem emulates it: links without delay, in the same
+    proportions."""
+    spec = fabric.spec
+    if spec.host_t0.delay_ms == spec.t0_t1.delay_ms == 0:
+        return fabric
+    return rescaled(fabric, dataclasses.replace(spec.host_t0, delay_ms=0.0),
+                    dataclasses.replace(spec.t0_t1, delay_ms=0.0))
+
+
+def rescaled(fabric: Fabric, host_t0: LinkParams, t0_t1: LinkParams) -> Fabric:
+    """`fabric` with new link rates or delays and every queue and threshold scaled by
+    the change of its BDP (topologies/scale.py), so that each stays the same number of
+    BDPs (docs/similarity.md). The links' queues are taken from `fabric`, not from
+    `host_t0` and `t0_t1`."""
+    spec = fabric.spec
+    changed = dataclasses.replace(spec, host_t0=host_t0, t0_t1=t0_t1)
+    ratio = changed.bdp_frames / spec.bdp_frames
+    limits = dataclasses.replace(
+        changed, ecn_threshold_pkts=scale.scaled(spec.ecn_threshold_pkts, ratio),
+        ecn_kmax_pkts=scale.scaled(spec.ecn_kmax, ratio),
+        trim_threshold_pkts=scale.scaled(spec.trim_threshold_pkts, ratio),
+        trim_lasthop_pkts=scale.scaled(spec.trim_lasthop, ratio))
+    least = limits.trim_lasthop + 1  # a queue still holds its thresholds
     return build_fabric(dataclasses.replace(
-        spec, host_t0=dataclasses.replace(spec.host_t0,
-                                          rate_mbit=min(rate_mbit, spec.host_t0.rate_mbit)),
-        t0_t1=dataclasses.replace(spec.t0_t1, rate_mbit=min(rate_mbit, spec.t0_t1.rate_mbit))))
+        limits,
+        host_t0=dataclasses.replace(
+            host_t0, queue_pkts=scale.scaled(spec.host_t0.queue_pkts, ratio, least)),
+        t0_t1=dataclasses.replace(
+            t0_t1, queue_pkts=scale.scaled(spec.t0_t1.queue_pkts, ratio, least))))
 
 
 # --------------------------------------------------------------------------- loading
 
 _TOP_FIELDS = {
     "name", "description", "planes", "racks", "hosts_per_rack", "t1_per_plane", "links",
-    "ecn_threshold_pkts", "trim_threshold_pkts", "traffic_classes", "trimming",
+    "ecn_threshold_pkts", "ecn_kmax_pkts", "trim_threshold_pkts", "trim_lasthop_pkts",
+    "traffic_classes", "trimming",
 }
+# The threshold fields, in the order they must grow (each at least the one before).
+_THRESHOLDS = ("ecn_threshold_pkts", "ecn_kmax_pkts", "trim_threshold_pkts",
+               "trim_lasthop_pkts")
 _TRIMMING_FIELDS = {"size_bytes", "dscp", "priority_share"}
 _LINK_FIELDS = {"rate_mbit", "delay_ms", "queue_pkts"}
 
@@ -329,14 +400,46 @@ def parse_spec(data: object, source: str, default_name: str = "topology") -> Top
         raise TopologyError(source, f"links.{unknown[0]}", "unknown tier",
                             f"use only {' and '.join(TIERS)}")
     params = {tier: _link(links.get(tier), f"links.{tier}", source) for tier in TIERS}
-    queue = min(p.queue_pkts for p in params.values())
-    ecn = _int(data, "ecn_threshold_pkts", source, 1, queue - 1)
-    trim_default = max(ecn + 1, queue * 3 // 4)
-    trim = _int(data, "trim_threshold_pkts", source, ecn + 1, queue, default=trim_default)
+    limits = _thresholds(data, params, source)
     return TopologySpec(name, planes, racks, hosts_per_rack, t1_per_plane,
-                        params["host_t0"], params["t0_t1"], ecn, trim, source,
+                        params["host_t0"], params["t0_t1"], limits["ecn_threshold_pkts"],
+                        limits["trim_threshold_pkts"], source,
                         _traffic_classes(data.get("traffic_classes"), source),
-                        **_trimming(data.get("trimming"), source))
+                        **_trimming(data.get("trimming"), source),
+                        ecn_kmax_pkts=limits["ecn_kmax_pkts"],
+                        trim_lasthop_pkts=limits["trim_lasthop_pkts"],
+                        explicit=frozenset(f for f in _THRESHOLDS if f in data))
+
+
+def _thresholds(data: dict, params: dict, source: str,
+                frame: int = protocol.DATA_FRAME_BYTES) -> dict[str, int]:
+    """The four thresholds (packets): each as the file sets it, or by the fabric's BDP
+    (topologies/scale.py), raised where needed so that each is at least the one before
+    (a Kmax the file leaves out never falls below the Kmin it sets); all below the
+    smallest queue."""
+    host, uplink = params["host_t0"], params["t0_t1"]
+    rtt = scale.base_rtt_s(host.rate_mbit, uplink.rate_mbit, host.delay_ms, uplink.delay_ms,
+                           frame)
+    rule = scale.thresholds(scale.bdp_frames(host.rate_mbit, rtt, frame))
+    derived = dict(zip(_THRESHOLDS, (rule.ecn_kmin, rule.ecn_kmax, rule.trim,
+                                     rule.trim_lasthop)))
+    queue = min(p.queue_pkts for p in params.values())
+    out: dict[str, int] = {}
+    least, previous = 1, None
+    for name in _THRESHOLDS:
+        strict = name == "trim_threshold_pkts"  # trimming starts above the marks
+        low = least + 1 if strict and previous else least
+        if name in data:
+            value = _int(data, name, source, low, queue - 1 if name == _THRESHOLDS[0] else queue)
+        else:
+            value = max(low, derived[name])
+            if value > queue:
+                raise TopologyError(source, name, f"the fabric's BDP asks for {value} "
+                                    f"packets, more than the smallest queue ({queue})",
+                                    f"set {name} (at most {queue}) or deepen the queues")
+        out[name] = value
+        least, previous = value, name
+    return out
 
 
 def _traffic_classes(data: object, source: str) -> tuple[int, ...]:
@@ -363,7 +466,7 @@ def _traffic_classes(data: object, source: str) -> tuple[int, ...]:
     return tuple(dscp)
 
 
-def _trimming(data: object, source: str) -> dict:
+def _trimming(data: object, source: str, frame: int = protocol.DATA_FRAME_BYTES) -> dict:
     """`trimming: {size_bytes: 128, dscp: asymmetric, priority_share: 0.5}`."""
     if data is None:
         return {}
@@ -377,7 +480,7 @@ def _trimming(data: object, source: str) -> dict:
     out: dict = {}
     if "size_bytes" in data:
         out["trim_size_bytes"] = _int(data, "size_bytes", source, protocol.TRIMMED_FRAME_BYTES,
-                                      protocol.DATA_FRAME_BYTES, prefix="trimming.")
+                                      frame, prefix="trimming.")
     if "dscp" in data:
         if data["dscp"] not in ("asymmetric", "symmetric"):
             raise TopologyError(source, "trimming.dscp", f"must be asymmetric or symmetric "

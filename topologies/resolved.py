@@ -122,7 +122,9 @@ def spec_document(fabric: Fabric) -> dict:
             "hosts_per_rack": spec.hosts_per_rack, "t1_per_plane": spec.t1_per_plane,
             "links": {tier: dataclasses.asdict(fabric.link_params(tier)) for tier in TIERS},
             "ecn_threshold_pkts": spec.ecn_threshold_pkts,
+            "ecn_kmax_pkts": spec.ecn_kmax,
             "trim_threshold_pkts": spec.trim_threshold_pkts,
+            "trim_lasthop_pkts": spec.trim_lasthop,
             "traffic_classes": dict(zip(CLASS_NAMES, spec.traffic_classes)),
             "trimming": trimming}
 

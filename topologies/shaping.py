@@ -21,6 +21,8 @@ run summary says what was left out.
 
 from __future__ import annotations
 
+import os
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -43,10 +45,26 @@ class ShapingFeatures:
         (the kernel data plane; the P4 switch marks by itself)."""
         gaps = []
         if not self.netem:
-            gaps.append("delay not emulated: the kernel has no netem qdisc (CONFIG_NET_SCH_NETEM)")
+            gaps.append("delay not emulated: the kernel has no netem qdisc "
+                        "(CONFIG_NET_SCH_NETEM); the links run without delay, their queues "
+                        "and thresholds at the same BDPs (topologies/scale.py)")
         if red_needed and not self.red:
             gaps.append("no ECN marking: the kernel has no RED qdisc (CONFIG_NET_SCH_RED)")
         return gaps
+
+
+def netem_here() -> bool:
+    """Whether this kernel has netem, tried in a namespace of its own (root), so that a
+    run knows before it builds anything whether its links' delays will be emulated."""
+    name = f"mrc-probe-{os.getpid()}"
+    if subprocess.run(["ip", "netns", "add", name], capture_output=True).returncode != 0:
+        return True  # cannot tell: the bring-up's own probe will say
+    try:
+        return probe_features(lambda command: subprocess.run(
+            ["ip", "netns", "exec", name, "sh", "-c", command], capture_output=True,
+            text=True).stdout).netem
+    finally:
+        subprocess.run(["ip", "netns", "del", name], capture_output=True)
 
 
 def probe_features(run: Callable[[str], str]) -> ShapingFeatures:

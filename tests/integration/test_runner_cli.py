@@ -17,7 +17,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def run_cli(tmp_path, *args, timeout=300):
-    cmd = [sys.executable, "-m", "experiments", "run", "--results", str(tmp_path), *args]
+    # "cached": the machine's measured budget if there is one, else the default; a
+    # test never calibrates (a minute, and measured while the suite runs).
+    cmd = [sys.executable, "-m", "experiments", "run", "--results", str(tmp_path),
+           "--rate-cap", "cached", *args]
     return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout)
 
 
@@ -75,7 +78,7 @@ def _default_sigint() -> None:
 
 def _start(tmp_path, *args):
     cmd = [sys.executable, "-m", "experiments", "run", "--results", str(tmp_path),
-           "--topo", "2tier-2plane", "--dataplane", "kernel", *args]
+           "--topo", "2tier-2plane", "--dataplane", "kernel", "--rate-cap", "cached", *args]
     # A shell without job control starts a background command with SIGINT ignored, and
     # a child inherits that (then Ctrl-C cannot reach the runner): give it SIGINT's
     # default, as a terminal's foreground command has.

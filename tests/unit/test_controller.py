@@ -98,13 +98,16 @@ def test_entries_for_a_t0_by_hand(tables):
     assert [m.exact.value for m in route.match][1] == bytes.fromhex("2000")
     assert [p.value for p in route.action.action.params] == [
         b"\x02", bytes.fromhex("020020000000")]
-    # Port 0 faces h0: host-facing, ECN a step at 16, trim at 48 packets, trim size 94,
-    # TRIMMED_LASTHOP's DSCP 55, a queue of 64 and 881 trimmed headers; PFC 16 / 8.
+    # Port 0 faces h0: host-facing; RED from 3 to 9 packets (the slope is 2^16 / 6, in
+    # 1/2^32), the last hop's trim threshold 18 (2tier-2plane's BDP is 12 frames:
+    # topologies/scale.py), trim size 94, TRIMMED_LASTHOP's DSCP 55, a queue of 64 and
+    # 881 trimmed headers; PFC 16 / 8.
     host_port, pfc = entries[5], entries[6]
     assert [m.exact.value for m in host_port.match] == [b"\x00"]
     assert [p.value for p in host_port.action.action.params] == [
-        bytes.fromhex("020010000000"), b"\x01", b"\x10", b"\x10", b"\x00", b"\x30", b"\x5e",
-        b"\x37", b"\x40", bytes.fromhex("0371")]
+        bytes.fromhex("020010000000"), b"\x01", b"\x03", b"\x09",
+        (65536 * 65536 // 6).to_bytes(4, "big").lstrip(b"\x00"), b"\x12", b"\x5e", b"\x37",
+        b"\x40", bytes.fromhex("0371")]
     assert pfc.table_id == P4INFO.table("MrcIngress.pfc_config").preamble.id
     assert [p.value for p in pfc.action.action.params] == [b"\x10", b"\x08"]
     classes = {e.match[0].exact.value: e.action.action.params[0].value for e in entries[-8:]}

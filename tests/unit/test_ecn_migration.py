@@ -19,9 +19,10 @@ from hosts.evset import GOOD, EvSet
 from hosts.loopback import Loopback
 from hosts.sender import Sender
 from hosts.simnet import Chaos, SimNet
+from tests.fabrics import with_thresholds
 from topologies.model import load_topology
 
-FABRIC = load_topology("2tier-2plane")
+FABRIC = with_thresholds(load_topology("2tier-2plane"))
 
 
 # ---------------------------------------------------------------------- the EV set

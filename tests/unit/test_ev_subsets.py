@@ -18,9 +18,10 @@ from hosts.config import ProtocolConfig
 from hosts.endpoint import Endpoint
 from hosts.sender import Sender
 from hosts.simnet import Chaos, SimNet
+from tests.fabrics import with_thresholds
 from topologies.model import build_fabric, load_topology
 
-BASE = load_topology("2tier-2plane").spec
+BASE = with_thresholds(load_topology("2tier-2plane")).spec
 
 
 def fabric(**changes):

@@ -41,6 +41,7 @@ LAYERS = {
     "topologies.paths": "model",
     "topologies.resolved": "model",
     "topologies.size": "model",
+    "topologies.scale": "model",
     "controller.tables": "model",
     "topologies.network": "nodes",
     "topologies.nodes": "nodes",

@@ -19,9 +19,10 @@ from collections import Counter
 import pytest
 
 from hosts.simnet import Chaos, SimNet
+from tests.fabrics import with_thresholds
 from topologies.model import load_topology
 
-FABRIC = load_topology("2tier-8plane")
+FABRIC = with_thresholds(load_topology("2tier-8plane"))
 INCAST = [(s, 0, 0) for s in range(2, 7)]
 VICTIM = (7, 1, 0)
 

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from experiments.paper import FEATURES, checked_rows, cpu_fair_rate, main, write_paper
+from experiments.calibration import DEFAULT_MBIT_PER_CORE, cap_for
+from experiments.paper import FEATURES, checked_rows, main, write_paper
 from experiments.paper_judge import JUDGES, Measured
 from experiments.paper_rows import BASELINE, rows
 from experiments.play import Pass
@@ -17,7 +18,7 @@ from topologies.model import load_topology, with_rate_cap
 @pytest.mark.parametrize("topology", ["2tier-8plane", "2tier-2plane", "2tier-1plane"])
 def test_every_row_is_a_valid_scenario_on_the_shipped_topologies(topology):
     fabric = load_topology(topology)
-    fabric = with_rate_cap(fabric, cpu_fair_rate(fabric, 2))
+    fabric = with_rate_cap(fabric, cap_for(fabric, DEFAULT_MBIT_PER_CORE, cores=2))
     table = checked_rows(fabric, None)
     keys = [checked.row.key for checked in table]
     assert len(keys) == len(set(keys)) >= 14
@@ -35,13 +36,13 @@ def test_every_row_is_a_valid_scenario_on_the_shipped_topologies(topology):
             assert reference.plan == scenario.plan
 
 
-def test_the_cpu_fair_rate_keeps_the_agents_under_their_budget():
+def test_the_agents_budget_caps_the_links():
     eight = load_topology("2tier-8plane")
-    assert cpu_fair_rate(eight, 2) == 2.5  # 8 hosts x 8 planes share 160 Mbit/s
+    assert cap_for(eight, 80, cores=2) == 2.5  # 8 hosts x 8 planes share 160 Mbit/s
     capped = with_rate_cap(eight, 2.5)
     assert capped.spec.host_t0.rate_mbit == capped.spec.t0_t1.rate_mbit == 2.5
     two = load_topology("2tier-2plane")
-    assert with_rate_cap(two, cpu_fair_rate(two, 2)) is two  # 20 Mbit/s is within it
+    assert with_rate_cap(two, cap_for(two, 80, cores=2)) is two  # 20 Mbit/s is within it
 
 
 def block(transport, seconds, ok=True, nbytes=1_000_000, **extra):

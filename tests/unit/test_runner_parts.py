@@ -62,8 +62,8 @@ def test_bmv2_queues_follow_the_link_rate_in_frames_and_headers():
         "set_queue_rate 966 3 3", "set_queue_depth 1024 3 3",
         "set_queue_rate 13298 3 7", "set_queue_depth 1762 3 7"]
     # A bigger trim size: fewer, longer headers; a capped priority share: fewer a second.
-    assert queue_commands(3, 10, 64, trim_size_bytes=128)[-2:] == [
-        "set_queue_rate 9766 3 7", "set_queue_depth 1294 3 7"]
+    assert queue_commands(3, 10, 64, trim_size_bytes=100)[-2:] == [
+        "set_queue_rate 12500 3 7", "set_queue_depth 1656 3 7"]
     assert queue_commands(3, 10, 64, priority_share=0.5)[-2] == "set_queue_rate 6649 3 7"
     emulation = ShapingFeatures(netem=False, red=False)
     assert len(emulation.missing()) == 2 and len(emulation.missing(red_needed=False)) == 1

@@ -38,7 +38,12 @@ def test_any_valid_file_works(tmp_path):
     assert len(fabric.switches) == 18
     assert len(fabric.links) == 27 + 27
     assert fabric.name == "three"
-    assert fabric.spec.trim_threshold_pkts == 48  # default: 3/4 of the queue
+    # The file sets Kmin 16 alone: Kmax stays at it (a step), trimming starts a frame
+    # above, since the BDP's rule (topologies/scale.py) asks for less.
+    spec = fabric.spec
+    assert (spec.ecn_threshold_pkts, spec.ecn_kmax, spec.trim_threshold_pkts,
+            spec.trim_lasthop) == (16, 16, 17, 17)
+    assert spec.explicit == {"ecn_threshold_pkts"}
 
 
 def test_ports_are_numbered_by_rule():

@@ -53,8 +53,25 @@ ON_TWIN = {
 }
 
 
+# Kinds with no counterpart on the twin: an entry, and what the note left out says.
+NOT_ON_TWIN = {
+    "deny": ({"host": "h2", "plane": 3, "down_s": 1}, "queue pairs have no EVs to deny"),
+}
+
+
 def test_every_kind_has_a_twin_mapping_case():
-    assert set(ON_TWIN) == set(KINDS)
+    assert set(ON_TWIN) | set(NOT_ON_TWIN) == set(KINDS)
+    assert not set(ON_TWIN) & set(NOT_ON_TWIN)
+
+
+@pytest.mark.parametrize("kind", sorted(NOT_ON_TWIN))
+def test_a_kind_without_a_twin_is_left_out_with_the_reason(kind):
+    fields, why = NOT_ON_TWIN[kind]
+    scenario = check_scenario({"workload": "transfer", "faults": [
+        {"kind": kind, "at_s": 1, **fields}]}, "s.yaml", EIGHT)
+    mapped, left_out = twin_steps(scenario.faults, EIGHT, TWIN)
+    assert mapped == () and len(left_out) == 1  # one note for the down step alone
+    assert "not on the twin" in left_out[0] and why in left_out[0]
 
 
 @pytest.mark.parametrize("kind", sorted(ON_TWIN))

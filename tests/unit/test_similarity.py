@@ -1,0 +1,80 @@
+"""A run's proportions against the paper's regime, and a paper row judged over its
+repetitions (pure: no network)."""
+
+from __future__ import annotations
+
+import pytest
+
+from experiments.faults import parse_faults
+from experiments.paper import combine, median_run, spread
+from experiments.paper_judge import Verdict
+from experiments.play import Pass
+from experiments.report import write_report
+from experiments.similarity import headline, proportions
+from experiments.workloads import phases
+from topologies.model import load_topology, with_rate_cap, without_delay
+
+
+def test_the_shipped_fabric_is_in_band_and_a_deep_queue_is_flagged():
+    fabric = without_delay(load_topology("2tier-8plane"))
+    block = proportions(fabric, {})
+    assert block["deciding_out_of_band"] == [], block
+    numbers = block["numbers"]
+    assert numbers["queue_bdp"]["value"] == pytest.approx(
+        fabric.spec.host_t0.queue_pkts / fabric.spec.bdp_frames, abs=1e-3)
+    # The same topology run where its delays are not emulated, with the thresholds it
+    # derived from them: the round trip is shorter, every queue more BDPs deep.
+    raw = proportions(load_topology("2tier-8plane"), {}, delay_emulated=False)
+    assert "queue_bdp" in raw["deciding_out_of_band"]
+    assert "queue_bdp" in headline(raw) and "out of the paper's regime" in headline(raw)
+
+
+def test_a_capped_fabric_keeps_its_proportions():
+    fabric = without_delay(load_topology("2tier-8plane"))
+    before = proportions(fabric, {})["numbers"]
+    after = proportions(with_rate_cap(fabric, 10 / 25), {})["numbers"]
+    # Without delay the BDP is serialization alone: the same frames at any rate.
+    for name in ("bdp_frames", "queue_bdp", "trim_bdp", "rto_min_rtt"):
+        assert after[name]["value"] == pytest.approx(before[name]["value"], rel=0.05), name
+
+
+def test_faults_and_transfers_in_round_trips(tmp_path):
+    fabric = without_delay(load_topology("2tier-2plane"))
+    steps = parse_faults([{"kind": "link-flap", "link": ["p0t0r0", "p0t1s0"], "at_s": 0.5,
+                           "down_s": 0.2}], fabric)
+    plan = phases("transfer", {"src": 0, "dst": 3, "message_bytes": 1_200_000}, fabric)
+    block = proportions(fabric, {}, steps, plan, lag_p99_ms=100.0)
+    rtt = block["base_rtt_ms"] / 1000
+    (fault,) = block["faults"]
+    assert fault["at_rtt"] == pytest.approx(0.5 / rtt, abs=0.1)
+    assert fault["duration_rtt"] == pytest.approx(0.2 / rtt, abs=0.1)
+    assert "agent_lag_p99_rtt" in block["deciding_out_of_band"]  # 100 ms is many RTTs
+    summary = {"scenario": "s", "topology": "2tier-2plane", "dataplane": "kernel",
+               "hosts": 4, "switches": 8, "planes": 2, "transports": [],
+               "similarity": block}
+    write_report(tmp_path / "report.md", summary)
+    text = (tmp_path / "report.md").read_text()
+    assert text.splitlines()[2].startswith("Proportions out of the paper's regime: "
+                                           "agent_lag_p99_rtt")
+    assert "| agent_lag_p99_rtt |" in text and "**out of band**" in text
+
+
+def test_a_row_is_judged_over_its_repetitions():
+    passed = Verdict(True, {"mrc": {"ratio": 0.97}}, "mrc 0.97")
+    failed = Verdict(False, {"mrc": {"ratio": 0.85}}, "mrc 0.85")
+    agree = combine([passed, passed, passed], 1)
+    assert agree["verdict"] == "PASS" and agree["outcomes"] == ["PASS"] * 3
+    mixed = combine([passed, failed, passed], 0)
+    assert mixed["verdict"] == "INCONCLUSIVE"
+    assert mixed["measured"] == "mrc 0.97 [median of 3 runs; verdicts PASS, FAIL, PASS]"
+    assert spread([{"a": {"b": 1}}, {"a": {"b": 3}}, {"a": {"b": 2}}]) == {
+        "a.b": {"median": 2.0, "min": 1.0, "max": 3.0}}
+
+
+def test_the_median_repetition_is_the_median_mrc_time():
+    def run(seconds: float) -> tuple[Pass, None]:
+        played = Pass()
+        played.blocks.append({"transport": "mrc", "workload_s": seconds})
+        return played, None
+
+    assert median_run([run(3.0), run(1.0), run(2.0)]) == 2
