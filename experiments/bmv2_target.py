@@ -1,6 +1,7 @@
 """The BMv2 target: the P4 program on one simple_switch_grpc per switch.
 
-Compiles p4src/ into build/ when the sources are newer than the outputs, gives every
+Compiles p4src/ (or a lab's copy of it with a student's pieces, `make cli LAB=02`) into
+its build folder when the sources are newer than the outputs, gives every
 switch its device id and ports, programs each one over P4Runtime (one write batch,
 read back) and sets its queues inside BMv2 from the topology's link parameters. Host
 interfaces are still shaped with tc (hosts have no BMv2 queue); switch ports are not,
@@ -125,19 +126,22 @@ def round_down(value: float, digits: int = RATE_DIGITS) -> float:
     return round(math.floor(round(value / step, 9)) * step, 12)
 
 
-def compile_program(build: Path) -> tuple[Path, Path]:
-    """(P4Info, BMv2 JSON), compiled with p4c-bm2-ss if p4src/ changed since."""
+def compile_program(build: Path, main: Path = P4_MAIN) -> tuple[Path, Path]:
+    """(P4Info, BMv2 JSON) of the program `main` (p4src/'s, or a lab's copy of it,
+    labs/p4lab.py), compiled with p4c-bm2-ss into `build` if a P4 file beside `main`
+    changed since. Raises Bmv2Error holding p4c's first errors."""
     build.mkdir(parents=True, exist_ok=True)
-    p4info, json_path = build / "mrc_switch.p4info.txtpb", build / "mrc_switch.json"
-    newest = max(p.stat().st_mtime for p in (REPO / "p4src").rglob("*.p4"))
+    p4info, json_path = build / f"{main.stem}.p4info.txtpb", build / f"{main.stem}.json"
+    newest = max(p.stat().st_mtime for p in main.parent.rglob("*.p4"))
     if all(p.exists() and p.stat().st_mtime >= newest for p in (p4info, json_path)):
         return p4info, json_path
     done = subprocess.run(["p4c-bm2-ss", "--arch", "v1model", "--std", "p4-16", "-o",
-                           str(json_path), "--p4runtime-files", str(p4info), str(P4_MAIN)],
+                           str(json_path), "--p4runtime-files", str(p4info), str(main)],
                           capture_output=True, text=True)
     if done.returncode != 0:
-        last = (done.stderr or done.stdout).strip().splitlines()[-1:]
-        raise Bmv2Error(f"p4c-bm2-ss could not compile {P4_MAIN}: {last}")
+        lines = (done.stderr or done.stdout).strip().splitlines()
+        errors = [line for line in lines if "error" in line.lower()] or lines[-1:]
+        raise Bmv2Error(f"p4c-bm2-ss could not compile {main}: " + "\n".join(errors[:6]))
     return p4info, json_path
 
 
@@ -146,9 +150,10 @@ class Bmv2Target:
     switch_cls = Bmv2Switch
     shape_switch_ports = False  # queues live inside BMv2
 
-    def __init__(self, build: Path = REPO / "build"):
+    def __init__(self, build: Path = REPO / "build", program: Path = P4_MAIN):
         self.build = build
-        self.p4info_path, self.json_path = compile_program(build)
+        self.p4_main = program  # `make cli LAB=02` runs a lab's program (labs/p4lab.py)
+        self.p4info_path, self.json_path = compile_program(build, program)
         self.p4info = P4Info.load(self.p4info_path)
         self.device_config = self.json_path.read_bytes()
         self.write_batches = 0

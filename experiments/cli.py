@@ -9,8 +9,11 @@ with the testbed's commands added (`help <command>` explains each):
     switch down|up|blackhole|restore s    reboot a switch (down, then up) or blackhole it
     port down|up h plane              a host's NIC port of one plane
     paths h [peer]                    the host's paths to a peer: route, faults on it, EV states
+    evs h [peer]                      the host's EV profiles through the control API
+    ev deny|allow|replace|explicit|probe|events ...   the control API as a controller uses
+                                      it (experiments/cli_ev.py)
     tables s / counters s             a switch's tables and counters, as the data plane holds them
-    p4shell s                         p4runtime-shell on a BMv2 switch, read-only
+    p4shell s [write]                 p4runtime-shell on a BMv2 switch, read-only or writing
 
 Faults are the scenarios' fault kinds (experiments/faults/kinds/), applied by the
 same code. Mininet's own commands (`h0 ip -6 route`, `nodes`, `links`, `xterm h0`...)
@@ -30,6 +33,7 @@ import itertools
 import json
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,11 +62,13 @@ SEND_COUNTERS = (("data_tx", "packets sent"), ("retransmits", "retransmitted"),
                  ("retired", "EVs retired"), ("reinstated", "EVs reinstated"),
                  ("probes", "probes"), ("timeouts", "timeouts"), ("nacks", "NACKs"),
                  ("ecn_echoes", "ECN echoes"), ("reroutes", "reroutes"))
-TESTBED_HELP = ("Testbed commands: send, link, switch, port, paths, tables, counters, "
-                "p4shell; `help <command>` explains one. exit or Ctrl-D tears the fabric "
+TESTBED_HELP = ("Testbed commands: send, link, switch, port, paths, evs, ev, tables, "
+                "counters, p4shell; `help <command>` explains one. exit or Ctrl-D tears the fabric "
                 "down.")
 # How long an agent may take to answer a question (stats, path states).
 ANSWER_S = 5.0
+# Agent messages kept for another waiter (a background send, a question), newest last.
+MAIL_KEPT = 500
 # The columns of `counters`, as SONiC's `show interfaces counters` and `... trim` name
 # them (each shown where the data plane counts it).
 COUNTER_COLUMNS = ("forwarded", "dropped", "ecn_marked", "trim_pkts", "tx_trim_pkts",
@@ -235,6 +241,10 @@ def send_report(req: SendRequest, fabric: Fabric, took: float | None, acked: flo
               if key in after]
     if counts:
         lines.append(f"  sender {fabric.host(req.src).name}: {', '.join(counts)}")
+    errors = after.get("qp_errors", 0) - before.get("qp_errors", 0)
+    if errors:
+        lines.append(f"  {errors} queue pair(s) went to the error state (a packet timed out "
+                     "past the retry count): a training job would abort here")
     return lines
 
 
@@ -253,6 +263,12 @@ class FabricSession:
         # What the fabric's routing holds down, over the whole session: overlapping
         # faults give a path back only when the last one holding it ends.
         self.routing = RoutingState(self.fabric)
+        # `send ... &` waits in a thread while commands go on: the agents' messages are
+        # read by one waiter at a time, and one meant for the other waiter is kept here.
+        self.background: threading.Thread | None = None
+        self._mail: list[dict] = []
+        self._mail_lock = threading.Lock()
+        self._reading = threading.Lock()
 
     # -------------------------------------------------------------- agents
     def agents_for(self, transport: str) -> AgentSet:
@@ -260,12 +276,20 @@ class FabricSession:
         new agents on every host (as a run does between transports)."""
         if self.agents is not None and self.agents.transport == transport:
             return self.agents
+        if self.background is not None and self.background.is_alive():
+            raise CommandError("send", "transport", f"a background send over "
+                               f"{self.agents.transport} is still running, and {transport} "
+                               "needs new agents", f"wait for it, or send over "
+                               f"{self.agents.transport}")
         self.stop_agents()
         # Progress samples once a second: an idle session should not fill the disk.
         agents = AgentSet(self.net, self.fabric, transport, self.folder / "agents",
                           progress_s=1.0)
         self.agents = agents
         agents.wait_ready()
+        for fault in list(self.faults.values()):  # a controller's denylist lives in agents
+            if fault.agent_side:
+                apply_fault(self.net, self.fabric, Step(0.0, False, fault), self.target)
         return agents
 
     def stop_agents(self) -> None:
@@ -282,23 +306,42 @@ class FabricSession:
             text += " (the next command starts new agents)"
         raise AgentError(text)
 
+    def _next(self, deadline: float, wanted) -> dict | None:
+        """The next agent message `wanted(message)` accepts, or None at the deadline; a
+        message it does not want is kept for the other waiter (the last MAIL_KEPT)."""
+        agents = self.agents
+        while True:
+            with self._mail_lock:
+                for i, message in enumerate(self._mail):
+                    if wanted(message):
+                        return self._mail.pop(i)
+            if time.monotonic() >= deadline:
+                return None
+            with self._reading:  # short turns: the other waiter checks the mail between
+                message = agents.next(min(deadline, time.monotonic() + 0.1))
+            if message is None:
+                continue
+            if wanted(message):
+                return message
+            with self._mail_lock:
+                self._mail.append(message)
+                del self._mail[:-MAIL_KEPT]
+
     def _answer(self, host: int, event: str, **cmd) -> dict:
-        """Ask one agent a question and wait for its answer (other messages are late
-        answers to earlier commands: dropped)."""
+        """Ask one agent a question and wait for its answer (messages it does not answer
+        with are for a background send, or late answers to earlier commands)."""
         agents = self.agents
         agents.command(host, **cmd)
         deadline = time.monotonic() + ANSWER_S
         while True:
-            message = agents.next(deadline)
+            message = self._next(deadline, lambda m: m["agent"] == host and m["event"] in (
+                event, "error", "exited"))
             if message is None:
                 raise AgentError(f"agent h{host} did not answer {cmd['cmd']!r} "
                                  f"within {ANSWER_S:g}s")
-            if message["agent"] != host:
-                continue
             if message["event"] == event:
                 return message
-            if message["event"] in ("error", "exited"):
-                self._agent_failed(message)
+            self._agent_failed(message)
 
     def send(self, req: SendRequest) -> list[str]:
         agents = self.agents_for(req.transport)
@@ -311,8 +354,15 @@ class FabricSession:
         agents.command(req.src, cmd="send", dst=req.dst, msg_id=msg_id, bytes=req.size)
         took = acked = verified = None
         deadline = start + timeout_s
+
+        def mine(m: dict) -> bool:
+            return (m["event"] == "exited"
+                    or (m["event"] == "error" and m["agent"] in (req.src, req.dst))
+                    or (m.get("msg_id") == msg_id and (m["agent"], m["event"]) in (
+                        (req.dst, "delivered"), (req.src, "completed"))))
+
         while took is None or acked is None:
-            message = agents.next(deadline)
+            message = self._next(deadline, mine)
             if message is None:
                 break
             kind, agent = message["event"], message["agent"]
@@ -483,7 +533,10 @@ class FabricCLI(CLI):
 
     def do_send(self, line: str) -> None:
         """Send one message through the agents and print what happened.
-        Usage: send SRC DST [BYTES] [TRANSPORT]    e.g. send h0 h3 1M mrc
+        Usage: send SRC DST [BYTES] [TRANSPORT] [&]    e.g. send h0 h3 1M mrc
+        With & at the end the transfer goes on in the background and prints its report
+        when done, so that `link down`, `port down` or `paths` can be typed during it
+        (one background send at a time).
         BYTES: 1500, 64k, 1M (default 1M = 1000000). TRANSPORT: mrc (default),
         mrc-no-trim, mrc-no-probe, and the RoCE baseline: roce, roce-8, roce-16 (and -pfc
         without DCQCN) on a single-plane fabric (make cli TWIN=1), with @planes on a
@@ -491,8 +544,24 @@ class FabricCLI(CLI):
         Prints delivery, verification, time and the sender's counters during the
         transfer: retransmissions, EVs retired and reinstated, probes, timeouts..."""
         session = self.session
-        self._run(lambda: session.send(parse_send(self.fabric, line.split(),
-                                                  session.transports)))
+        args = line.replace("&", " & ").split()
+        if args[-1:] != ["&"]:
+            self._run(lambda: session.send(parse_send(self.fabric, args, session.transports)))
+            return
+
+        def start() -> str:
+            if session.background is not None and session.background.is_alive():
+                raise CommandError("send", "&", "a background send is still running",
+                                   "wait for its report (one at a time)")
+            req = parse_send(self.fabric, args[:-1], session.transports)
+            session.agents_for(req.transport)  # a transport change fails here, not later
+            session.background = threading.Thread(
+                target=self._run, args=(lambda: session.send(req),), daemon=True)
+            session.background.start()
+            return (f"sending {req.size} bytes {args[0]} -> {args[1]} over {req.transport} "
+                    "in the background; its report comes when it is done")
+
+        self._run(start)
 
     def do_link(self, line: str) -> None:
         """Fail or restore a link (both ends at once, as a cut cable).
@@ -512,6 +581,39 @@ class FabricCLI(CLI):
         """Take a host's NIC port of one plane down or up (the agent sees carrier loss).
         Usage: port down|up HOST PLANE    e.g. port down h0 1"""
         self._run(lambda: self.session.fault(parse_port(self.fabric, line.split())))
+
+    def do_evs(self, line: str) -> None:
+        """A host's EV profiles, through the control API (OCP MRC's query_ev_profile):
+        per connection its mode (GEN, or EXP for an explicit array), ev_count,
+        ev_min_active and event mask, then every EV: its port (plane + 1), the T1 of its
+        path, its state (GOOD, ASSUMED_BAD, DENIED), whether it is in use, when it last
+        carried a packet, and the packets its path has carried.
+        Usage: evs HOST [PEER]    e.g. evs h0 h3"""
+        from experiments.cli_ev import EvCommands, parse_evs
+
+        self._run(lambda: EvCommands(self.session).evs(*parse_evs(self.fabric, line.split())))
+
+    def do_ev(self, line: str) -> None:
+        """The control API as a fabric controller uses it (hosts/mrc_ctl.py, named as
+        OCP MRC's mrc_ctl.h names it). An EV names a path: its state is its path's.
+          ev deny|allow HOST [PEER] plane P [spine S]
+              a controller's denylist (the scenarios' `deny` kind): every EV of plane P
+              (through T1 S only, if given) of HOST's connections, toward every peer
+              (those it opens later too) or toward PEER, DENIED, or GOOD again
+              e.g. ev deny h2 plane 1; ev allow h2 plane 1
+          ev deny|allow HOST PEER EV       one EV (its path) of one connection
+          ev replace HOST PEER OLD NEW     REPLACE_EV: NEW (same plane) takes OLD's place
+          ev explicit HOST PEER EV [EV...] an explicit EV array (ev_mode EXP): the
+                                           connection sprays over these alone
+          ev probe HOST PEER [plane P [spine S]]
+              EV probes (ep_batch_send_wait) on each path, each one's round trip
+          ev events HOST [PEER] [GOOD] [ASSUMED_BAD] | off
+              the EV event mask; `ev events HOST [PEER]` then shows the events received
+              (state changes, with the reason: timeout, gap, probes, operator...)
+        EV values as `evs` shows them (0x01000005: plane 1 in the top byte)."""
+        from experiments.cli_ev import EvCommands, parse_ev
+
+        self._run(lambda: EvCommands(self.session).ev(parse_ev(self.fabric, line.split())))
 
     def do_paths(self, line: str) -> None:
         """A host's paths to a peer (or to every other host): the switches on each
@@ -556,11 +658,16 @@ class FabricCLI(CLI):
             self._one_switch(" ".join(args), "counters"), trim_only))
 
     def do_p4shell(self, line: str) -> None:
-        """Open p4runtime-shell on a BMv2 switch, read-only (exit returns here).
-        Usage: p4shell S    e.g. p4shell p0t0r0
+        """Open p4runtime-shell on a BMv2 switch, read-only, or writing by hand with
+        `write` (exit returns here; Ctrl-C stays in the shell).
+        Usage: p4shell S [write]    e.g. p4shell p0t0r0
         Try: table_entry["MrcIngress.my_usid"].read(lambda e: print(e))"""
+        from experiments.lifecycle import ctrl_c_held
+
+        args = line.split()
+        write = args[-1:] == ["write"]
         try:
-            switch = self._one_switch(line, "p4shell")
+            switch = self._one_switch(" ".join(args[:-1] if write else args), "p4shell")
             if self.session.target.name != "bmv2":
                 raise CommandError("p4shell", "data plane",
                                    f"this fabric runs on {self.session.target.name}",
@@ -569,8 +676,11 @@ class FabricCLI(CLI):
         except UserError as err:
             self.say(f"error: {err}")
             return
-        subprocess.call([sys.executable, "-m", "experiments.p4shell", "--switch", switch],
-                        cwd=REPO)
+        # Ctrl-C reaches the whole terminal's process group: the shell takes it (and
+        # stays), the CLI must not (it would end the shell with it).
+        with ctrl_c_held():
+            subprocess.call([sys.executable, "-m", "experiments.p4shell", "--switch", switch]
+                            + (["--write"] if write else []), cwd=REPO)
 
     def _one_switch(self, line: str, command: str) -> str:
         args = line.split()
@@ -596,6 +706,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--twin", action="store_true",
                         help="build the topology's single-plane twin, where the RoCE "
                              "transports run (experiments/twin.py)")
+    parser.add_argument("--p4", type=Path, default=None, metavar="MAIN",
+                        help="run this P4 main file on BMv2 instead of p4src/'s, e.g. a "
+                             "lab's program (`make cli LAB=03`, labs/p4lab.py)")
     args = parser.parse_args(argv)
 
     from experiments.lifecycle import PREFLIGHT_ERRORS, Run
@@ -606,7 +719,10 @@ def main(argv: list[str] | None = None) -> int:
         fabric = load_topology(args.topo)
         if args.twin:
             fabric = twin_of(fabric)
-        run = Run.prepare("cli", fabric, args.dataplane, args.results, args.capture)
+        # A session caps its links from the machine's measured budget, or the default
+        # where none is cached: it never spends a minute calibrating before a prompt.
+        run = Run.prepare("cli", fabric, args.dataplane, args.results, args.capture,
+                          program=args.p4, cap="cached")
     except PREFLIGHT_ERRORS as err:
         print(f"error: {err}", file=sys.stderr)
         return USAGE_ERROR

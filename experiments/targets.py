@@ -22,6 +22,7 @@ untouched).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from experiments.faults import Env, Step
@@ -86,9 +87,12 @@ def apply_fault(net: FabricNet, fabric: Fabric, step: Step, target: Target) -> N
     step.apply(Env(net, fabric, target))
 
 
-def make_target(name: str) -> Target:
+def make_target(name: str, program: Path | None = None) -> Target:
     """The target called `name` (one of TARGETS). The BMv2 target compiles the P4
-    program here, and raises Bmv2Error when p4c fails."""
+    program here: p4src/'s, or `program`, a P4 main file such as a lab's
+    (build/labs/cli-02/p4src/mrc_switch.p4), compiled into the folder above its own
+    (build/labs/cli-02/); it raises Bmv2Error when p4c fails. `program` is ignored by
+    the kernel target: the caller says that it needs bmv2 (experiments/lifecycle.py)."""
     if name == "kernel":
         return KernelTarget()
     if name == "bmv2":
@@ -96,5 +100,7 @@ def make_target(name: str) -> Target:
         # which a kernel run does not need.
         from experiments.bmv2_target import Bmv2Target
 
+        if program is not None:
+            return Bmv2Target(program.parent.parent, program)
         return Bmv2Target()
     raise ValueError(f"unknown data-plane target {name!r}: use one of {', '.join(TARGETS)}")

@@ -4,6 +4,11 @@
     python -m labs start 02              copy the skeleton into labs/lab02_.../work/
     python -m labs check 02              check your work copy
     python -m labs check 02 --solution   check the lab's own solution (or --skeleton)
+    python -m labs reading 02            write the lab's reading copy of the P4 program
+                                         again (labs/lab02_.../work/reading/)
+    python -m labs program 02 OUT        build the lab's P4 program from your work copy
+                                         (--solution: the solution's) into OUT; prints
+                                         its main file (`make cli LAB=02` runs it)
 
 Exit status: 0 the lab passes, 1 it does not yet, 2 a usage mistake (one line).
 """
@@ -12,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from labs.course import (
     LABS,
@@ -48,6 +54,35 @@ def run_check(argv: list[str], number: str | None = None) -> int:
     return 0 if report.passed else 1
 
 
+def p4_program(command: str, argv: list[str]) -> int:
+    """`reading NN`: the lab's reading copy into its work copy; `program NN OUT
+    [--solution]`: the lab's program from the student's (or the solution's) pieces."""
+    from labs.p4lab import PIECES, PieceNotFound, build_program, reading_copy
+
+    parser = argparse.ArgumentParser(prog=f"python -m labs {command}")
+    parser.add_argument("lab", help="a P4 lab: " + ", ".join(PIECES))
+    if command == "program":
+        parser.add_argument("out", type=Path, help="the folder to build the program in")
+        parser.add_argument("--solution", action="store_true",
+                            help="the lab's solution instead of your work copy")
+    args = parser.parse_args(argv)
+    number = lab_number(args.lab)
+    if number not in PIECES:
+        raise LabError(f"LAB={args.lab}: lab {number} has no P4 program; fix: use one of "
+                       f"{', '.join(PIECES)}")
+    try:
+        if command == "reading":
+            main = reading_copy(number, files_dir(number) / "reading")
+        else:
+            source = files_dir(number, "solution" if args.solution else "work")
+            main = build_program({number: source}, args.out.resolve() / "p4src")
+    except (PieceNotFound, OSError) as err:
+        raise LabError(f"lab {number}: the program cannot be built ({err}); fix: copy the "
+                       "missing file back from the lab's skeleton/") from None
+    print(main)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     command, rest = (argv[0], argv[1:]) if argv else ("list", [])
@@ -65,11 +100,14 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if command == "check" and rest and not rest[0].startswith("-"):
             return run_check(rest)
+        if command in ("reading", "program"):
+            return p4_program(command, rest)
     except (LabError, UserError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     print("error: usage: python -m labs list | start NN | check NN [--solution | --skeleton] "
-          "(make lab-start LAB=NN, make lab-check LAB=NN)", file=sys.stderr)
+          "| reading NN | program NN OUT [--solution] (make lab-start LAB=NN, make "
+          "lab-check LAB=NN)", file=sys.stderr)
     return 2
 
 

@@ -8,6 +8,11 @@ tests can always run it against the untouched skeleton and the solution.
 A check returns a `Report`: one line per thing checked, passed or not, with a hint for
 what is wrong. Mistakes of the student's setup (no work copy, an unknown lab) are a
 `LabError`, printed by the entry point as one line.
+
+`start` also stamps the work copy with the time it was made (`.started`): labs whose
+answers come from the student's own runs accept only runs made after it. Answers to a
+lab's numeric questions live in YAML files and are judged here (`judge`): names and
+counts exactly, measured figures within a tolerance.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import importlib
 import shutil
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 LABS_DIR = Path(__file__).resolve().parent
@@ -28,8 +34,15 @@ LABS = {
     "04": "lab04_static_tables",
     "05": "lab05_ev_states",
     "06": "lab06_experiments",
+    "07": "lab07_p4runtime_by_hand",
+    "08": "lab08_failures",
+    "09": "lab09_trim_or_drop",
 }
 COPIES = ("work", "skeleton", "solution")
+# In a work copy: when `start` made it (ISO time, the machine's clock, as run folders).
+STARTED = ".started"
+# Measured figures (times, ratios) are accepted within this share of the run's own.
+TOLERANCE = 0.10
 
 
 class LabError(Exception):
@@ -62,13 +75,27 @@ def files_dir(number: str, copy: str = "work") -> Path:
 
 
 def start(number: str) -> Path:
-    """Copy the lab's skeleton into work/ (never over a work copy that exists)."""
+    """Copy the lab's skeleton into work/ (never over a work copy that exists), stamp it
+    with the time, and let the lab add what it gives the student (its `on_start(work)`,
+    e.g. the P4 labs' reading copy of the program)."""
     work = lab_dir(number) / "work"
     if work.exists():
         raise LabError(f"{work.relative_to(REPO)}: already exists; fix: keep working in it, "
                        f"or delete it to start again from the skeleton")
     shutil.copytree(lab_dir(number) / "skeleton", work)
+    (work / STARTED).write_text(datetime.now().isoformat(timespec="seconds") + "\n")
+    module = check_module(number)
+    if hasattr(module, "on_start"):
+        module.on_start(work)
     return work
+
+
+def started_at(folder: Path) -> datetime | None:
+    """When `start` made this work copy, or None (no stamp: not made by `start`)."""
+    try:
+        return datetime.fromisoformat((folder / STARTED).read_text().strip())
+    except (OSError, ValueError):
+        return None
 
 
 def check_module(number: str):
@@ -136,3 +163,52 @@ def first_line(err: BaseException) -> str:
     frames = traceback.extract_tb(err.__traceback__)
     where = f" ({Path(frames[-1].filename).name}, line {frames[-1].lineno})" if frames else ""
     return f"{err.__class__.__name__}: {err}{where}"
+
+
+# ------------------------------------------------------------------ answers
+def read_answers(path: Path) -> dict:
+    """A lab's answers file (YAML mapping); LabError when it cannot be read as one."""
+    import yaml
+
+    try:
+        answers = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as err:
+        raise LabError(f"{path}: cannot be read as YAML ({err.__class__.__name__}); fix: "
+                       f"copy it back from the lab's skeleton/") from None
+    if not isinstance(answers, dict):
+        raise LabError(f"{path}: not a mapping of answers; fix: copy it back from skeleton/")
+    return answers
+
+
+def judge(what: str, expected, answer,
+          tolerance: float = TOLERANCE) -> tuple[bool, str, str]:
+    """(right, what, hint) for Report.add: names and counts (ints) must match, other
+    numbers be within `tolerance` of the expected one; None expected means "no such
+    figure" (answer none)."""
+    if answer is None or answer == "TODO":
+        return False, what, "not answered yet"
+    if expected is None:
+        return answer in ("none", "null", "-"), what, "the run has no such figure: write none"
+    if isinstance(expected, str):
+        return str(answer).strip() == expected, what, f"your answer: {answer}"
+    try:
+        number = float(answer)
+    except (TypeError, ValueError):
+        return False, what, f"{answer!r} is not a number"
+    if isinstance(expected, bool) or isinstance(expected, int):
+        return number == expected, what, f"your answer: {answer} (a count: exactly)"
+    close = abs(number - expected) <= tolerance * abs(expected)
+    return close, what, f"your answer: {answer} (accepted within {tolerance:.0%} of the run)"
+
+
+def check_questions(report: Report, folder: Path, expected: dict[str, object],
+                    name: str = "questions.yaml") -> None:
+    """One report line per numeric question of the lab's README: the answer in
+    `folder/name` under each key of `expected`, judged against its value."""
+    path = folder / name
+    if not path.is_file():
+        report.add(False, f"{name} exists", "copy it back from the lab's skeleton/")
+        return
+    answers = read_answers(path)
+    for key, want in expected.items():
+        report.add(*judge(f"{name}: {key}", want, answers.get(key)))

@@ -2,14 +2,15 @@
 
 Each line of answer.txt is compared uSID by uSID with the address the project's path
 catalogue gives (topologies/paths.py); a wrong line is read back uSID by uSID, so the
-student sees which switch each one names.
+student sees which switch each one names. The README's numeric questions
+(questions.yaml) are counted in the same catalogue.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from labs.course import Report
+from labs.course import Report, check_questions
 from topologies.addressing import AddressingError, describe_usid, host_address, parse_usids
 from topologies.model import Fabric, load_topology
 from topologies.paths import catalogue
@@ -51,18 +52,24 @@ def check(folder: Path, options=None) -> Report:
             same = False
         report.add(same, f"{what}: {got or '(missing)'}",
                    f"yours reads: {explain(got)}" if got else f"line {i + 1} of {path}")
+    check_questions(report, folder, {"paths_h0_h3": len(catalogue(fabric, 0, 3)),
+                                     "paths_h0_h1": len(catalogue(fabric, 0, 1))})
     if getattr(options, "live", False) and report.items[0][0]:
         report.note(live(fabric, expected(fabric)[0][1]))
     return report
 
 
 def live(fabric: Fabric, address: str) -> str:
-    """Send a datagram along `address` on the kernel data plane; what became of it."""
+    """Send a datagram along `address` on the kernel data plane; what became of it. The
+    machine's fabric lock is taken first (experiments/fabric_lock.py): the start-up
+    cleanup would otherwise tear down a `make cli` or a run that is up."""
     from experiments.bringup import running
     from experiments.checks import check_paths
+    from experiments.fabric_lock import FabricLock
     from experiments.targets import make_target
 
-    with running(fabric, make_target("kernel")) as network:
+    with FabricLock(command="make lab-check LAB=01 --live"), running(
+            fabric, make_target("kernel")) as network:
         result = check_paths(network.net, fabric, copies=1, timeout_s=1.0)
     path = next(p for p in catalogue(fabric, 0, 3) if p.address == address)
     ok = all(p.ev != path.ev or (p.src, p.dst) != (0, 3) for p in result.failed)

@@ -1,25 +1,28 @@
 """Check Lab 02: the uSID shift and the forwarding steps of the ingress control.
 
-Static (always): no TODO left, the shift reads the next uSID before moving the rest,
-both tables are applied in order and a miss drops. With p4c-bm2-ss: the lab's program
-(p4src/ with the student's pieces, labs/p4lab.py) compiles. With BMv2 and root: the
-project's PTF tests of shift-and-forward, last hop, drops and hop limit pass on it
-(tests/p4/test_labs_p4.py).
+Graded by behaviour (labs/p4lab.py check_lab): no TODO left, the lab's program (p4src/
+with the student's pieces) compiles with p4c-bm2-ss, and the project's PTF tests of
+shift-and-forward, last hop, drops and hop limit pass on it on BMv2
+(tests/p4/test_labs_p4.py); without BMv2 the lab is "not verified". The rules below are
+hints only: they say what a usual answer looks like when the text differs from it.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from labs.p4lab import Rule, add_arguments, check_lab
+from labs.course import check_questions
+from labs.p4lab import Rule, add_arguments, check_lab, reading_copy
 
-__all__ = ["add_arguments", "check"]
+__all__ = ["add_arguments", "check", "on_start"]
 
 ACTIVE = r"hdr\.ipv6\.dst_active=hdr\.ipv6\.dst_rest\[79:64\];"
 REST = (r"hdr\.ipv6\.dst_rest=(hdr\.ipv6\.dst_rest<<16|hdr\.ipv6\.dst_rest\[63:0\]\+\+"
         r"[^;]+|\(hdr\.ipv6\.dst_rest<<16\));")
-MISS = (r"(if\(!{t}\.apply\(\)\.hit\)|if\({t}\.apply\(\)\.miss\))"
-        r"\{{drop_unroutable\(\);return;\}}")
+# A miss drops: `if (!t.apply().hit) {...}`, `if (t.apply().miss) {...}`, or
+# `if (t.apply().hit) {} else {...}`.
+MISS = (r"((if\(!{t}\.apply\(\)\.hit\)|if\({t}\.apply\(\)\.miss\))"
+        r"|if\({t}\.apply\(\)\.hit\)\{{\}}else)\{{drop_unroutable\(\);return;\}}")
 
 RULES = (
     Rule("usid_shift.p4", "the next uSID becomes active, then the rest moves up 16 bits",
@@ -39,4 +42,18 @@ RULES = (
 
 
 def check(folder: Path, options=None):
-    return check_lab("02", "Lab 02: P4 uSID shift-and-forward", folder, RULES, options, "lab02")
+    from controller.tables import switch_tables
+    from topologies.model import load_topology
+
+    report = check_lab("02", "Lab 02: P4 uSID shift-and-forward", folder, RULES, options,
+                       "lab02")
+    fabric = load_topology("2tier-8plane")
+    t1 = next(s for s in fabric.switches if s.role == "t1")
+    check_questions(report, folder, {
+        "next_hop_entries_t1_2tier_8plane": len(switch_tables(fabric, t1).routes)})
+    return report
+
+
+def on_start(work: Path) -> None:
+    """The program to read beside the work copy, without the lab's answers."""
+    reading_copy("02", work / "reading")

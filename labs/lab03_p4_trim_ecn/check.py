@@ -1,21 +1,22 @@
 """Check Lab 03: trimming and ECN marking in the egress control.
 
-Static (always): no TODO left; a trimmed packet is cut to the port's trim size, its
-DSCP rewritten to the port's trimmed class, its IPv6 and UDP lengths fixed to what is
-left, and counted in tx_trim_pkts; ECN marks only ECN-capable packets that were not
-trimmed, of the lossless class at every hop or of a data class off host-facing ports,
-with RED's decision (always at or over Kmax, under Kmax when the draw is under p), and
-counts each mark. With p4c-bm2-ss: the lab's program compiles. With BMv2 and root: the
-project's PTF tests of ECN and trimming pass on it (tests/p4/test_labs_p4.py).
+Graded by behaviour (labs/p4lab.py check_lab): no TODO left, the lab's program compiles
+with p4c-bm2-ss, and the project's PTF tests of ECN and trimming pass on it on BMv2
+(tests/p4/test_labs_p4.py): a busy uplink marks, the last hop and Not-ECT packets are
+never marked, a saturated queue trims with exact expected bytes, a trim facing a host
+writes TRIMMED_LASTHOP... Without BMv2 the lab is "not verified". The rules below are
+hints only: a trimmed packet cut to the port's trim size, its DSCP rewritten, its
+lengths fixed and counted; ECN on ECN-capable, untrimmed packets of the lossless class
+everywhere or of a data class off host-facing ports, with RED's decision.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from labs.p4lab import Rule, add_arguments, check_lab
+from labs.p4lab import Rule, add_arguments, check_lab, reading_copy
 
-__all__ = ["add_arguments", "check"]
+__all__ = ["add_arguments", "check", "on_start"]
 
 # The egress port as a counter index: the apply block's `port`, or the cast it holds.
 PORT = r"(port|\(bit<32>\)standard_metadata\.egress_port)"
@@ -55,12 +56,13 @@ RULES = (
          hint="if (depth >= meta.ecn_kmax || draw < p) { mark }, inside the given "
               "arithmetic"),
     Rule("ecn.p4", "only ECN-capable packets that were not trimmed",
-         (r"hdr\.ipv6\.ecn!=(ECN_NOT_ECT|0)", r"meta\.trim==0"),
-         hint="the condition needs hdr.ipv6.ecn != ECN_NOT_ECT and meta.trim == 0"),
+         (either(r"hdr\.ipv6\.ecn!=(ECN_NOT_ECT|0)", r"meta\.trim==0", "&&"),),
+         hint="the condition needs hdr.ipv6.ecn != ECN_NOT_ECT && meta.trim == 0 (both)"),
     Rule("ecn.p4", "the lossless class at every hop, other data classes off host-facing "
          "ports, priority never",
          (r"meta\.behaviour==BEHAVIOUR_LOSSLESS\|\||\|\|meta\.behaviour==BEHAVIOUR_LOSSLESS",
-          either(r"meta\.behaviour!=BEHAVIOUR_PRIORITY", r"meta\.host_facing==0", "&&")),
+          either(r"meta\.behaviour!=BEHAVIOUR_PRIORITY", r"meta\.host_facing(==0|!=1)",
+                 "&&")),
          hint="(meta.behaviour == BEHAVIOUR_LOSSLESS || (meta.behaviour != "
               "BEHAVIOUR_PRIORITY && meta.host_facing == 0))"),
 )
@@ -68,3 +70,8 @@ RULES = (
 
 def check(folder: Path, options=None):
     return check_lab("03", "Lab 03: P4 trimming and ECN", folder, RULES, options, "lab03")
+
+
+def on_start(work: Path) -> None:
+    """The program to read beside the work copy, without the lab's answers."""
+    reading_copy("03", work / "reading")

@@ -3,7 +3,11 @@
 1. `3rack-2plane.yaml` loads with the project's topology model (its one-line errors
    are shown as they are) and has the shape the README asks for.
 2. `routes()` gives, for every switch of that topology and of 2tier-8plane, exactly
-   the routes of the controller's static tables (controller/tables.py).
+   the routes of the controller's static tables (controller/tables.py), worked out from
+   the port plan: routes.py may import only the addressing rule and the model's types
+   (`own_work`), and `routes()` is handed a fabric that shows only its `spec`
+   (`PlanOnly`), so a table read from the controller or from the fabric's ports is
+   refused.
 3. Every path of the catalogue (topologies/paths.py) between every two hosts of the
    student's topology, walked switch by switch through the student's tables with
    uSID shift-and-forward, ends at its destination host.
@@ -11,22 +15,64 @@
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 from controller.tables import all_tables
-from labs.course import Report, first_line, load_module
+from labs.course import Report, check_questions, first_line, load_module
 from topologies.errors import UserError
 from topologies.model import Fabric, load_topology
-from topologies.paths import all_paths
+from topologies.paths import all_paths, catalogue
 
 TOPOLOGY = "3rack-2plane.yaml"
 SHAPE = {"name": "3rack-2plane", "planes": 2, "racks": 3, "hosts_per_rack": 2,
          "t1_per_plane": 2}
+# What routes.py may import: the addressing rule, the model's types, and the standard
+# library's plain helpers. The controller, the path catalogue and the rest of the
+# project hold the answer.
+ALLOWED_IMPORTS = ("__future__", "typing", "dataclasses", "collections", "itertools",
+                   "math", "topologies.addressing", "topologies.model")
+
+
+class PlanOnly:
+    """The fabric as routes() may see it: its spec (and name), not its ports or links."""
+
+    def __init__(self, fabric: Fabric):
+        self.spec, self.name = fabric.spec, fabric.name
+
+    def __getattr__(self, name: str):
+        raise AttributeError(f"routes() may read only fabric.spec, not fabric.{name}: "
+                             "work the table out from the port plan")
+
+
+def own_work(path: Path) -> str | None:
+    """Why routes.py does not compute its table itself (an import it may not use), or
+    None."""
+    try:
+        tree = ast.parse(path.read_text())
+    except (OSError, SyntaxError):
+        return None  # importing it reports the problem
+    for node in ast.walk(tree):
+        names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                 [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+        called = getattr(node, "func", None)
+        if getattr(called, "id", getattr(called, "attr", "")) in ("__import__",
+                                                                   "import_module"):
+            names = ["a module imported at run time"]
+        for name in names:
+            if not any(name == ok or name.startswith(ok + ".") for ok in ALLOWED_IMPORTS):
+                return (f"routes.py imports {name}: the table must come from the port "
+                        "plan (topologies.addressing gives the uSIDs), not from the "
+                        "project's own tables or paths")
+    return None
 
 
 def check(folder: Path, options=None) -> Report:
     report = Report(f"Lab 04: static tables for a new topology ({folder})")
     fabric = _topology(folder / TOPOLOGY, report)
+    borrowed = own_work(folder / "routes.py")
+    if not report.add(borrowed is None, "routes.py works the table out itself", borrowed or ""):
+        return report
     try:
         routes = load_module(folder / "routes.py", "lab04_routes").routes
     except Exception as err:  # noqa: BLE001 - a student's file may raise anything
@@ -43,6 +89,13 @@ def check(folder: Path, options=None) -> Report:
         walked = walk_all(fabric, tables[fabric.name])
         report.add(walked is None, f"every path of {fabric.name} reaches its host through "
                    "your tables", walked or "")
+    # The questions are about the lab's network (the solution's file: one source).
+    lab = load_topology(str(Path(__file__).parent / "solution" / TOPOLOGY))
+    tables = all_tables(lab)
+    t0, t1 = (next(s.name for s in lab.switches if s.role == r) for r in ("t0", "t1"))
+    check_questions(report, folder, {
+        "entries_t0": tables[t0].entry_count, "entries_t1": tables[t1].entry_count,
+        "paths_h0_h5": len(catalogue(lab, 0, 5)), "paths_h0_h1": len(catalogue(lab, 0, 1))})
     return report
 
 
@@ -64,7 +117,8 @@ def compare(fabric: Fabric, routes, report: Report) -> dict[str, dict[int, int]]
     """The student's table of every switch, after one report line comparing them all
     with the controller's."""
     want = {name: {r.usid: r.port for r in t.routes} for name, t in all_tables(fabric).items()}
-    got = {s.name: dict(routes(fabric, s)) for s in fabric.switches}
+    plan = PlanOnly(fabric)
+    got = {s.name: dict(routes(plan, s)) for s in fabric.switches}
     wrong = []
     for name, table in want.items():
         if got[name] != table:

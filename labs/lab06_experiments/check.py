@@ -2,24 +2,26 @@
 
 Each section of answers.yaml names a scenario's run: the folder given in `results`, or
 else the newest folder under the results root (`results/`, or `--results-root`) whose
-summary.json is of that scenario. Every answer is compared with the figure the run
-measured: names and counts exactly, times and ratios within 10 %.
+summary.json is of that scenario. Only the student's own runs count (`own_run`): a run
+under the results root, on the lab's topology for that scenario, started after
+`make lab-start` stamped the work copy; the runs shipped in solution/ are accepted for
+the solution alone. Every answer is compared with the figure the run measured
+(course.judge): names and counts exactly, times and ratios within 10 %.
 """
 
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 
-import yaml
-
-from labs.course import REPO, LabError, Report
+from labs.course import REPO, Report, judge, read_answers, started_at
 
 ANSWERS = "answers.yaml"
-TOLERANCE = 0.10
 SECTIONS = {"link_flap": "link-flap", "incast": "incast"}
-HOW_TO_RUN = {"link-flap": "make run-experiment TOPO=2tier-2plane SCENARIO=link-flap",
-              "incast": "make run-experiment TOPO=2tier-8plane SCENARIO=incast"}
+TOPOLOGY = {"link-flap": "2tier-2plane", "incast": "2tier-8plane"}
+HOW_TO_RUN = {scenario: f"sudo make run-experiment TOPO={topo} SCENARIO={scenario}"
+              for scenario, topo in TOPOLOGY.items()}
 
 
 def add_arguments(parser) -> None:
@@ -30,20 +32,21 @@ def add_arguments(parser) -> None:
 def check(folder: Path, options=None) -> Report:
     report = Report(f"Lab 06: reading an experiment ({folder})")
     root = getattr(options, "results_root", None) or REPO / "results"
-    path = folder / ANSWERS
-    try:
-        answers = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as err:
-        raise LabError(f"{path}: cannot be read as YAML ({err.__class__.__name__}); fix: "
-                       f"copy it back from the lab's skeleton/") from None
-    if not isinstance(answers, dict):
-        raise LabError(f"{path}: not a mapping of sections; fix: copy it back from skeleton/")
+    answers = read_answers(folder / ANSWERS)
+    solution = folder.name == "solution"
+    since = started_at(folder)
+    if not solution and not report.add(
+            since is not None, "your work copy was made by `make lab-start LAB=06`",
+            f"{folder} has no start stamp: only runs made after the lab started count; "
+            "start the lab (`make lab-start LAB=06`), then make your runs"):
+        return report
     for section, scenario in SECTIONS.items():
         given = answers.get(section)
         if not isinstance(given, dict):
-            report.add(False, f"{section}: answered", f"{path}: {section}: missing")
+            report.add(False, f"{section}: answered", f"{folder / ANSWERS}: {section}: missing")
             continue
-        summary = _summary(given.get("results"), path.parent, root, scenario, report)
+        summary = _summary(given.get("results"), folder, root, scenario, report,
+                           None if solution else since)
         if summary is None:
             continue
         try:
@@ -59,25 +62,56 @@ def check(folder: Path, options=None) -> Report:
     return report
 
 
-def _summary(results, here: Path, root: Path, scenario: str, report: Report) -> dict | None:
-    """The summary of the run named in `results`, or of the newest run of `scenario`."""
+def own_run(summary: dict, folder: Path, root: Path, scenario: str,
+            since: datetime | None) -> str | None:
+    """Why the run in `folder` is not one the student made for this lab, or None. With
+    `since` None (the lab's solution) any run of the scenario on its topology counts."""
+    if summary.get("scenario") != scenario or not summary.get("transports"):
+        return f"not a finished {scenario} run"
+    if summary.get("topology") != TOPOLOGY[scenario]:
+        return (f"a run on {summary.get('topology')}, not on {TOPOLOGY[scenario]} as the lab "
+                f"asks (`{HOW_TO_RUN[scenario]}`)")
+    if since is None:
+        return None
+    if not folder.resolve().is_relative_to(root.resolve()):
+        return f"not under {root}: your runs are written there"
+    try:
+        made = datetime.fromisoformat(str(summary.get("started_at")))
+    except ValueError:
+        return "its summary.json says no start time"
+    if made < since:
+        return (f"made at {made.isoformat()}, before you started the lab "
+                f"({since.isoformat()}): make your own run")
+    return None
+
+
+def _summary(results, here: Path, root: Path, scenario: str, report: Report,
+             since: datetime | None) -> dict | None:
+    """The summary of the run named in `results`, or of the newest run of `scenario`
+    that is the student's own (own_run)."""
     if results:
         folder = Path(results) if Path(results).is_absolute() else here / results
         candidates = [folder / "summary.json"]
     else:
         candidates = sorted(root.glob("*/summary.json"), key=lambda p: p.parent.name,
                             reverse=True)
+    refused = []
     for candidate in candidates:
         try:
             summary = json.loads(candidate.read_text())
         except (OSError, ValueError):
             continue
-        if summary.get("scenario") == scenario and summary.get("transports"):
+        if summary.get("scenario") != scenario and not results:
+            continue
+        why = own_run(summary, candidate.parent, root, scenario, since)
+        if why is None:
             report.note(f"{scenario}: answers checked against {candidate.parent}")
             return summary
+        refused.append(f"{candidate.parent}: {why}")
     where = results or f"{root} (newest first)"
-    report.add(False, f"a finished {scenario} run in {where}",
-               f"run `{HOW_TO_RUN[scenario]}` first (as root), or set `results:` to its folder")
+    report.add(False, f"a {scenario} run of yours in {where}",
+               "\n".join(refused[:3]) if refused else
+               f"run `{HOW_TO_RUN[scenario]}` first, or set `results:` to its folder")
     return None
 
 
@@ -121,21 +155,3 @@ def _incast(summary: dict, given: dict) -> list[tuple[str, object, object]]:
 
 
 EXPECTED = {"link_flap": _link_flap, "incast": _incast}
-
-
-def judge(what: str, expected, answer) -> tuple[bool, str, str]:
-    """(right, what, hint): names and counts must match, other numbers within 10 %."""
-    if answer is None or answer == "TODO":
-        return False, what, "not answered yet"
-    if expected is None:
-        return answer in ("none", "null", "-"), what, "the run has no such figure: write none"
-    if isinstance(expected, str):
-        return str(answer).strip() == expected, what, f"your answer: {answer}"
-    try:
-        number = float(answer)
-    except (TypeError, ValueError):
-        return False, what, f"{answer!r} is not a number"
-    if isinstance(expected, int):
-        return number == expected, what, f"your answer: {answer} (a count: exactly)"
-    close = abs(number - expected) <= TOLERANCE * abs(expected)
-    return close, what, f"your answer: {answer} (accepted within {TOLERANCE:.0%} of the run)"

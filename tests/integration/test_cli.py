@@ -105,3 +105,42 @@ def test_end_of_input_tears_down(tmp_path):
     out = command(child, "send h1 h2 100k single-path@planes")
     assert "h1 -> h2 over single-path@planes: 100000 bytes delivered" in out, out
     finish(child, tmp_path, "eof")
+
+
+def test_the_cli_lists_denies_and_probes_evs(tmp_path):
+    child = start_cli(tmp_path)
+    try:
+        out = command(child, "send h0 h3 200k mrc")
+        assert "delivered" in out, out
+        out = command(child, "evs h0 h3")
+        assert re.search(r"h0 -> h3: profile 0x3, ev_mode GEN, ev_count 16", out), out
+        out = command(child, "ev deny h0 plane 1")
+        assert "deny h0 plane 1 set: done" in out, out
+        out = command(child, "paths h0 h3")
+        assert "EVs denied by the controller (deny h0 plane 1)" in out, out
+        before = command(child, "evs h0 h3")
+        out = command(child, "send h0 h3 500k")
+        assert "verified, all acknowledged" in out, out
+        after = command(child, "evs h0 h3")
+
+        def plane1_tx(text: str) -> list[int]:
+            rows = [line.split() for line in text.splitlines() if line.strip().startswith("0x")]
+            return sorted(int(r[-1]) for r in rows if r[1] == "2")
+
+        assert plane1_tx(before) == plane1_tx(after), (before, after)
+        assert all(" DENIED " in line for line in after.splitlines()
+                   if line.strip().startswith("0x") and line.split()[1] == "2"), after
+        out = command(child, "ev allow h0 plane 1")
+        assert "deny h0 plane 1 lifted: done" in out, out
+        out = command(child, "ev probe h0 h3")
+        assert "h0 -> h3: EV probes on 4 paths, 4 answered" in out, out
+        out = command(child, "ev events h0 GOOD ASSUMED_BAD")
+        assert "are collected" in out, out
+        out = command(child, "help ev")
+        assert "ev deny|allow HOST [PEER] plane P [spine S]" in out, out
+        out = command(child, "ev deny h0 plane 5")
+        assert "error: ev deny: plane: '5' is not a plane of 2tier-2plane; fix:" in out, out
+    except BaseException:
+        child.terminate(force=False)
+        raise
+    finish(child, tmp_path, "exit")

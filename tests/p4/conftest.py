@@ -78,12 +78,14 @@ def switch(tmp_path_factory):
     from controller.program import program_switch
     from controller.tables import all_tables
     from experiments.bmv2_target import compile_program
+    from tests.fabrics import with_thresholds
     from topologies.bmv2 import prepare_ports, wait_for_port
     from topologies.model import load_topology
 
     build = tmp_path_factory.mktemp("p4build")
     p4info_path, json_path = compile_program(build)
-    fabric = load_topology("2tier-2plane")
+    # The bursts below are sized for a marking step at 16 frames and trimming at 48.
+    fabric = with_thresholds(load_topology("2tier-2plane"))
     tables = all_tables(fabric)[SWITCH]
     proc = None
     try:

@@ -124,3 +124,13 @@ def test_send_report_says_what_happened(fabric):
     assert lines[1] == "  sender h0: packets sent 840, retransmitted 3, EVs retired 1"
     lost = send_report(req, fabric, None, None, None, before, after)
     assert lost[0].endswith("NOT delivered")
+
+
+def test_send_report_says_a_queue_pair_failed(fabric):
+    req = SendRequest(0, 3, 1_000_000, "roce-8")
+    lines = send_report(req, fabric, None, None, None, {"qp_errors": 1}, {"qp_errors": 4})
+    assert lines[-1] == ("  3 queue pair(s) went to the error state (a packet timed out past "
+                         "the retry count): a training job would abort here")
+    assert not any("error state" in line for line in
+                   send_report(req, fabric, None, None, None, {"qp_errors": 1},
+                               {"qp_errors": 1}))

@@ -133,3 +133,14 @@ def test_a_switch_that_is_not_running_is_one_line_naming_the_fix():
     line = str(err.value)
     assert "\n" not in line and line.startswith("SWITCH: p9t0r9: no BMv2 switch")
     assert "fix: start a fabric on BMv2" in line
+
+
+def test_writing_is_for_the_fabric_lock_holder_and_the_shell_it_started():
+    # The writing session itself is exercised on a sandbox switch by Lab 07's check
+    # (tests/unit/test_lab_shortcuts.py): its entries are read back from the switch.
+    from experiments.p4shell import may_write
+
+    assert may_write(100, pid=100, parent=1)  # a lab check that built its own fabric
+    assert may_write(100, pid=200, parent=100)  # `p4shell s write` started by make cli
+    assert not may_write(100, pid=200, parent=300)  # someone else's fabric
+    assert not may_write(None, pid=200, parent=100)  # no fabric at all
