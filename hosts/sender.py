@@ -445,8 +445,16 @@ class Sender:
             # EV before the resend, which is still on its way.
             self._detect_gaps(ev, pkt, now, first
                               or (pkt.psn == hdr.psn and ev.ev == ctl.echo_ev))
+        # The plane's check runs in the next poll(), once the agent has taken in every
+        # answer that had arrived (it polls after each receive batch): run here, an
+        # answer later in the same batch, for an earlier packet on a sibling path, would
+        # not have counted yet, and after a stall of the agent's loop that packet would
+        # look late.
+        recheck = self.plane_recheck
         for plane in advanced:
-            self._late_on_plane(plane, now)
+            recheck[plane] = now
+        if advanced:
+            self.recheck_at = now
 
     def _ack(self, psn: int, now: float, newly: list[Packet]) -> None:
         pkt = self.packets.pop(psn, None)

@@ -368,6 +368,28 @@ def test_ecn_mark_on_a_fabric_port(planes):
         if (i in marks["bmv2"]) == (i in marks["kernel"]))
 
 
+@pytest.mark.parametrize("depth", [8, 20, 28])
+def test_marking_decisions_agree_over_a_queue_depth_sweep(planes, switch, depth):
+    """Bursts that build the queue of a fabric port to `depth` packets, below and above
+    the marking threshold (this module's fabric marks in a step at Kmin = Kmax): both
+    switches leave a shallow queue unmarked and mark the same packets of a deep one,
+    within the slack of when each counts a packet in its queue."""
+    kmin = switch["fabric"].spec.ecn_threshold_pkts
+    burst = [frame(UP_TO_S1, ecn=ECT0, psn=i, payload=full(i)) for i in range(depth)]
+    out_bmv2, out_kernel = burst_through_both(planes, 3, burst, seconds=depth / SLOW_PPS + 1.5)
+    marks = {}
+    for name, out in (("bmv2", out_bmv2), ("kernel", out_kernel)):
+        assert sorted(by_psn(out)) == list(range(depth)), name
+        marks[name] = {Ether(raw)[MRC].psn for raw in out
+                       if Ether(raw)[IPv6].tc & protocol.ECN_MASK == CE}
+        if depth < kmin - THRESHOLD_SLACK:
+            assert not marks[name], (name, sorted(marks[name]))
+        else:
+            assert marks[name] and min(marks[name]) >= kmin - THRESHOLD_SLACK, (
+                name, sorted(marks[name]))
+    assert len(marks["bmv2"] ^ marks["kernel"]) <= THRESHOLD_SLACK, marks
+
+
 def test_never_marked_on_the_last_hop(planes):
     burst = [frame(DOWN_TO_H1, in_port=2, ecn=ECT0, psn=i, payload=full(i))
              for i in range(40)]

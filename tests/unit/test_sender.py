@@ -340,6 +340,9 @@ def test_a_packet_passed_in_its_plane_is_declared_lost_by_the_reordering_timer()
     dead_path = sender.evs.by_ev[dead[1]].key
     assert sender.evs.by_ev[sibling[1]].key != dead_path
     conn.deliver(sibling, t + 0.0005)  # a fast sibling: the dead one is not late yet
+    # The plane's check waits for the agent's next poll, after the receive batch.
+    assert sender.timer_at(t + 0.0005) == t + 0.0005
+    conn.send(t + 0.0005, budget=0)
     assert not conn.kinds("retire")
     due = sender.timer_at(t + 0.0005)
     assert t + 0.001 < due < t + 0.0013  # sent at t, bound a little over 1 ms

@@ -1,0 +1,69 @@
+"""MRC's paths on a running kernel fabric (2tier-2plane, the eBPF switch, Mininet, root):
+traffic between two hosts of one rack turns at their T0 and crosses no T1 (the switch
+ports' own counters), and no shipped scenario's workload retires a path when nothing
+is broken (the fault-free pass every run makes for its slowdowns).
+Skipped with the reason where the eBPF program cannot run.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from experiments import ebpf_switch
+from experiments.metrics import read_events, summarize
+from experiments.scenario import ScenarioError, available_scenarios, load_scenario
+from experiments.targets import KernelTarget, apply_fault
+from experiments.workload_run import run_transport
+from experiments.workloads import phases
+
+
+def forwarded(counters: dict, tier: str) -> int:
+    """Packets the ports of one tier's switches (t0, t1) forwarded."""
+    return sum(port.get("forwarded", 0) for switch, ports in counters.items()
+               if tier in switch for port in ports.values())
+
+
+def play(net, fabric, plan, folder, protocol=None) -> tuple[dict, list[dict]]:
+    run = run_transport(net, fabric, "mrc", plan, [],
+                        lambda a: apply_fault(net, fabric, a, KernelTarget()),
+                        folder, 60.0, protocol or {}, print)
+    events = read_events(run.event_files)
+    return summarize(run, events), events
+
+
+def test_same_rack_traffic_crosses_no_t1(fabric_with_ebpf, tmp_path):
+    net, fabric = fabric_with_ebpf
+    src, dst = fabric.hosts[0], fabric.hosts[1]
+    assert src.rack == dst.rack
+    before = ebpf_switch.read_counters(net)
+    plan = phases("transfer", {"src": src.index, "dst": dst.index,
+                               "message_bytes": 2_000_000}, fabric)
+    block, _ = play(net, fabric, plan, tmp_path)
+    after = ebpf_switch.read_counters(net)
+    assert block["ok"] and block["verified"], block
+    at_t0 = forwarded(after, "t0") - forwarded(before, "t0")
+    at_t1 = forwarded(after, "t1") - forwarded(before, "t1")
+    assert at_t0 > 2 * 2_000_000 // 1200  # the data and its acknowledgements
+    # The T1s' counters take every packet of the run, the agents' control packets
+    # included (a handful: 14 in one run here); a detour over the T1s would put
+    # thousands of the data's packets there (80% of them before rack-local paths).
+    assert at_t1 <= 0.01 * at_t0, (at_t1, at_t0)
+
+
+SHIPPED = [name for name in available_scenarios() if name != "pathcheck"]
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_a_fault_free_pass_retires_no_path(fabric_with_ebpf, tmp_path, name):
+    net, fabric = fabric_with_ebpf
+    try:
+        scenario = load_scenario(name, fabric)
+    except ScenarioError as err:
+        pytest.skip(f"{name} does not apply to {fabric.name}: {err}")
+    if "mrc" not in scenario.transports:
+        pytest.skip(f"{name} does not run mrc")
+    block, events = play(net, fabric, [list(p) for p in scenario.plan], tmp_path,
+                         scenario.protocol)
+    assert block["ok"] and block["verified"], block
+    retired = [e for e in events if e["event"] == "retire"]
+    assert not retired, retired[:5]
