@@ -8,9 +8,10 @@ the CPU rather than the network, and a run's result is the machine's
 of a fabric may send at once (every host on every plane at line rate) with the agents
 still keeping up.
 
-`calibrate()` measures it: a fault-free ring all-reduce on 2tier-8plane at rising
+`calibrate()` measures it: a fault-free all-to-all on 2tier-8plane (the shipped
+workload with the most connections per agent, the heaviest per packet) at rising
 budgets (`LADDER`); a step passes when the agents' timers fire within half a round
-trip (p99), no path is retired and no packet arrives twice with nothing dropped; the
+trip (p99) and fewer than 1% of the packets arrive twice with nothing dropped; the
 budget is the last step that passed. It takes about a minute and is cached in
 build/calibration.json under a key of the agents' code and the machine (CPU model and
 cores): `budget()` reads it, or gives DEFAULT_MBIT_PER_CORE, measured the same way on
@@ -33,12 +34,16 @@ from topologies.model import Fabric, load_topology, with_rate_cap
 
 REPO = Path(__file__).resolve().parent.parent
 CACHE = REPO / "build" / "calibration.json"
-# Measured before calibration existed: 2tier-8plane, two cores, 2.5 Mbit/s links gave
-# no spurious retirement, 10 Mbit/s many.
-DEFAULT_MBIT_PER_CORE = 80.0
-LADDER = (40.0, 80.0, 160.0, 320.0, 640.0)  # Mbit/s per core, tried in order
+# Measured by calibrate() on a 2-core VM (Debian 12, no netem): the all-to-all's agents
+# kept their timers within half a round trip up to 56 Mbit/s per core, not at 80.
+DEFAULT_MBIT_PER_CORE = 56.0
+# Mbit/s per core, tried in order: steps of sqrt(2), so that the budget chosen is
+# within 30% of the most the machine sustains.
+LADDER = (20.0, 28.0, 40.0, 56.0, 80.0, 113.0, 160.0, 226.0, 320.0, 453.0, 640.0)
 REFERENCE = "2tier-8plane"
-WORKLOAD = ("all-reduce", {"data_bytes": 2_000_000})
+# An all-to-all: a ring all-reduce (one peer per host) kept up at twice the budget at
+# which the shipped all-to-all scenarios' agents fell half a round trip behind.
+WORKLOAD = ("all-to-all", {"message_bytes": 500_000})
 
 
 @dataclass(frozen=True)
@@ -59,7 +64,7 @@ def machine_key() -> str:
                     if line.startswith("model name")), "")
     except OSError:
         pass
-    digest.update(f"{cpu}|{os.cpu_count()}|{platform.machine()}".encode())
+    digest.update(f"{cpu}|{os.cpu_count()}|{platform.machine()}|{WORKLOAD}".encode())
     return digest.hexdigest()[:16]
 
 
@@ -124,8 +129,10 @@ def calibrate(progress=print) -> Budget:
         lag = (block.get("event_loop") or {}).get("lag_p99_ms", float("inf"))
         counters = block["agent_counters"]
         late = counters.get("duplicates", 0) > MAX_LATE_SHARE * max(1, counters.get("data_tx", 0))
+        # The machine's signals only: paths the transport retires are its own outcome
+        # (a fault-free all-to-all retires a few even at a tenth of the budget, with
+        # timers on time), reported with every step and every run.
         ok = (block["ok"] and lag <= 0.5 * rtt_ms and not late
-              and block["path_events"].get("retire", 0) == 0
               and delay_emulated(fabric, netem))
         steps.append({"mbit_per_core": per_core, "rate_mbit": fabric.spec.host_t0.rate_mbit,
                       "ok": ok, "lag_p99_ms": lag, "rtt_ms": round(rtt_ms, 3),

@@ -61,6 +61,10 @@ _decode = wire.decode
 REVERSE_PROBE_FRAMES = 10
 
 
+# The fewest base round trips before the first probe of a retired path (link_adjusted).
+PROBE_INITIAL_RTTS = 2.0
+
+
 def link_adjusted(config: ProtocolConfig, fabric: Fabric) -> ProtocolConfig:
     """`config` with the timers that must not be shorter than the fabric's slow links
     allow raised to what the host link's rate (and its queues) need."""
@@ -94,6 +98,16 @@ def link_adjusted(config: ProtocolConfig, fabric: Fabric) -> ProtocolConfig:
     worst_s = worst_round_trip_s(fabric)
     if worst_s > config.rto_initial_s or config.rto_initial_s == default.rto_initial_s:
         config = replace(config, rto_initial_s=worst_s)
+    # The default probe timers are at least as many base round trips as they are on
+    # the reference fabric (2tier-8plane at 10 Mbit/s: 50 ms is 2 of them): on a slower
+    # fabric (a rate cap, BMv2) a probe sent sooner than a round trip after the path
+    # was retired, or replies spaced closer than one, say nothing new about the path.
+    stretch = PROBE_INITIAL_RTTS * fabric.spec.base_rtt_s / default.probe_initial_s
+    if stretch > 1 and (config.probe_initial_s, config.probe_max_s, config.probe_spacing_s) == (
+            default.probe_initial_s, default.probe_max_s, default.probe_spacing_s):
+        config = replace(config, probe_initial_s=default.probe_initial_s * stretch,
+                         probe_max_s=default.probe_max_s * stretch,
+                         probe_spacing_s=default.probe_spacing_s * stretch)
     return config
 
 
