@@ -19,7 +19,7 @@ def run_scenario(tmp_path: Path, scenario: dict) -> tuple[dict, Path]:
     path.write_text(yaml.safe_dump(scenario))
     cmd = [sys.executable, "-m", "experiments", "run", "--results", str(tmp_path / "results"),
            "--topo", "2tier-2plane", "--dataplane", "kernel", "--scenario", str(path),
-           "--rate-cap", "cached"]
+           "--rate-cap", "off"]  # the figures below are for the topology's own rates
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     folder = Path(proc.stdout.strip().splitlines()[-1].removeprefix("results: "))
