@@ -105,3 +105,29 @@ def mrc_packets(folder: Path, node: str) -> list:
         except (OSError, EOFError, ValueError):
             continue  # an empty or truncated capture holds nothing to count
     return found
+
+
+def students_run(report, folder: Path, answers: dict, root: Path, lab: str, kind: str,
+                 topology: str, found: str, how: str, then: str) -> Path | None:
+    """The run the answers in `folder` are read from (find_run), or None with the reason
+    added to `report` (course.Report): a work copy not made by `make lab-start`, or no
+    run that counts (`found` names what was looked for, `how` makes one, `then` says
+    what to do after starting the lab). The solution's folder may name the runs shipped
+    with it, whenever they were made."""
+    from labs.course import started_at
+
+    solution = folder.name == "solution"
+    since = None if solution else started_at(folder)
+    if since is None and not solution:
+        folders = "sessions" if kind == "cli" else "runs"
+        report.add(False, f"your work copy was made by `make lab-start LAB={lab}`",
+                   f"only {folders} made after the lab started count: start the lab, "
+                   f"then {then}")
+        return None
+    run, refused = find_run(answers.get("results"), folder, root, kind, topology, since)
+    if not report.add(run is not None, found,
+                      "\n".join(refused[:3]) or f"none under {root}: `{how}`"):
+        return None
+    report.note(f"answers checked against {run}")
+    return run
+

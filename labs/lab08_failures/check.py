@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from labs.course import REPO, Report, judge, read_answers, started_at
-from labs.runs import events, find_run, mrc_packets
+from labs.course import REPO, Report, judge, read_answers
+from labs.runs import events, mrc_packets, students_run
 
 ANSWERS = "answers.yaml"
 TOPOLOGY = "2tier-2plane"
@@ -59,17 +59,10 @@ def check(folder: Path, options=None) -> Report:
     report = Report(f"Lab 08: failures during a transfer ({folder})")
     root = getattr(options, "results_root", None) or REPO / "results"
     answers = read_answers(folder / ANSWERS)
-    since = None if folder.name == "solution" else started_at(folder)
-    if since is None and folder.name != "solution":
-        report.add(False, "your work copy was made by `make lab-start LAB=08`",
-                   "only sessions made after the lab started count: start the lab, then "
-                   "make your session")
+    session = students_run(report, folder, answers, root, "08", "cli", TOPOLOGY,
+                           f"a CLI session of yours on {TOPOLOGY}", HOW, "make your session")
+    if session is None:
         return report
-    session, refused = find_run(answers.get("results"), folder, root, "cli", TOPOLOGY, since)
-    if not report.add(session is not None, f"a CLI session of yours on {TOPOLOGY}",
-                      "\n".join(refused[:3]) or f"none under {root}: `{HOW}`"):
-        return report
-    report.note(f"answers checked against {session}")
     if not (session / "pcap").is_dir():
         report.note("the session has no capture: start the CLI with CAPTURE=1")
     for key, want in facts(session).items():

@@ -14,8 +14,8 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from labs.course import REPO, Report, judge, read_answers, started_at
-from labs.runs import find_run, mrc_packets
+from labs.course import REPO, Report, judge, read_answers
+from labs.runs import mrc_packets, students_run
 
 ANSWERS = "answers.yaml"
 TOPOLOGY = "2tier-2plane"
@@ -71,16 +71,10 @@ def check(folder: Path, options=None) -> Report:
     report = Report(f"Lab 09: trimming or dropping ({folder})")
     root = getattr(options, "results_root", None) or REPO / "results"
     answers = read_answers(folder / ANSWERS)
-    since = None if folder.name == "solution" else started_at(folder)
-    if since is None and folder.name != "solution":
-        report.add(False, "your work copy was made by `make lab-start LAB=09`",
-                   "only runs made after the lab started count: start the lab, then run")
+    run = students_run(report, folder, answers, root, "09", SCENARIO, TOPOLOGY,
+                       f"an {SCENARIO} run of yours on {TOPOLOGY}", HOW, "run")
+    if run is None:
         return report
-    run, refused = find_run(answers.get("results"), folder, root, SCENARIO, TOPOLOGY, since)
-    if not report.add(run is not None, f"an {SCENARIO} run of yours on {TOPOLOGY}",
-                      "\n".join(refused[:3]) or f"none under {root}: `{HOW}`"):
-        return report
-    report.note(f"answers checked against {run}")
     try:
         measured = facts(run)
     except (OSError, ValueError, KeyError, StopIteration) as err:
