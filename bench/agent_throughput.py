@@ -49,9 +49,9 @@ from hosts.pacing import Pacer
 from hosts.protocol import DEFAULT_MTU_PAYLOAD, MRC_HEADER_BYTES
 from hosts.simnet import Chaos, Outage, SimNet
 from topologies.addressing import host_address
-from topologies.model import load_topology, without_delay
+from topologies.model import load_topology
 from topologies.paths import catalogue, choices_per_plane, path_for_ev
-from topologies.shaping import netem_here
+from topologies.shaping import as_emulated_here
 
 REPO = Path(__file__).resolve().parents[1]
 SECONDS = 3.0
@@ -163,9 +163,7 @@ def report(label: str, transport: str, r: dict, repeats: int, ok: bool) -> None:
 
 
 def recovery(folder: Path, repeats: int = 3) -> dict:
-    fabric = load_topology("2tier-2plane")
-    if not netem_here():  # as a run does (experiments/lifecycle.py): the same BDPs
-        fabric = without_delay(fabric)
+    fabric = as_emulated_here(load_topology("2tier-2plane"))  # as a run does
     path, path_of = failed_path(fabric)
     t0, t1 = fabric.t0(path.plane, 0).name, fabric.t1(path.plane, path.spine).name
     faults = [{"kind": "link-flap", "link": [t0, t1], "at_s": 0.5, "down_s": 30}]

@@ -43,8 +43,8 @@ from datetime import datetime
 from pathlib import Path
 
 from topologies.errors import UserError
-from topologies.model import Fabric, without_delay
-from topologies.shaping import netem_here
+from topologies.model import Fabric
+from topologies.shaping import as_emulated_here
 
 
 class Interrupted(Exception):
@@ -201,8 +201,7 @@ class Run:
                 raise TargetError(" ".join(f"DATAPLANE={chosen}: {err}".split())) from None
             root = results_root(results)
             running = target.fabric_for(fabric)  # BMv2: links no faster than its CPU keeps up
-            if not netem_here():  # no delay on the links: the same BDPs without it
-                running = without_delay(running)
+            running = as_emulated_here(running)
             running, cap_note = _agents_cap(running, cap, progress or Progress())
         except BaseException:
             lock.release()

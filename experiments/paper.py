@@ -44,7 +44,7 @@ from experiments.paper_rows import Row, rows
 from experiments.play import Pass, play_pass
 from experiments.plots import goodput_plot
 from experiments.scenario import NotApplicable, Scenario, check_scenario, scale_note, scaled
-from experiments.similarity import delay_emulated, headline, proportions
+from experiments.similarity import delay_emulated, headline, mrc_lag_p99_ms, proportions
 from experiments.twin import by_fabric, twin_steps
 from topologies.errors import UserError
 from topologies.model import Fabric, load_topology
@@ -210,15 +210,14 @@ def run_rows(run: Run, table: list[CheckedRow], features: dict,
         middle = median_run(blocks)
         faulty, against = blocks[middle]
         goodput_plot(run.folder / f"{row.key}.png", faulty.runs, faulty.events)
-        # The agents' worst timer lag (p99) over every repetition's MRC transports: a
-        # row whose agents fell behind measured the machine, not the fabric.
-        lags = [b["event_loop"]["lag_p99_ms"] for pair in blocks for b in pair[0].blocks
-                if b["transport"].startswith("mrc") and b.get("event_loop")]
         entry.update(combine(verdicts, middle), plot=f"{row.key}.png", blocks=faulty.blocks,
                      reference_blocks=against.blocks if against else None,
                      similarity=proportions(run.fabric, scenario.protocol, scenario.faults,
                                             scenario.plan, delay_emulated(run.fabric, netem),
-                                            max(lags) if lags else None))
+                                            # over every repetition: a row whose agents
+                                            # fell behind measured the machine
+                                            mrc_lag_p99_ms([b for pair in blocks
+                                                            for b in pair[0].blocks])))
         progress(f"  {row.key}: {headline(entry['similarity'])}")
         deciding = entry["similarity"]["deciding_out_of_band"]
         if deciding and entry["verdict"] in ("PASS", "FAIL"):

@@ -37,7 +37,7 @@ from experiments.play import Pass, play_pass
 from experiments.plots import fct_cdf_plot, flows_plot, goodput_plot, path_state_plot
 from experiments.report import write_report
 from experiments.scenario import Scenario, scale_note, scaled
-from experiments.similarity import delay_emulated, proportions
+from experiments.similarity import delay_emulated, mrc_lag_p99_ms, proportions
 from experiments.slowdown import describe, slowdowns
 from experiments.twin import by_fabric, twin_steps
 from topologies.model import Fabric
@@ -119,10 +119,8 @@ def proportions_of(fabric: Fabric, scenario: Scenario, netem: bool, blocks: list
                    ) -> dict:
     """The run's proportions (experiments/similarity.py) on its own fabric, with the
     agents' worst loop lag (p99) of the MRC transports."""
-    lags = [b["event_loop"]["lag_p99_ms"] for b in blocks
-            if b["transport"].startswith("mrc") and b.get("event_loop")]
     return proportions(fabric, scenario.protocol, scenario.faults, scenario.plan,
-                       delay_emulated(fabric, netem), max(lags) if lags else None)
+                       delay_emulated(fabric, netem), mrc_lag_p99_ms(blocks))
 
 
 def run_workload(run: Run, scenario: Scenario, summary: dict, fault_free: bool = True) -> int:

@@ -65,6 +65,15 @@ def delay_emulated(fabric: Fabric, netem: bool) -> bool:
     return netem or spec.host_t0.delay_ms == spec.t0_t1.delay_ms == 0
 
 
+def mrc_lag_p99_ms(blocks) -> float | None:
+    """The agents' worst timer lag (p99, ms) over the MRC transports' summary blocks
+    (experiments/metrics.py): the `agent_lag_p99_rtt` a run's proportions are judged
+    by; None when no block reports it."""
+    lags = [b["event_loop"]["lag_p99_ms"] for b in blocks
+            if b["transport"].startswith("mrc") and b.get("event_loop")]
+    return max(lags) if lags else None
+
+
 def _number(name: str, value: float | None) -> dict:
     band = BANDS[name]
     entry = {"value": None if value is None else round(value, 3), "unit": band.unit,

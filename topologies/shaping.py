@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from hosts.protocol import DATA_FRAME_BYTES, ETHERNET_HEADER_BYTES
-from topologies.model import LinkParams
+from topologies.model import Fabric, LinkParams, without_delay
 
 # The interfaces' MTU: htb's quantum must cover the largest frame (MTU + Ethernet).
 MTU_BYTES = 1500
@@ -65,6 +65,12 @@ def netem_here() -> bool:
             text=True).stdout).netem
     finally:
         subprocess.run(["ip", "netns", "del", name], capture_output=True)
+
+
+def as_emulated_here(fabric: Fabric) -> Fabric:
+    """`fabric` as this kernel runs it: without its delays, at the same BDPs
+    (model.without_delay), where there is no netem to carry them."""
+    return fabric if netem_here() else without_delay(fabric)
 
 
 def probe_features(run: Callable[[str], str]) -> ShapingFeatures:
