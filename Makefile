@@ -21,7 +21,7 @@ deps: ## install apt packages and the Python venv (idempotent)
 deps-p4: ## also install BMv2 and p4c from the p4lang packages (Ubuntu 22.04)
 	@bash .ci/install.sh --with-p4
 
-run-experiment: deps ## build TOPO, run SCENARIO on DATAPLANE, write results/ (root; CAPTURE=1 for pcaps; RATE_CAP=off)
+run-experiment: deps ## build TOPO, run SCENARIO on DATAPLANE, write results/ (root; CAPTURE=1 for pcaps; RATE_CAP=off or Mbit/s)
 	@echo "== run-experiment: TOPO=$(TOPO) DATAPLANE=$(DATAPLANE) SCENARIO=$(SCENARIO)"
 	@$(PY) -m experiments run --topo $(TOPO) --dataplane $(DATAPLANE) --scenario $(SCENARIO) $(if $(CAPTURE),--capture $(CAPTURE)) $(if $(RATE_CAP),--rate-cap $(RATE_CAP))
 

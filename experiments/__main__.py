@@ -30,9 +30,10 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--capture", default=None, metavar="PORTS",
                      help="capture ports into <results>/pcap: 1 (h0 and its plane-0 T0) "
                           "or node[:port],... (docs/wireshark.md)")
-    run.add_argument("--rate-cap", default="calibrated", choices=("calibrated", "cached", "off"),
-                     help="cap the links to what the agents drive here (experiments/"
-                          "calibration.py); off: the topology's rate")
+    run.add_argument("--rate-cap", default="calibrated",
+                     help="cap the links to what the agents drive here (calibrated, or "
+                          "cached: experiments/calibration.py), to a link rate in Mbit/s "
+                          "(e.g. 4), or not (off: the topology's rate)")
     run.add_argument("--no-fault-free", dest="fault_free", action="store_false",
                      help="do not play a scenario with faults a second time without them "
                           "(no slowdown figures; half the time)")

@@ -117,13 +117,40 @@ def _raise_interrupted(signum, frame) -> None:
     raise Interrupted(signal.Signals(signum).name)
 
 
+RATE_CAP_WORDS = ("calibrated", "cached", "off")
+
+
+def rate_cap_choice(text: str) -> str:
+    """An entry point's --rate-cap (RATE_CAP=): one of RATE_CAP_WORDS, or a link rate in
+    Mbit/s that every link runs at (no faster than the topology's), the same on every
+    machine: for runs that must compare across machines. Raises UserError."""
+    if text in RATE_CAP_WORDS:
+        return text
+    try:
+        rate = float(text)
+    except ValueError:
+        rate = 0.0
+    if not 0 < rate < float("inf"):
+        raise UserError(f"RATE_CAP={text}", "", "is not a rate cap",
+                        "use calibrated, cached, off, or a link rate in Mbit/s (e.g. 4)")
+    return f"{rate:g}"
+
+
 def _agents_cap(fabric: Fabric, cap: str, progress: Progress) -> tuple[Fabric, str]:
-    """`fabric` with its links capped to what the agents drive on this machine, and a
-    line saying so (experiments/calibration.py)."""
+    """`fabric` with its links capped to what the agents drive on this machine (or to
+    the link rate `cap` names), and a line saying so (experiments/calibration.py)."""
     from experiments import calibration
+    from topologies.model import with_rate_cap
 
     if cap == "off":
         return fabric, ""
+    if cap not in RATE_CAP_WORDS:
+        rate = float(rate_cap_choice(cap))
+        if rate >= fabric.spec.host_t0.rate_mbit:
+            return fabric, ""
+        return with_rate_cap(fabric, rate), (
+            f"links capped from {fabric.spec.host_t0.rate_mbit:g} to {rate:g} Mbit/s "
+            f"(RATE_CAP={cap}); RATE_CAP=off runs at the topology's rate")
     found = calibration.budget()
     rate = calibration.cap_for(fabric, found.mbit_per_core)
     if rate >= fabric.spec.host_t0.rate_mbit:
@@ -177,12 +204,14 @@ class Run:
         file to run instead of p4src/'s (a lab's, `make cli LAB=02`); it needs bmv2.
         `cap`: the links are capped to what the agents drive here
         (experiments/calibration.py), measuring it first when the cache is stale
-        ("calibrated"), from the cache or the default ("cached"), or not ("off")."""
+        ("calibrated"), from the cache or the default ("cached"), not ("off"), or to a
+        link rate in Mbit/s ("4": `rate_cap_choice`)."""
         from experiments.dataplane import choose
         from experiments.fabric_lock import FabricLock
         from experiments.targets import make_target
         from topologies.bmv2 import Bmv2Error
 
+        cap = rate_cap_choice(cap)
         if capture is not None:
             from experiments.capture import parse_spec
 

@@ -343,8 +343,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dataplane", default="kernel", help="kernel, bmv2 or auto")
     parser.add_argument("--only", default="", help="comma-separated row keys (default: all)")
     parser.add_argument("--results", default="results", help="folder for results")
-    parser.add_argument("--rate-cap", default="calibrated", choices=("calibrated", "off"),
-                        help="cap the links to what the agents drive here (default)")
+    parser.add_argument("--rate-cap", default="calibrated",
+                        help="cap the links to what the agents drive here (default), to a "
+                             "link rate in Mbit/s (e.g. 4), or not (off)")
     parser.add_argument("--repetitions", type=int, default=REPETITIONS,
                         help=f"runs of each row (default {REPETITIONS}; 1: QUICK=1)")
     args = parser.parse_args(argv)

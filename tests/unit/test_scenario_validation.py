@@ -187,3 +187,34 @@ def test_a_results_folder_that_cannot_be_made_is_one_line(tmp_path, capsys, monk
     assert err.strip().splitlines() == [
         f"error: --results {blocker}/results: cannot be made (Not a directory); "
         "fix: give a folder you can write to"]
+
+
+def test_a_rate_cap_that_is_not_one_is_one_line_and_leaves_no_folder(
+        tmp_path, capsys, monkeypatch):
+    from experiments import lifecycle
+
+    monkeypatch.setattr(dataplane, "choose", lambda requested: ("kernel", "requested"))
+    monkeypatch.setattr(lifecycle, "require_root", lambda what: None)
+    monkeypatch.setenv("MRC_FABRIC_LOCK", str(tmp_path / "fabric.lock"))
+    results = tmp_path / "results"
+    for bad in ("fast", "0", "-3", "nan", "inf"):
+        status = run_main(["run", "--topo", "2tier-2plane", "--rate-cap", bad,
+                           "--results", str(results)])
+        assert status == 2
+        assert capsys.readouterr().err.strip().splitlines() == [
+            f"error: RATE_CAP={bad}: is not a rate cap; fix: use calibrated, cached, off, "
+            "or a link rate in Mbit/s (e.g. 4)"]
+    assert not results.exists()
+
+
+def test_a_rate_cap_in_mbits_caps_every_link_and_says_so():
+    from experiments.lifecycle import Progress, _agents_cap
+    from topologies.model import load_topology
+
+    fabric = load_topology("2tier-2plane")  # links at 20 Mbit/s
+    capped, note = _agents_cap(fabric, "5", Progress())
+    assert {capped.spec.host_t0.rate_mbit, capped.spec.t0_t1.rate_mbit} == {5.0}
+    assert note.startswith("links capped from 20 to 5 Mbit/s (RATE_CAP=5)")
+    # queues keep their depth in round trips: a quarter of the rate, a quarter the frames
+    assert capped.spec.host_t0.queue_pkts < fabric.spec.host_t0.queue_pkts
+    assert _agents_cap(fabric, "40", Progress()) == (fabric, "")  # no faster than its own
