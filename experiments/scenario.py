@@ -9,7 +9,7 @@ A scenario is a YAML file in experiments/scenarios/ (or any path):
     transports: [mrc, single-path]
     timeout_s: 60                 # per transport; unfinished transfers count as failed
     protocol: {}                  # overrides of the agents' protocol settings
-    faults:                       # experiments/faults.py
+    faults:                       # experiments/faults/ (a module per kind)
       - {kind: link-flap, link: [p0t0r0, p0t1s0], at_s: 1.0, down_s: 0.5, count: 4}
 
 `load_scenario(path, fabric)` reads the file and checks every field against the

@@ -1,6 +1,6 @@
 """A sender and a receiver wired back to back, with the caller deciding each packet's fate.
 
-The smallest harness around the protocol core, for unit tests and labs: `send()` polls
+The smallest harness around the protocol core, for unit tests: `send()` polls
 the sender; `deliver()` hands one DATA packet to the receiver (optionally CE-marked or
 trimmed) and its answer, encoded and decoded again, to the sender; dropping a packet is
 simply not delivering it. Everything goes through the real codec, so a test exercises
