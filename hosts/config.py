@@ -74,8 +74,15 @@ class ProtocolConfig:
     reorder_tolerance: int = 3  # later packets acked on the same EV before one counts lost
     reorder_min_s: float = 0.002  # floor of the cross-path reordering window (one srtt)
     # How much later than a packet one of its plane must have been sent, and acked, to
-    # show it late; its path's srtt + 4 rttvar decides when it counts as lost.
+    # show it late; its path's srtt + 4 rttvar decides when it counts as late.
     plane_reorder_min_s: float = 0.0001
+    # How much longer than a sibling of its plane a healthy path may take: the queues
+    # where the paths of a plane differ (the T0 uplink and the T1 downlink) filled to
+    # where switches trim, or to their capacity for data no switch trims
+    # (hosts/endpoint.py `link_adjusted` sets it from the fabric). A path held because
+    # a packet of it was late is retired if its probe finds no answer within the path's
+    # srtt + max(4 rttvar, this) (hosts/sender.py `_late`).
+    path_skew_s: float = 0.0
     # RTT samples a path needs before its own srtt + 4 rttvar judges its packets late
     # within the plane: one sample of a still empty network says little about the
     # queues that build as every connection starts (docs/protocol.md "First timeouts").
@@ -211,6 +218,9 @@ class ProtocolConfig:
             if not getattr(self, name) > 0:
                 raise ConfigError(f"protocol.{name}: must be a positive number of seconds "
                                   f"(got {getattr(self, name)!r})")
+        if not 0 <= self.path_skew_s < float("inf"):
+            raise ConfigError(f"protocol.path_skew_s: must be 0 or a positive number of "
+                              f"seconds (got {self.path_skew_s!r})")
         if not self.nscc_target_rtts > 0:
             raise ConfigError(f"protocol.nscc_target_rtts: must be a positive number of base "
                               f"RTTs (got {self.nscc_target_rtts!r})")

@@ -65,11 +65,18 @@ REVERSE_PROBE_FRAMES = 10
 PROBE_INITIAL_RTTS = 2.0
 
 
-def link_adjusted(config: ProtocolConfig, fabric: Fabric) -> ProtocolConfig:
+def link_adjusted(config: ProtocolConfig, fabric: Fabric, trims: bool = True) -> ProtocolConfig:
     """`config` with the timers that must not be shorter than the fabric's slow links
-    allow raised to what the host link's rate (and its queues) need."""
+    allow raised to what the host link's rate (and its queues) need. `trims`: the
+    transport's data is trimmed by switches (mrc), not dropped (mrc-no-trim)."""
     link = fabric.spec.host_t0
     frame_s = 1 / protocol.link_pps(link.rate_mbit, protocol.DATA_FRAME_BYTES)
+    # How much later than a sibling a healthy path may deliver: a path held because a
+    # packet of it was late is retired only if its probe finds no answer within its
+    # round trip plus that (hosts/sender.py `_late`).
+    default = ProtocolConfig()
+    if config.path_skew_s == default.path_skew_s:
+        config = replace(config, path_skew_s=path_skew_s(fabric, trims))
     # A packet may wait behind a full queue at a hop, so a timeout shorter than one
     # full queue's drain cannot tell loss from queueing (64 frames take 265 ms at 2.5
     # Mbit/s, where a 50 ms floor retired thousands of paths in an all-to-all that lost
@@ -78,7 +85,6 @@ def link_adjusted(config: ProtocolConfig, fabric: Fabric) -> ProtocolConfig:
     # same number of round trips on a capped fabric (docs/similarity.md); a scenario's
     # own floor is only raised to it.
     drain_s = link.queue_pkts * frame_s
-    default = ProtocolConfig()
     if drain_s > config.rto_min_s or config.rto_min_s == default.rto_min_s:
         config = replace(config, rto_min_s=drain_s, rto_max_s=max(config.rto_max_s, drain_s))
     # NSCC lets ECN lead: its delay ceiling must lie above the queue at which switches
@@ -111,6 +117,16 @@ def link_adjusted(config: ProtocolConfig, fabric: Fabric) -> ProtocolConfig:
     return config
 
 
+def path_skew_s(fabric: Fabric, trims: bool = True) -> float:
+    """How much longer than a sibling of its plane a healthy path may take: the data
+    queues where the two differ (the T0 uplink and the T1 downlink), full to the
+    threshold past which switches trim (`trims`) or to their capacity, each drained at
+    its link's rate."""
+    spec = fabric.spec
+    frames = spec.trim_threshold_pkts if trims else spec.t0_t1.queue_pkts
+    return 2 * frames / protocol.link_pps(spec.t0_t1.rate_mbit, protocol.DATA_FRAME_BYTES)
+
+
 def worst_round_trip_s(fabric: Fabric) -> float:
     """The longest a DATA packet and its answer can take on a healthy fabric: every
     data queue of the longest path full (the T0 uplink, the T1 downlink, the port
@@ -130,7 +146,7 @@ class Endpoint:
         self.spec = transport_spec(transport)
         if not self.spec.probes and not self.spec.baseline:
             config = replace(config, probes=False)
-        config = link_adjusted(config, fabric)
+        config = link_adjusted(config, fabric, self.spec.trims)
         self.me, self.fabric, self.transport, self.config = me, fabric, transport, config
         self.ack_every = config.ack_every
         self.on_event, self.on_delivered, self.on_completed = on_event, on_delivered, on_completed

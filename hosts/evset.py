@@ -5,8 +5,9 @@ its planes), drawn at random per connection: a random subset of the plane's path
 (distinct paths first, each path at most once more than another when the set is larger
 than the plane), random choice bits. They sit in a rotation that interleaves the planes
 so consecutive packets go to different planes. An EV is GOOD, SKIP (passed over for one
-rotation after an ECN echo or a trimmed NACK), ASSUMED_BAD (retired after a real loss,
-probed until it has earned its way back) or DENIED (set by an operator, never used). An
+rotation after an ECN echo or a trimmed NACK, or while its path is held: `hold`),
+ASSUMED_BAD (retired after a real loss, probed until it has earned its way back) or
+DENIED (set by an operator, never used). An
 EV whose path stays congested is migrated: a fresh EV of the same plane on its least
 used good path takes its slot, and nothing is retired (congestion is not failure). A
 set may start pinned to one path (every active EV on it), so that an experiment can
@@ -141,6 +142,9 @@ class EvSet:
         # EVs taken out of the rotation while usable (rebalancing after a reinstatement)
         # whose packets may still be in flight: the sender keeps judging those packets.
         self.draining: list[Ev] = []
+        # Paths held out of the rotation while a probe checks whether a packet late on
+        # them was lost (the sender's suspects): their EVs stay SKIP until released.
+        self.held: set[PathKey] = set()
         self.cursor = 0
         # Each plane gets the same number of EVs (planes stay equally loaded). Within a
         # plane the preferred paths come in a random order, each at most once more than
@@ -224,7 +228,7 @@ class EvSet:
             ev = live[self.cursor]
             if ev.state != GOOD:
                 self.cursor = (self.cursor + 1) % n
-                if ev.state == SKIP:
+                if ev.state == SKIP and ev.key not in self.held:
                     ev.state = GOOD
                 continue
             if not plane_ready(ev.plane):
@@ -244,6 +248,18 @@ class EvSet:
         return None
 
     # ------------------------------------------------------------------ state changes
+    def hold(self, key: PathKey) -> None:
+        """Pass over the path's EVs (SKIP) until `release(key)`: a path under suspicion
+        takes no new packets, and stays usable (it counts for ev_min_active)."""
+        self.held.add(key)
+        for ev in self.rotation:
+            if ev.key == key and ev.state == GOOD:
+                ev.state = SKIP
+
+    def release(self, key: PathKey) -> None:
+        """The path's EVs are GOOD again on their next turn."""
+        self.held.discard(key)
+
     def allowed(self, plane: int) -> list[int]:
         """The paths of `plane` the connection may put EVs on now: its preferred paths
         not known bad, else (every one of them bad) its fallback paths not known bad."""

@@ -271,16 +271,52 @@ def test_acks_of_first_transmissions_of_timed_out_packets_pass_nothing_on_their_
     assert conn.completed == [0, 1] and conn.sender.stats["losses"] == 0
 
 
+def probes_of(out: list) -> list:
+    """The PROBE packets among what a poll sent."""
+    return [p for p in out if wire.decode(p[2])[0].type == protocol.PROBE]
+
+
 def test_packet_sent_well_before_one_acked_elsewhere_is_late():
     conn = Loopback(CFG)
+    sender = conn.sender
     conn.sender.send_message(0, bytes(100), 0.0)
     (stuck,) = conn.send(0.0)
     conn.sender.send_message(1, bytes(100), 0.05)
     (fresh,) = conn.send(0.05)
     conn.deliver(fresh, 0.06)  # srtt 10 ms: the 50 ms older packet is beyond reordering
-    conn.send(0.062)
+    out = conn.send(0.062)
+    # Late, not yet lost: sent again elsewhere at once, its path held and probed.
+    (suspect,) = conn.kinds("suspect")
+    assert suspect["reason"] == "late" and suspect["ev"] == stuck[1]
+    assert not conn.kinds("retire")
+    held = sender.evs.by_ev[stuck[1]]
+    assert held.state == SKIP and held.key in sender.evs.held
+    assert [p[1] for p in probes_of(out)] == [stuck[1]]
+    resent = [p for p in out if p[3] == protocol.TRIMMABLE_RETX]
+    assert len(resent) == 1 and resent[0][1] != stuck[1]
+    # No answer to the probe within the path's srtt + 4 rttvar: retired, as lost.
+    conn.send(0.062 + 0.010 + 4 * 0.005 + 0.001)
     assert conn.kinds("retire")[0]["reason"] == "late"
-    assert conn.sender.evs.by_ev[stuck[1]].state == ASSUMED_BAD
+    assert held.state == ASSUMED_BAD and held.key not in sender.evs.held
+
+
+def test_a_late_packet_whose_path_answers_its_probe_retires_nothing():
+    conn = Loopback(CFG)
+    sender = conn.sender
+    sender.send_message(0, bytes(100), 0.0)
+    (stuck,) = conn.send(0.0)
+    sender.send_message(1, bytes(100), 0.05)
+    (fresh,) = conn.send(0.05)
+    conn.deliver(fresh, 0.06)
+    (probe,) = probes_of(conn.send(0.062))
+    conn.deliver(probe, 0.064)  # the probe skips the data queue the packet waits in
+    (cleared,) = conn.kinds("suspect-cleared")
+    assert cleared["ev"] == stuck[1]
+    path = sender.evs.by_ev[stuck[1]].key
+    assert path not in sender.evs.held and path not in sender.evs.bad
+    conn.deliver(stuck, 0.07)  # the original arrives after all
+    conn.send(1.0)
+    assert not conn.kinds("retire") and sender.stats["late_cleared"] == 1
 
 
 def run_two_paths(dead_from: float, slow_path_rtt: float = 0.001, until: float = 0.03):
@@ -310,11 +346,16 @@ def run_two_paths(dead_from: float, slow_path_rtt: float = 0.001, until: float =
 
 def test_a_dead_spine_is_found_within_three_round_trips_by_its_sibling_acks():
     conn = run_two_paths(dead_from=0.010)
+    suspect = conn.kinds("suspect")[0]
+    assert suspect["reason"] == "late-in-plane" and suspect["path"] == 1
+    # The first packet into the dead path left at 10 ms or just after; RTT 1 ms (the
+    # retransmission timeout would take 50 ms, the cross-plane check several RTTs):
+    # sent again and the path held then, retired when its probe finds no answer
+    # within the path's srtt + max(4 rttvar, two timer ticks).
+    assert 0.010 < suspect["t"] < 0.0131
     retire = conn.kinds("retire")[0]
     assert retire["reason"] == "late-in-plane" and retire["path"] == 1
-    # The first packet into the dead path left at 10 ms or just after; RTT 1 ms (the
-    # retransmission timeout would take 50 ms, the cross-plane check several RTTs).
-    assert 0.010 < retire["t"] < 0.0131
+    assert suspect["t"] < retire["t"] <= suspect["t"] + 0.001 + 0.002 + 0.001
 
 
 def test_a_slower_spine_of_the_plane_is_not_taken_for_a_dead_one():
@@ -348,8 +389,12 @@ def test_a_packet_passed_in_its_plane_is_declared_lost_by_the_reordering_timer()
     assert t + 0.001 < due < t + 0.0013  # sent at t, bound a little over 1 ms
     assert not conn.kinds("retire")
     conn.send(due, budget=0)
+    (suspect,) = conn.kinds("suspect")
+    assert suspect["reason"] == "late-in-plane" and suspect["t"] == due
+    assert not conn.kinds("retire")
+    conn.send(due + 2.5, budget=0)  # the probe's answer never came (ticks of 1 s)
     (retire, *_) = conn.kinds("retire")
-    assert retire["reason"] == "late-in-plane" and retire["t"] == due
+    assert retire["reason"] == "late-in-plane"
     assert sender.evs.by_ev[dead[1]].state == ASSUMED_BAD
 
 
