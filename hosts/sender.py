@@ -191,14 +191,16 @@ class Sender:
         self.next_check = 0.0
         self.rack_sent_at = 0.0  # send time of the latest-sent packet acknowledged so far
         self.plane_rack = [0.0] * planes  # the same, per plane
+        self.path_rack: dict[PathKey, float] = {}  # the same, per path
         # When a packet passed within its plane becomes late enough to count as lost
         # (the reordering timer of RACK): the plane is checked again then, ack or not.
         self.plane_recheck = [float("inf")] * planes
         self.recheck_at = float("inf")  # the earliest of them
         # Paths held while a probe asks whether a late packet was lost (_late): path ->
         # (when no answer retires it, the probe's sequence number, the reason, an EV of
-        # the path); and those probes, to go out in the next poll.
-        self.suspects: dict[PathKey, tuple[float, int, str, Ev]] = {}
+        # the path, the late packet and when it was sent on the path); and those probes,
+        # to go out in the next poll.
+        self.suspects: dict[PathKey, tuple[float, int, str, Ev, Packet, float]] = {}
         self.suspect_probes: list[tuple[int, int, int]] = []
         self.packet_events = config.packet_events
         self.stats = {"data_tx": 0, "retransmits": 0, "acked": 0, "nacks": 0, "ecn_echoes": 0,
@@ -436,7 +438,7 @@ class Sender:
         # order differs once retransmissions are in flight).
         if len(newly) > 1:
             newly.sort(key=_sent_at)
-        racks = self.plane_rack
+        racks, path_racks, suspects = self.plane_rack, self.path_rack, self.suspects
         advanced = set()
         for pkt in newly:
             ev = pkt.ev
@@ -451,6 +453,11 @@ class Sender:
                 if sent_at > racks[ev.plane]:
                     racks[ev.plane] = sent_at
                     advanced.add(ev.plane)
+                key = ev.key
+                if sent_at > path_racks.get(key, 0.0):
+                    path_racks[key] = sent_at
+                    if suspects and key in suspects:
+                        self._passed_on_path(key, sent_at, now)
             outstanding = ev.outstanding
             if outstanding and outstanding[0] is pkt:
                 # The oldest on its EV: nothing was passed (the usual case of _detect_gaps).
@@ -599,7 +606,9 @@ class Sender:
         lateness alone retired 572 EVs in 4.6 s of fault-free cross-T1 flows on
         2tier-8plane at 1.25 Mbit/s, every packet delivered. Without probes
         (mrc-no-probe) the path is retired at once."""
-        if not self.config.probes:
+        if not self.config.probes or self.path_rack.get(ev.key, 0.0) > pkt.sent_at:
+            # A packet sent after it on the same path has arrived: a path's packets
+            # share every queue, in order, so this one was lost, not held up.
             self.stats["losses"] += 1
             self._loss(pkt, ev, now, reason)
             return
@@ -611,11 +620,31 @@ class Sender:
         self.cwnd.on_loss(now)
         wait = ev.srtt + max(4 * ev.rttvar, self.config.path_skew_s, 2 * self.config.tick_s)
         seq = SUSPECT_SEQ | (self.stats["late"] & SUSPECT_SEQ_MASK)
-        self.suspects[key] = (now + wait, seq, reason, ev)
+        self.suspects[key] = (now + wait, seq, reason, ev, pkt, pkt.sent_at)
         self.evs.hold(key)
         self.suspect_probes.append((ev.plane, ev.ev, seq))
         self.on_event({"t": now, "event": "suspect", "ev": ev.ev, "plane": ev.plane,
                        "path": key[1], "reason": reason, "peer": self.peer})
+
+    def _passed_on_path(self, key: PathKey, sent_at: float, now: float) -> None:
+        """A packet sent on a held path at `sent_at` was acknowledged: if the late packet
+        that got the path held was sent before it and is still unacknowledged (its
+        copy sent elsewhere has not landed either), the path lost it: retired at once.
+        Once the copy has landed, which of the two arrived is unknown: the probe
+        decides."""
+        _, _, reason, ev, late, late_sent_at = self.suspects[key]
+        if late.acked or late_sent_at >= sent_at:
+            return
+        self.stats["losses"] += 1
+        ev.losses += 1
+        if not self.evs.usable(ev):
+            ev = next((e for e in self.evs.rotation if e.key == key and self.evs.usable(e)),
+                      None)
+        if ev is None:
+            del self.suspects[key]
+            self.evs.release(key)
+            return
+        self._retire_path(ev, now, reason)
 
     def _confirm(self, now: float, out: list[Outgoing]) -> None:
         """Probe the paths just held (_late), and retire those whose probe found no
@@ -624,7 +653,7 @@ class Sender:
             self.stats["probes"] += 1
             out.append((plane, ev, self._probe_packet(plane, ev, seq), protocol.CONTROL))
         self.suspect_probes.clear()
-        for key, (deadline, _, reason, ev) in list(self.suspects.items()):
+        for key, (deadline, _, reason, ev, _, _) in list(self.suspects.items()):
             if now < deadline:
                 continue
             del self.suspects[key]

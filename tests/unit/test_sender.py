@@ -319,6 +319,52 @@ def test_a_late_packet_whose_path_answers_its_probe_retires_nothing():
     assert not conn.kinds("retire") and sender.stats["late_cleared"] == 1
 
 
+def send_until_on(conn: Loopback, path, t: float, msg_id: int):
+    """Send one-packet messages from `t` on, a millisecond apart, none delivered, until
+    one goes on `path`; returns it and the time it left."""
+    sender = conn.sender
+    while True:
+        sender.send_message(msg_id, bytes(100), t)
+        (pkt,) = conn.send(t)
+        if sender.evs.by_ev[pkt[1]].key == path:
+            return pkt, t
+        msg_id += 1
+        t = round(t + 0.001, 6)
+
+
+def test_a_late_packet_passed_on_its_own_path_is_lost_at_once():
+    # A path's packets share every queue, in order: a later one of the same path that
+    # arrived says the late one was lost, not held up. No probe is waited for.
+    conn = Loopback(CFG)
+    conn.sender.send_message(0, bytes(100), 0.0)
+    (stuck,) = conn.send(0.0)
+    path = conn.sender.evs.by_ev[stuck[1]].key
+    later, t = send_until_on(conn, path, 0.05, 1)
+    conn.deliver(later, t + 0.01)
+    conn.send(t + 0.012)
+    (retire, *_) = conn.kinds("retire")
+    assert retire["reason"] == "late" and (retire["plane"], retire["path"]) == path
+    assert not [e for e in conn.kinds("suspect") if (e["plane"], e["path"]) == path]
+
+
+def test_a_held_path_that_delivers_a_later_packet_but_not_the_late_one_is_retired():
+    conn = Loopback(CFG)
+    sender = conn.sender
+    sender.send_message(0, bytes(100), 0.0)
+    (stuck,) = conn.send(0.0)
+    path = sender.evs.by_ev[stuck[1]].key
+    sibling, t = send_until_on(conn, next(k for k in sender.evs.by_ev.values()
+                                          if k.key != path).key, 0.05, 1)
+    later, t_later = send_until_on(conn, path, round(t + 0.001, 6), 100)
+    conn.deliver(sibling, t_later + 0.005)
+    conn.send(t_later + 0.006)  # the stuck packet is late: its path held and probed
+    assert [e["ev"] for e in conn.kinds("suspect")] == [stuck[1]]
+    assert not conn.kinds("retire")
+    conn.deliver(later, t_later + 0.008)  # sent after it on its path, before the hold
+    (retire, *_) = conn.kinds("retire")
+    assert (retire["plane"], retire["path"]) == path and retire["reason"] == "late"
+
+
 def run_two_paths(dead_from: float, slow_path_rtt: float = 0.001, until: float = 0.03):
     """One plane, two spines: a packet every 0.5 ms, alternately on each path. Path 0
     answers after 1 ms; path 1 after `slow_path_rtt`, and not at all from `dead_from`.
