@@ -144,8 +144,8 @@ def _agents_cap(fabric: Fabric, cap: str, progress: Progress) -> tuple[Fabric, s
 
     if cap == "off":
         return fabric, ""
-    if cap not in RATE_CAP_WORDS:
-        rate = float(rate_cap_choice(cap))
+    if cap not in RATE_CAP_WORDS:  # a link rate, checked by rate_cap_choice
+        rate = float(cap)
         if rate >= fabric.spec.host_t0.rate_mbit:
             return fabric, ""
         return with_rate_cap(fabric, rate), (

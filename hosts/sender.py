@@ -44,6 +44,7 @@ import random
 from collections import deque
 from collections.abc import Callable, Sequence
 from operator import attrgetter
+from typing import NamedTuple
 
 from hosts import protocol, wire
 from hosts.cc import make_window
@@ -62,6 +63,17 @@ Outgoing = tuple[int, int, bytes, int]  # (plane, ev, datagram, traffic class)
 # apart from those of retired paths' probes (hosts/evset.py, counting from 0).
 SUSPECT_SEQ = 1 << 31
 SUSPECT_SEQ_MASK = SUSPECT_SEQ - 1
+
+
+class Suspect(NamedTuple):
+    """A path held while its probe asks whether a late packet was lost (Sender._late)."""
+
+    deadline: float  # no answer by then retires the path
+    seq: int  # the probe's sequence number
+    reason: str  # late or late-in-plane: the retirement's reason
+    ev: Ev  # an EV of the path
+    late: Packet  # the late packet
+    late_sent_at: float  # when it left on the path (a copy went out since)
 
 
 def _always(plane: int) -> bool:
@@ -196,11 +208,9 @@ class Sender:
         # (the reordering timer of RACK): the plane is checked again then, ack or not.
         self.plane_recheck = [float("inf")] * planes
         self.recheck_at = float("inf")  # the earliest of them
-        # Paths held while a probe asks whether a late packet was lost (_late): path ->
-        # (when no answer retires it, the probe's sequence number, the reason, an EV of
-        # the path, the late packet and when it was sent on the path); and those probes,
-        # to go out in the next poll.
-        self.suspects: dict[PathKey, tuple[float, int, str, Ev, Packet, float]] = {}
+        # Paths held while a probe asks whether a late packet was lost (_late), and
+        # those probes, to go out in the next poll.
+        self.suspects: dict[PathKey, Suspect] = {}
         self.suspect_probes: list[tuple[int, int, int]] = []
         self.packet_events = config.packet_events
         self.stats = {"data_tx": 0, "retransmits": 0, "acked": 0, "nacks": 0, "ecn_echoes": 0,
@@ -620,7 +630,7 @@ class Sender:
         self.cwnd.on_loss(now)
         wait = ev.srtt + max(4 * ev.rttvar, self.config.path_skew_s, 2 * self.config.tick_s)
         seq = SUSPECT_SEQ | (self.stats["late"] & SUSPECT_SEQ_MASK)
-        self.suspects[key] = (now + wait, seq, reason, ev, pkt, pkt.sent_at)
+        self.suspects[key] = Suspect(now + wait, seq, reason, ev, pkt, pkt.sent_at)
         self.evs.hold(key)
         self.suspect_probes.append((ev.plane, ev.ev, seq))
         self.on_event({"t": now, "event": "suspect", "ev": ev.ev, "plane": ev.plane,
@@ -632,19 +642,11 @@ class Sender:
         copy sent elsewhere has not landed either), the path lost it: retired at once.
         Once the copy has landed, which of the two arrived is unknown: the probe
         decides."""
-        _, _, reason, ev, late, late_sent_at = self.suspects[key]
-        if late.acked or late_sent_at >= sent_at:
+        suspect = self.suspects[key]
+        if suspect.late.acked or suspect.late_sent_at >= sent_at:
             return
-        self.stats["losses"] += 1
-        ev.losses += 1
-        if not self.evs.usable(ev):
-            ev = next((e for e in self.evs.rotation if e.key == key and self.evs.usable(e)),
-                      None)
-        if ev is None:
-            del self.suspects[key]
-            self.evs.release(key)
-            return
-        self._retire_path(ev, now, reason)
+        self._unhold(key)
+        self._held_path_lost(suspect, now)
 
     def _confirm(self, now: float, out: list[Outgoing]) -> None:
         """Probe the paths just held (_late), and retire those whose probe found no
@@ -653,21 +655,34 @@ class Sender:
             self.stats["probes"] += 1
             out.append((plane, ev, self._probe_packet(plane, ev, seq), protocol.CONTROL))
         self.suspect_probes.clear()
-        for key, (deadline, _, reason, ev, _, _) in list(self.suspects.items()):
-            if now < deadline:
+        for key, suspect in list(self.suspects.items()):
+            if now < suspect.deadline:
                 continue
-            del self.suspects[key]
-            self.evs.release(key)
-            if not self.evs.plane_up[key[0]]:
-                continue  # its plane went down meanwhile: nothing to judge
-            if not self.evs.usable(ev):
-                ev = next((e for e in self.evs.rotation
-                           if e.key == key and self.evs.usable(e)), None)
-                if ev is None:
-                    continue
+            self._unhold(key)
+            if self.evs.plane_up[key[0]]:  # else its plane went down: nothing to judge
+                self._held_path_lost(suspect, now)
+
+    def _held_path_lost(self, suspect: Suspect, now: float) -> None:
+        """The verdict on a held path (already released): it lost its late packet."""
+        ev = self._usable_on(suspect.ev)
+        if ev is not None:
             self.stats["losses"] += 1
             ev.losses += 1
-            self._retire_path(ev, now, reason)
+            self._retire_path(ev, now, suspect.reason)
+
+    def _unhold(self, key: PathKey) -> None:
+        """The path is no longer under suspicion: its EVs take packets again."""
+        del self.suspects[key]
+        self.evs.release(key)
+
+    def _usable_on(self, ev: Ev | None, key: PathKey | None = None) -> Ev | None:
+        """`ev` if it is usable, else a usable EV of the rotation on its path (`key`
+        when `ev` is None), else None."""
+        if ev is not None and self.evs.usable(ev):
+            return ev
+        key = ev.key if ev is not None else key
+        return next((e for e in self.evs.rotation if e.key == key and self.evs.usable(e)),
+                    None)
 
     def _retire_path(self, ev: Ev, now: float, reason: str) -> None:
         """A real loss verdict on `ev`: retire every EV of its path (unless that would
@@ -675,8 +690,8 @@ class Sender:
         if ev.state not in (GOOD, SKIP):
             return
         evs = self.evs
-        if self.suspects.pop(ev.key, None) is not None:
-            evs.release(ev.key)
+        if ev.key in self.suspects:
+            self._unhold(ev.key)
         same_path = sum(1 for e in evs.rotation if e.key == ev.key and evs.usable(e))
         if evs.active_usable() - same_path < self.config.ev_min_active:
             self.on_event({"t": now, "event": "retire-suppressed", "ev": ev.ev,
@@ -724,10 +739,9 @@ class Sender:
         ev = self.evs.by_ev.get(ctl.echo_ev)
         if ev is not None and self.suspects:
             suspect = self.suspects.get(ev.key)
-            if suspect is not None and suspect[1] == hdr.psn:
+            if suspect is not None and suspect.seq == hdr.psn:
                 # The held path answers: its packet was late, not lost.
-                del self.suspects[ev.key]
-                self.evs.release(ev.key)
+                self._unhold(ev.key)
                 self.stats["late_cleared"] += 1
                 self.on_event({"t": now, "event": "suspect-cleared", "ev": ev.ev,
                                "plane": ev.plane, "path": ev.key[1], "peer": self.peer})
@@ -800,10 +814,7 @@ class Sender:
         elif state == ASSUMED_BAD:
             if key in self.evs.denied:
                 raise SenderError(f"EV {ev:#010x}: its path is DENIED; set it GOOD first")
-            named = self.evs.by_ev.get(ev)
-            if named is None or not self.evs.usable(named):
-                named = next((e for e in self.evs.rotation
-                              if e.key == key and self.evs.usable(e)), None)
+            named = self._usable_on(self.evs.by_ev.get(ev), key)
             if named is not None:
                 self._retire_path(named, now, "operator")
         else:
