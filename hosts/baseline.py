@@ -60,9 +60,9 @@ from collections.abc import Iterable
 from hosts import protocol, wire
 from hosts.config import ProtocolConfig
 from hosts.protocol import QP_PSN_SHIFT
-from hosts.sender import SenderError, smooth_rtt
+from hosts.reliability import SenderError, smooth_rtt
 from topologies.model import Fabric
-from topologies.paths import Path, ecmp_path
+from topologies.paths import Path, ecmp_path, path_index
 
 # How long routing takes to move traffic: ProtocolConfig.local_failover_s for a failure
 # next to the forwarding switch (ECMP failover in hardware), reconvergence_s for a
@@ -194,8 +194,9 @@ def qp_port(src: int, dst: int, qp: int, planes: int) -> int:
 class RoceSender:
     """The sending side of one baseline connection: `qps` queue pairs to one peer.
 
-    Driven like hosts/sender.py's Sender by the endpoint: send_message(), poll(),
-    on_sack(), on_nack(), on_cnp(), timer_at(), has_work(). `line_rate_Bps` (bytes a
+    Driven by the endpoint through hosts/transport.py's TransportSender, as
+    hosts/sender.py's Sender is: send_message(), poll(), on_sack(), on_nack(),
+    on_cnp(), timer_at(), has_work(). `line_rate_Bps` (bytes a
     second of the host's link) turns DCQCN's rate into a pace; None leaves the QPs
     unpaced. `routes` is the host's routing knowledge, shared by its connections;
     `on_qp_error(qp, now)` hears of a QP that moved to the error state.
@@ -498,8 +499,23 @@ class RoceSender:
         qp.next = max(qp.next, cum)
         qp.sent_at, qp.retries = now, 0
 
-    def on_probe_reply(self, hdr: wire.Header, ctl: wire.Control, now: float) -> None:
-        pass  # the baseline sends no probes
+    def on_probe_reply(self, hdr: wire.Header, ctl: wire.Control, now: float,
+                       ce: bool = False) -> None:
+        """The baseline sends no probes: nothing to hear."""
+
+    def remote_ports(self, state: int, now: float) -> None:
+        """The baseline learns of the peer's ports from the fabric's routing
+        (`routes`), not from the peer: ignored."""
+
+    def retired_paths(self) -> int:
+        """A queue pair keeps the path ECMP gives it; it retires none."""
+        return 0
+
+    def path_states(self, paths: int) -> list[dict]:
+        """One EV per queue pair, its current path (`paths` per plane to the peer)."""
+        return [{"ev": qp.ev, "plane": qp.plane, "path": path_index(qp.ev, paths),
+                 "state": "ERROR" if qp.error else "IN_USE", "active": True,
+                 "qp": qp.index} for qp in self.qps]
 
     # ------------------------------------------------------------------ DCQCN
     def _cnp(self, qp: QueuePair, now: float) -> None:

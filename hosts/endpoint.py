@@ -46,6 +46,7 @@ from hosts.protocol import (
 from hosts.receiver import NO_ANSWER, Receiver
 from hosts.reverse import ReverseEvs
 from hosts.sender import Sender
+from hosts.transport import TransportSender
 from topologies.model import Fabric
 from topologies.paths import choices_per_plane, ecmp_path, path_index, shortest_choices
 
@@ -161,7 +162,7 @@ class Endpoint:
         self.paths_to: dict[int, int] = {}  # peer -> paths per plane
         self.pacer = Pacer(self.planes, fabric.spec.host_t0.rate_mbit,
                            config.mtu_payload + protocol.MRC_HEADER_BYTES, config.pace)
-        self.senders: dict[int, Sender | RoceSender] = {}
+        self.senders: dict[int, TransportSender] = {}
         # Keyed by (peer, connection, queue pair); MRC connections have queue pair 0 only.
         self.receivers: dict[tuple[int, int, int], Receiver] = {}
         # Baseline transports: queue pairs per connection, and what routing told this host.
@@ -259,7 +260,7 @@ class Endpoint:
                          src, hdr, ctl)
         elif kind == protocol.PLANE_STATUS:
             sender = self.senders.get(src)
-            if sender is not None and isinstance(sender, Sender):
+            if sender is not None:
                 sender.remote_ports(ctl.port_state, now)
                 self._touch(src)
         else:
@@ -279,7 +280,7 @@ class Endpoint:
                 sender.on_cnp(hdr, ctl, now)
             elif kind == protocol.SACK:
                 sender.on_sack(hdr, ctl, now)
-                if isinstance(sender, Sender):
+                if not self.qps:
                     # Our data crossed to the peer on this EV: good for our answers too.
                     self._reverse_set(src).confirm(ev_plane(ctl.echo_ev), ctl.echo_ev, now)
             elif kind == protocol.NACK:
@@ -366,7 +367,7 @@ class Endpoint:
 
     # ------------------------------------------------------------------ control API
     # What hosts/mrc_ctl.py (OCP MRC's mrc_ctl.h) acts through.
-    def connection(self, peer: int) -> Sender | RoceSender:
+    def connection(self, peer: int) -> TransportSender:
         """The sender of the connection to `peer` (made if new), for an operator to act
         on: the next poll() looks at it, whatever the operator changed."""
         sender = self._sender(peer)
@@ -447,7 +448,7 @@ class Endpoint:
                 working.discard(peer)
         self._touched.clear()
 
-    def _due_senders(self, now: float) -> tuple[list[Sender], set[int]]:
+    def _due_senders(self, now: float) -> tuple[list[TransportSender], set[int]]:
         """The MRC senders poll() must look at now, in the order they were made, and
         the peers among them whose timer is due."""
         self._refresh()
@@ -521,16 +522,7 @@ class Endpoint:
         for peer, sender in self.senders.items():
             if dst is not None and peer != dst:
                 continue
-            paths = self.paths_to.get(peer) or choices_per_plane(self.fabric, self.me, peer)
-            if isinstance(sender, Sender):
-                states[peer] = [{"ev": ev.ev, "plane": ev.plane, "path": ev.key[1],
-                                 "state": ev.state, "active": ev.active}
-                                for ev in sender.evs.by_ev.values()]
-            else:
-                states[peer] = [{"ev": qp.ev, "plane": qp.plane,
-                                 "path": path_index(qp.ev, paths),
-                                 "state": "ERROR" if qp.error else "IN_USE",
-                                 "active": True, "qp": qp.index} for qp in sender.qps]
+            states[peer] = sender.path_states(self._paths_to(peer))
         return states
 
     def progress(self) -> dict:
@@ -544,7 +536,7 @@ class Endpoint:
             if nbytes:
                 rx += nbytes
                 by_src[peer] = by_src.get(peer, 0) + nbytes
-        retired = sum(len(s.evs.bad) for s in self.senders.values() if isinstance(s, Sender))
+        retired = sum(s.retired_paths() for s in self.senders.values())
         rtts = [s.srtt for s in self.senders.values() if s.srtt]
         return {"rx_bytes": rx, "rx_by_src": by_src, "bad_paths": retired,
                 "srtt_ms": round(1000 * sum(rtts) / len(rtts), 3) if rtts else None}
@@ -580,7 +572,7 @@ class Endpoint:
     def _conn_id(self, peer: int) -> int:
         return (self.me << 16) | peer
 
-    def _sender(self, peer: int) -> Sender | RoceSender:
+    def _sender(self, peer: int) -> TransportSender:
         sender = self.senders.get(peer)
         if sender is None:
             paths = choices_per_plane(self.fabric, self.me, peer)

@@ -12,7 +12,8 @@ from __future__ import annotations
 from hosts import protocol, wire
 from hosts.config import ProtocolConfig
 from hosts.receiver import Receiver
-from hosts.sender import Outgoing, Sender
+from hosts.sender import Sender
+from hosts.transport import Outgoing
 
 
 class Loopback:

@@ -40,11 +40,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from hosts.baseline import RoceSender
 from hosts.endpoint import Endpoint
 from hosts.evset import ASSUMED_BAD, DENIED, GOOD, SKIP, EvSetError
 from hosts.protocol import ev_choice, ev_plane
-from hosts.sender import Sender, SenderError
+from hosts.reliability import SenderError
+from hosts.sender import Sender
+from hosts.transport import TransportSender
 from topologies.paths import catalogue
 
 UNKNOWN = "UNKNOWN"  # MRC_CTL_EV_UNKNOWN: an EV the profile does not hold
@@ -400,9 +401,9 @@ class MrcCtl:
                    "path": event.get("path"), "state": state, "reason": reason,
                    "drop_count": 0, "t": event["t"]})
 
-    def _new_sender(self, peer: int, sender: Sender | RoceSender) -> None:
+    def _new_sender(self, peer: int, sender: TransportSender) -> None:
         """A new connection gets the states set for every connection (rules)."""
-        if self.rules and isinstance(sender, Sender):
+        if self.rules and not self.endpoint.qps:  # MRC: the baseline has no EV profiles
             now = self.clock()
             for rule in self.rules:
                 self._apply(peer, sender, rule.plane, rule.spine, rule.state, now)
@@ -414,10 +415,8 @@ class MrcCtl:
                            "profiles (its queue pairs take the paths ECMP gives them)")
 
     def _connection(self, dst: int) -> Sender:
-        sender = self.endpoint.connection(dst)
-        if not isinstance(sender, Sender):
-            self._mrc_only()
-        return sender
+        self._mrc_only()
+        return self.endpoint.connection(dst)  # an MRC endpoint's senders are Senders
 
     def _host(self, value: object, where: str) -> int:
         hosts = len(self.endpoint.fabric.hosts)

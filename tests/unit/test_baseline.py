@@ -10,7 +10,7 @@ from hosts import protocol, wire
 from hosts.baseline import RoceSender
 from hosts.config import ProtocolConfig
 from hosts.receiver import Receiver
-from hosts.sender import SenderError
+from hosts.reliability import SenderError
 from hosts.simnet import Chaos, Outage, SimNet
 from topologies.model import load_topology
 from topologies.paths import path_for_ev

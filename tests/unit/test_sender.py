@@ -14,7 +14,8 @@ from hosts import protocol, wire
 from hosts.config import ConfigError, ProtocolConfig
 from hosts.evset import ASSUMED_BAD, DENIED, GOOD, SKIP
 from hosts.loopback import Loopback
-from hosts.sender import Sender, SenderError
+from hosts.reliability import SenderError
+from hosts.sender import Sender
 
 CFG = ProtocolConfig(window=32, ev_count=8, mtu_payload=100, cc=False, ev_min_active=2,
                      tick_s=0.001)
