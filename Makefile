@@ -28,11 +28,11 @@ run-experiment: deps ## build TOPO, run SCENARIO on DATAPLANE, write results/ (r
 cli: deps ## interactive fabric with agents and testbed commands (root; TWIN=1: the single-plane twin; LAB=02|03: your lab's P4 on BMv2; docs/cli.md)
 	@echo "== cli: TOPO=$(TOPO) DATAPLANE=$(if $(LAB),bmv2,$(DATAPLANE))$(if $(TWIN), (its single-plane twin))$(if $(LAB), with lab $(LAB)'s P4 program$(if $(SOLUTION), (solution)))"
 	@$(if $(LAB),$(PY) -m labs program $(LAB) $(BUILD)/labs/cli-$(LAB) $(if $(SOLUTION),--solution) >/dev/null &&) \
-	$(PY) -m experiments.cli --topo $(TOPO) --dataplane $(if $(LAB),bmv2,$(DATAPLANE)) $(if $(CAPTURE),--capture $(CAPTURE)) $(if $(TWIN),--twin) $(if $(LAB),--p4 $(BUILD)/labs/cli-$(LAB)/p4src/mrc_switch.p4)
+	$(PY) -m experiments.interactive.cli --topo $(TOPO) --dataplane $(if $(LAB),bmv2,$(DATAPLANE)) $(if $(CAPTURE),--capture $(CAPTURE)) $(if $(TWIN),--twin) $(if $(LAB),--p4 $(BUILD)/labs/cli-$(LAB)/p4src/mrc_switch.p4)
 
 p4shell: deps ## read-only p4runtime-shell on SWITCH of the running BMv2 fabric
 	@test -n "$(SWITCH)" || { echo "p4shell: SWITCH=<name> needed, e.g. make p4shell SWITCH=p0t0r0" >&2; exit 2; }
-	@$(PY) -m experiments.p4shell --switch $(SWITCH)
+	@$(PY) -m experiments.interactive.p4shell --switch $(SWITCH)
 
 test: deps ## run every test (Mininet tests need root; P4 tests need BMv2 and p4c)
 	@echo "== test: unit, integration and P4 tests"
@@ -100,5 +100,5 @@ paper: deps ## the MRC paper's section-5 experiments, 3 runs a row: results/<run
 
 .PHONY: calibrate
 calibrate: deps ## measure what this machine's agents drive (build/calibration.json; runs cap their links to it)
-	@echo "== calibrate: python -m experiments.calibration"
-	@$(PY) -m experiments.calibration
+	@echo "== calibrate: python -m experiments.run.calibration"
+	@$(PY) -m experiments.run.calibration

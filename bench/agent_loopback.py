@@ -113,7 +113,7 @@ class LoopbackAgent(Agent):
 
 
 class AgentProcess:
-    """One agent process, driven over its control channel as experiments/agents.py
+    """One agent process, driven over its control channel as experiments/run/agents.py
     drives the real ones."""
 
     def __init__(self, config: Path, base: int, profile: Path | None):

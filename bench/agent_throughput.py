@@ -9,7 +9,7 @@
 2. Recovery, on 2tier-2plane at its emulated rates: a long transfer h0 -> h3; the link
    under the baseline's hashed path fails half a second in. For `mrc` and `single-path`
    (three runs each, medians) it prints, from per-packet events
-   (experiments/metrics.py, path_failure_recovery): the time from the failure to its
+   (experiments/analysis/metrics.py, path_failure_recovery): the time from the failure to its
    detection (retirement, or reroute), and to the moment every packet lost in it had
    been delivered, in ms and in round trips; and the goodput of the 100 ms after the
    failure as a fraction of the goodput before. Also the time between two packets of
@@ -36,13 +36,13 @@ from pathlib import Path
 
 import yaml
 
-from experiments.bringup import running
+from experiments.analysis.metrics import path_failure_recovery, read_events
+from experiments.analysis.similarity import delay_emulated, headline, proportions
+from experiments.dataplanes.targets import KernelTarget, apply_fault
 from experiments.faults import parse_faults
-from experiments.metrics import path_failure_recovery, read_events
-from experiments.similarity import delay_emulated, headline, proportions
-from experiments.targets import KernelTarget, apply_fault
-from experiments.workload_run import run_transport
-from experiments.workloads import phases
+from experiments.run.bringup import running
+from experiments.run.workload_run import run_transport
+from experiments.scenarios.workloads import phases
 from hosts.baseline import SinglePathSender
 from hosts.config import ProtocolConfig
 from hosts.pacing import Pacer
@@ -174,7 +174,7 @@ def recovery(folder: Path, repeats: int = 3) -> dict:
 
     with running(fabric, KernelTarget()) as network:
         net = network.net
-        # The proportions that decide recovery (experiments/similarity.py), as every run
+        # The proportions that decide recovery (experiments/analysis/similarity.py), as every run
         # and every `make paper` row prints them.
         plan = phases("transfer", {"src": 0, "dst": 3, "message_bytes": 8_000_000}, fabric)
         block = proportions(fabric, {"packet_events": True}, parse_faults(faults, fabric),
@@ -214,7 +214,7 @@ def recovery_simulated(folder: Path, repeats: int = 5) -> dict:
     print(f"recovery, simulated: the same failure on the simulated network, one-way "
           f"delay {one_way * 1000:g} ms as the topology declares", flush=True)
     # MRC only: the simulated network has no routing, and a single-path flow recovers
-    # only when routing moves it (experiments/reroute.py, in the emulated runs above).
+    # only when routing moves it (experiments/dataplanes/reroute.py, in the emulated runs above).
     for transport in ("mrc",):
         runs = []
         for i in range(repeats):

@@ -30,7 +30,7 @@ the CPU the switches need and the figures follow how busy it happens to be. Each
 setting runs `--runs` times, interleaved with the others so that a busy moment of the
 machine does not fall on one setting only, and the median counts. Prints a table and
 the ratios; figures also go to build/bmv2-forwarding.json, where
-experiments/bmv2_target.py reads the machine's three-switch figure to choose BMv2
+experiments/dataplanes/bmv2_target.py reads the machine's three-switch figure to choose BMv2
 link rates.
 """
 
@@ -340,7 +340,7 @@ def main() -> int:
     if reason:
         print(f"bmv2_forwarding: {reason}", file=sys.stderr)
         return 2
-    from experiments.bmv2_target import compile_program
+    from experiments.dataplanes.bmv2_target import compile_program
     from topologies.bmv2 import Bmv2Error
     from topologies.model import load_topology
 

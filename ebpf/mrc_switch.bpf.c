@@ -28,7 +28,7 @@
  *     queued in its switch are counted, and past XOFF the port at the other end of that
  *     link is paused (its lossless virtual queue stops), resumed below XON, hop by hop
  *     back to the sending NIC; an event on the `pfc_events` ring tells user space,
- *     which holds a paused NIC's sender (experiments/pfc.py); a timer drains the
+ *     which holds a paused NIC's sender (experiments/dataplanes/pfc.py); a timer drains the
  *     lossless queue of a port that no packet visits;
  *   - faults: random loss per port and gray loss per destination prefix;
  *   - counters per port, with SONiC's names for trimming.

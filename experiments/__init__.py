@@ -1,4 +1,5 @@
-"""Experiments: scenarios, the data-plane targets, bring-up, faults, workloads, the
-runner and its results (summary, events, plots, report), captures, the interactive CLI
-and the machine's one-fabric lock. The top of the import graph: nothing imports it but
-entry points, tests, labs and benchmarks."""
+"""Experiments, in subpackages by job: run/ (the lifecycle, runner, agents, captures),
+dataplanes/ (targets, eBPF switch, twin, reroute), scenarios/ (the shipped files and
+their model), faults/ (one class per fault kind), analysis/ (metrics, report, plots),
+interactive/ (make cli, p4shell) and paper/ (make paper). The top of the import graph:
+nothing imports it but entry points, tests, labs and benchmarks."""

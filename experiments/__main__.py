@@ -1,11 +1,11 @@
 """Command line: `python3 -m experiments run --topo 2tier-8plane [--dataplane auto] ...`.
 
 The topology, the scenario (checked against it once) and the capture list are read
-first; the run's lifecycle (experiments/lifecycle.py) then does the pre-flight (data
+first; the run's lifecycle (experiments/run/lifecycle.py) then does the pre-flight (data
 plane, root, the machine's one-fabric lock, the target, the results folder's root),
 and a mistake anywhere before the results folder exists ends with one line on stderr
 and exit status 2. A run ends with status 0 only if it succeeded
-(experiments/runner.py), 130 when interrupted.
+(experiments/run/runner.py), 130 when interrupted.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from experiments.lifecycle import PREFLIGHT_ERRORS, USAGE_ERROR, Run
-from experiments.scenario import load_scenario
+from experiments.run.lifecycle import PREFLIGHT_ERRORS, USAGE_ERROR, Run
+from experiments.scenarios.scenario import load_scenario
 from topologies.model import load_topology
 
 
@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
                           "or node[:port],... (docs/wireshark.md)")
     run.add_argument("--rate-cap", default="calibrated",
                      help="cap the links to what the agents drive here (calibrated, or "
-                          "cached: experiments/calibration.py), to a link rate in Mbit/s "
+                          "cached: experiments/run/calibration.py), to a link rate in Mbit/s "
                           "(e.g. 4), or not (off: the topology's rate)")
     run.add_argument("--no-fault-free", dest="fault_free", action="store_false",
                      help="do not play a scenario with faults a second time without them "
@@ -43,8 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.command == "clean":
-        from experiments.cleanup import cleanup
-        from experiments.fabric_lock import FabricBusy, FabricLock
+        from experiments.run.cleanup import cleanup
+        from experiments.run.fabric_lock import FabricBusy, FabricLock
 
         try:
             with FabricLock("clean"):  # never pull an active run's fabric from under it
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     except PREFLIGHT_ERRORS as err:
         print(f"error: {err}", file=sys.stderr)
         return USAGE_ERROR
-    from experiments.runner import run_experiment
+    from experiments.run.runner import run_experiment
 
     run_experiment(run, scenario, fault_free=args.fault_free)
     print(f"results: {run.folder}")

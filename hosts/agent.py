@@ -15,13 +15,13 @@ Control channel: JSON lines on stdin (commands) and stdout (answers and notifica
     -> {"cmd": "paths", "dst": 3}   <- {"event": "paths", "peers": {"3": [{"ev": ...,
        "plane": 0, "path": 1, "state": "GOOD", "active": true}, ...]}}   (dst optional)
     -> {"cmd": "route", "kind": "remote-down", "paths": [[3, 0, 1], [2, 0, 1]]}
-       what the fabric's routing tells this host (experiments/reroute.py): paths as
+       what the fabric's routing tells this host (experiments/dataplanes/reroute.py): paths as
        [destination, plane, spine or null] gone or back; the baseline's queue pairs
        follow after the kind's delay (hosts/baseline.py), or after `delay_s` if the
        command gives one (0: routing had converged before the job started); MRC
        takes no notice
     -> {"cmd": "pause", "plane": 2, "on": true}
-       PFC at the NIC port of that plane (experiments/pfc.py): the baseline's data waits
+       PFC at the NIC port of that plane (experiments/dataplanes/pfc.py): the baseline's data waits
        there until a pause with "on": false
     -> {"cmd": "query_ev_profile", "dst": 3}, {"cmd": "modify_ev_profile", ...},
        {"cmd": "ep_batch_send_wait", ...}: the control API, shaped as OCP MRC's
@@ -37,7 +37,7 @@ Every protocol event (send bursts, ack, nack, trim, retire, probe, reinstate, pl
 changes...) goes to the JSON-lines event log named in the config, with monotonic times
 (CLOCK_MONOTONIC is shared by all namespaces, so logs of all hosts line up). Every
 `progress_s` the log also gets a `progress` sample (Endpoint.progress(): payload bytes
-received in all and per source host, `rx_by_src`), from which experiments/metrics.py
+received in all and per source host, `rx_by_src`), from which experiments/analysis/metrics.py
 draws goodput and each flow's throughput over time.
 Garbage, truncated or foreign datagrams are counted and dropped, never fatal.
 """

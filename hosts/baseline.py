@@ -48,7 +48,7 @@ class (PFC) is the switches' (docs/protocol.md "The RoCE baseline"); here is the
   milliseconds); a failure elsewhere (a T1's downlink, the destination's port) after
   `reconvergence_s` (BGP withdraws the route); a silent switch (blackhole) never: its
   control plane stays up, so routing keeps sending traffic into it until it comes
-  back. experiments/reroute.py says which paths each host learns about, and when.
+  back. experiments/dataplanes/reroute.py says which paths each host learns about, and when.
 """
 
 from __future__ import annotations

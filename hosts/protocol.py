@@ -161,7 +161,7 @@ PRIORITY_CONTROL = 7
 # MRC paper ran it (section 5.2.7); `single-path` is the 1-QP baseline under its older
 # name. `-pfc` (`roce-8-pfc`): PFC alone, no DCQCN (the paper's appendix compares
 # both). The baseline runs on the single-plane twin of the fabric
-# (experiments/twin.py); `@planes` (`roce-8@planes`) runs it on the multi-plane fabric
+# (experiments/dataplanes/twin.py); `@planes` (`roce-8@planes`) runs it on the multi-plane fabric
 # itself, each queue pair bound to one NIC port.
 MRC_TRANSPORTS = ("mrc", "mrc-no-trim", "mrc-no-probe")
 # Queue pairs per connection of each baseline transport, by its base name.

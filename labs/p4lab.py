@@ -217,9 +217,9 @@ def reading_copy(number: str, out: Path) -> Path:
 
 def compile_program(main: Path, out: Path) -> tuple[Path, Path]:
     """(P4Info, BMv2 JSON) of `main`, compiled as the BMv2 target compiles p4src/
-    (experiments/bmv2_target.py, the one home of p4c's options). Raises CompileError
+    (experiments/dataplanes/bmv2_target.py, the one home of p4c's options). Raises CompileError
     holding p4c's first errors."""
-    from experiments.bmv2_target import compile_program as bmv2_compile
+    from experiments.dataplanes.bmv2_target import compile_program as bmv2_compile
     from topologies.bmv2 import Bmv2Error
 
     try:

@@ -2,7 +2,7 @@
 count, and what their event logs and packet captures hold.
 
 A run or CLI session writes `results/<YYYYmmdd-HHMMSS>-<topology>-<name>/`
-(experiments/lifecycle.py): `topology.json`, `agents/events-<transport>-h<N>.jsonl`,
+(experiments/run/lifecycle.py): `topology.json`, `agents/events-<transport>-h<N>.jsonl`,
 `pcap/<node>-eth<N>.pcap` when captured, and for a run `summary.json`. A folder counts
 for a lab when it is under the results root, of the lab's kind (`cli`, or a scenario's
 name), on the lab's topology, and made after `make lab-start` stamped the work copy

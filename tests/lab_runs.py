@@ -4,7 +4,7 @@ after the work copy's start (Labs 06, 08, 09), so that a check is tested on its 
 
 `prepare_lab(number, copy, tmp, monkeypatch)` returns the folder to check and the
 options it needs. Synthetic runs are built here in the shape a run or CLI session
-writes them (experiments/lifecycle.py): topology.json, summary.json, agents' event logs
+writes them (experiments/run/lifecycle.py): topology.json, summary.json, agents' event logs
 and pcaps made with scapy, so the checks read them with their own code.
 """
 

@@ -5,7 +5,7 @@ and links with the port numbers, interface names and MACs of the addressing plan
 `start_network()` creates it with the switch class and the per-node parameters the
 data-plane target hands over (the nodes run what they are given: this module knows
 no table and no controller), starts it and returns the started `FabricNet`; the caller
-owns stopping it (experiments/bringup.py does so, also when a step fails).
+owns stopping it (experiments/run/bringup.py does so, also when a step fails).
 `shape_links()` sets every link's rate, queue, delay and ECN with tc.
 """
 
@@ -84,13 +84,13 @@ class FabricNet(Mininet):
         self.link_state = LinkState()  # before Mininet's own set-up, which may build
         self.ebpf = None
         self.ebpf_ports: dict[tuple[str, str], int] = {}
-        self.pfc = None  # what carries out the program's PFC pauses (experiments/pfc.py)
-        # The host agents running on this network now (experiments/agents.py AgentSet,
+        self.pfc = None  # what carries out the program's PFC pauses (experiments/dataplanes/pfc.py)
+        # The host agents running on this network now (experiments/run/agents.py AgentSet,
         # which sets and clears it): what faults acting through the agents reach (PFC
         # pauses, a controller's denylist).
         self.agents = None
         # The run's topology.json for this network, once written (the host agents read
-        # it: experiments/agents.py).
+        # it: experiments/run/agents.py).
         self.resolved_topology = None
         super().__init__(*args, **kwargs)
 

@@ -7,7 +7,7 @@ bandwidth-delay products (BDP), a timer in round trips. This module is the one h
 that arithmetic and of the rule that derives a topology's thresholds from it
 (`thresholds`), used when a topology file leaves them out (topologies/model.py) and when
 a fabric's rates are capped (`model.with_rate_cap` keeps every queue and threshold the
-same number of BDPs). experiments/similarity.py reports the proportions of every run.
+same number of BDPs). experiments/analysis/similarity.py reports the proportions of every run.
 
 The base round trip is the longest path's with empty queues: a full DATA frame over the
 four links host -> T0 -> T1 -> T0 -> host and a control packet back, each link adding

@@ -50,7 +50,7 @@ class NotOnTwin(Exception):
 @dataclass(frozen=True)
 class Env:
     """What a fault acts on: the running network, its fabric and its data-plane target
-    (experiments/targets.py)."""
+    (experiments/dataplanes/targets.py)."""
 
     net: Any
     fabric: Fabric
@@ -58,7 +58,7 @@ class Env:
 
     @property
     def agents(self) -> Any:
-        """The host agents running on the network now (experiments/agents.py
+        """The host agents running on the network now (experiments/run/agents.py
         AgentSet; None between runs): kinds that act through the agents reach them here,
         where AgentSet keeps them (`net.agents`)."""
         return getattr(self.net, "agents", None)
@@ -140,7 +140,7 @@ class Fault:
 
     def on_twin(self, fabric: Fabric, twin: Fabric) -> Fault:
         """The same fault on `twin`, the single-plane twin of `fabric` (the same hosts,
-        racks and T1 numbers in one plane; experiments/twin.py)."""
+        racks and T1 numbers in one plane; experiments/dataplanes/twin.py)."""
         raise NotOnTwin(f"{self.kind} has no counterpart on a single-plane fabric")
 
     def cuts(self, nodes: list[str], plane: int) -> str | None:

@@ -3,7 +3,7 @@
 A kind's `read`/`steps` (experiments/faults/kinds/) asks its `Entry` for each field
 (`link()`, `switch()`, `host()`, `plane()`, `probability()`, the timing fields); every
 mistake is a `FaultError` naming the file and the field (`faults[2].plane`), and every
-name given by role (experiments/roles.py) is noted in `resolved`, so the run can print
+name given by role (experiments/scenarios/roles.py) is noted in `resolved`, so the run can print
 what it chose.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 
-from experiments import roles
 from experiments.faults.base import FIX, FaultError, checked_seconds
+from experiments.scenarios import roles
 from topologies.errors import shown
 from topologies.model import Fabric, Host, Link, Switch
 

@@ -2,7 +2,7 @@
 
 All times are seconds from the start of the workload. Every entry names its `kind`
 (experiments/faults/kinds/), its target by the kind's fields (names or roles,
-experiments/roles.py) and its timing: `at_s`, `down_s`, `count`, `every_s`, and for
+experiments/scenarios/roles.py) and its timing: `at_s`, `down_s`, `count`, `every_s`, and for
 some kinds `before_start: true` (in place before the workload starts: the network the
 job finds already has it, and routing has long converged around it). `parse_faults`
 returns the steps in time order; `Timeline` also keeps what each role resolved to.

@@ -61,12 +61,12 @@ def check(folder: Path, options=None) -> Report:
 
 def live(fabric: Fabric, address: str) -> str:
     """Send a datagram along `address` on the kernel data plane; what became of it. The
-    machine's fabric lock is taken first (experiments/fabric_lock.py): the start-up
+    machine's fabric lock is taken first (experiments/run/fabric_lock.py): the start-up
     cleanup would otherwise tear down a `make cli` or a run that is up."""
-    from experiments.bringup import running
-    from experiments.checks import check_paths
-    from experiments.fabric_lock import FabricLock
-    from experiments.targets import make_target
+    from experiments.dataplanes.targets import make_target
+    from experiments.run.bringup import running
+    from experiments.run.checks import check_paths
+    from experiments.run.fabric_lock import FabricLock
 
     with FabricLock(command="make lab-check LAB=01 --live"), running(
             fabric, make_target("kernel")) as network:

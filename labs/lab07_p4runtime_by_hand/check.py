@@ -5,16 +5,16 @@ The student's `entries.py` holds the p4runtime-shell lines (`table_entry[...]`,
 p0t1s1 of 2tier-2plane, the lines they typed in `p4shell p0t1s1 write` in `make cli`.
 
 1. The file is the student's own: it imports nothing (no table taken from controller/).
-2. Sandbox: the lines run in p4runtime-shell's write mode (experiments/p4shell.py)
+2. Sandbox: the lines run in p4runtime-shell's write mode (experiments/interactive/p4shell.py)
    against an in-process P4Runtime switch (`RecordingSwitch`) with the project's P4Info;
    the entries it holds afterwards, read back over P4Runtime, must be exactly the
    controller's for that switch (controller/bmv2_entries.py), compared field by field
    by name (`entry_facts`), so a wrong port or MAC is named.
 3. Fabric (root and BMv2; otherwise "not verified: needs BMv2"): 2tier-2plane is built on
-   BMv2 behind the fabric lock as a run builds it (experiments/lifecycle.py), p0t1s1's
+   BMv2 behind the fabric lock as a run builds it (experiments/run/lifecycle.py), p0t1s1's
    forwarding entries are deleted, the student's lines write them again on the real
    switch, they are read back, and a datagram goes along every path of the fabric
-   (experiments/checks.py): every path through p0t1s1 must arrive.
+   (experiments/run/checks.py): every path through p0t1s1 must arrive.
 """
 
 from __future__ import annotations
@@ -191,7 +191,7 @@ def sandbox(p4info) -> Iterator[tuple[object, object]]:
     import grpc
     from p4.v1 import p4runtime_pb2_grpc
 
-    from experiments.p4shell import RunningSwitch
+    from experiments.interactive.p4shell import RunningSwitch
 
     servicer = _recording_switch_class()(p4info.info)
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
@@ -206,7 +206,7 @@ def sandbox(p4info) -> Iterator[tuple[object, object]]:
 
 def p4info_path() -> Path:
     """The project's P4Info (compiled by p4c-bm2-ss into build/ if need be)."""
-    from experiments.bmv2_target import compile_program
+    from experiments.dataplanes.bmv2_target import compile_program
 
     return compile_program(REPO / "build")[0]
 
@@ -214,7 +214,7 @@ def p4info_path() -> Path:
 # ------------------------------------------------------------------ the check
 def check(folder: Path, options=None) -> Report:
     from controller.p4info import P4Info
-    from experiments.p4shell import connect, disconnect
+    from experiments.interactive.p4shell import connect, disconnect
 
     report = Report(f"Lab 07: P4Runtime by hand, {LAB_SWITCH} of {TOPOLOGY} ({folder})")
     path = folder / ENTRIES
@@ -287,9 +287,9 @@ def on_fabric(path: Path) -> tuple[bool, str, str]:
     forwarding tables, write the student's entries, read them back, send datagrams."""
     from controller.bmv2_entries import MY_USID, NEXT_HOP
     from controller.p4info import P4Info
-    from experiments.checks import check_paths
-    from experiments.lifecycle import Run
-    from experiments.p4shell import connect, disconnect, find_switch
+    from experiments.interactive.p4shell import connect, disconnect, find_switch
+    from experiments.run.checks import check_paths
+    from experiments.run.lifecycle import Run
     from topologies.model import load_topology
 
     run = Run.prepare("lab07", load_topology(TOPOLOGY), "bmv2")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.dataplane import KERNEL_MIN, kernel_version
+from experiments.dataplanes.choice import KERNEL_MIN, kernel_version
 
 
 def _skip_reason() -> str | None:
@@ -47,9 +47,9 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="module")
 def kernel_network():
     """A started, shaped and programmed 2tier-2plane network: yields (net, fabric)."""
-    from experiments.bringup import running
-    from experiments.cleanup import find_leftovers
-    from experiments.targets import KernelTarget
+    from experiments.dataplanes.targets import KernelTarget
+    from experiments.run.bringup import running
+    from experiments.run.cleanup import find_leftovers
     from topologies.model import load_topology
 
     with running(load_topology("2tier-2plane"), KernelTarget()) as network:
@@ -61,7 +61,7 @@ def kernel_network():
 def fabric_with_ebpf(kernel_network):
     """`kernel_network` with the eBPF switch program on its ports, or a skip saying why
     the program could not run here."""
-    from experiments import ebpf_switch
+    from experiments.dataplanes import ebpf_switch
 
     net, fabric = kernel_network
     if not net.ebpf_ports:

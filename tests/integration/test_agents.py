@@ -9,12 +9,12 @@ import sys
 import time
 from pathlib import Path
 
-from experiments.agents import AgentSet
+from experiments.analysis.metrics import read_events
+from experiments.dataplanes.targets import KernelTarget, apply_fault
 from experiments.faults import parse_faults
-from experiments.metrics import read_events
-from experiments.targets import KernelTarget, apply_fault
-from experiments.workload_run import run_transport
-from experiments.workloads import phases
+from experiments.run.agents import AgentSet
+from experiments.run.workload_run import run_transport
+from experiments.scenarios.workloads import phases
 from hosts import wire
 from hosts.protocol import MRC_HEADER_BYTES
 from topologies.paths import catalogue

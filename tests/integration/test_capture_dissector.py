@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from experiments.capture import Capture, parse_spec
-from experiments.targets import KernelTarget, apply_fault
-from experiments.workload_run import run_transport
-from experiments.workloads import phases
+from experiments.dataplanes.targets import KernelTarget, apply_fault
+from experiments.run.capture import Capture, parse_spec
+from experiments.run.workload_run import run_transport
+from experiments.scenarios.workloads import phases
 from hosts import protocol
 from topologies.resolved import write_resolved_topology
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.cleanup import find_leftovers
+from experiments.run.cleanup import find_leftovers
 
 pexpect = pytest.importorskip("pexpect", reason="pexpect drives the CLI (requirements-dev)")
 
@@ -22,7 +22,8 @@ UP_S, SEND_S, DOWN_S = 180, 60, 120
 
 
 def start_cli(tmp_path):
-    child = pexpect.spawn(sys.executable, ["-m", "experiments.cli", "--topo", "2tier-2plane",
+    child = pexpect.spawn(sys.executable, ["-m", "experiments.interactive.cli",
+                                           "--topo", "2tier-2plane",
                                            "--dataplane", "kernel", "--results", str(tmp_path)],
                           cwd=str(REPO), encoding="utf-8", timeout=SEND_S,
                           dimensions=(50, 200))

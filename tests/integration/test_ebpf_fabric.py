@@ -1,6 +1,6 @@
 """The eBPF switch program in a running kernel fabric (2tier-2plane, Mininet, root).
 
-The bring-up loads the program on every switch port (experiments/ebpf_switch.py); these
+The bring-up loads the program on every switch port (experiments/dataplanes/ebpf_switch.py); these
 tests play real transfers through it and read its counters, as a run's summary does:
 - an incast (the shipped incast-trim scenario) makes the last hop trim mrc's data, and
   the receiver NACK it, one NACK per trimmed header, its reason the trimmed header's
@@ -20,14 +20,14 @@ import sys
 import pytest
 
 from controller import ebpf_config as cfg
-from experiments import ebpf_switch
+from experiments.analysis.metrics import read_events, summarize
+from experiments.dataplanes import ebpf_switch
+from experiments.dataplanes.switch_counters import counter_totals
+from experiments.dataplanes.targets import KernelTarget, apply_fault
 from experiments.faults import parse_faults
-from experiments.metrics import read_events, summarize
-from experiments.scenario import load_scenario
-from experiments.switch_counters import counter_totals
-from experiments.targets import KernelTarget, apply_fault
-from experiments.workload_run import run_transport
-from experiments.workloads import phases
+from experiments.run.workload_run import run_transport
+from experiments.scenarios.scenario import load_scenario
+from experiments.scenarios.workloads import phases
 
 
 def play(net, fabric, transport, plan, faults, folder, protocol=None):

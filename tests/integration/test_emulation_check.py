@@ -1,4 +1,4 @@
-"""A run whose agents fall behind says so (experiments/health.py): the same small
+"""A run whose agents fall behind says so (experiments/analysis/health.py): the same small
 transfer on 2tier-2plane, once on a quiet machine with its links at a rate the agents
 drive with room to spare, and once at the topology's own rates (no cap) with every core
 kept busy by processes that compete with the agents. The busy run's summary.json marks

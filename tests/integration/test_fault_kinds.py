@@ -22,13 +22,13 @@ from dataclasses import replace
 
 import yaml
 
-from experiments import ebpf_switch
+from experiments.analysis.metrics import read_events
+from experiments.dataplanes import ebpf_switch
+from experiments.dataplanes.targets import KernelTarget, apply_fault
 from experiments.faults import parse_faults
-from experiments.metrics import read_events
-from experiments.scenario import load_scenario
-from experiments.targets import KernelTarget, apply_fault
-from experiments.workload_run import run_transport
-from experiments.workloads import phases
+from experiments.run.workload_run import run_transport
+from experiments.scenarios.scenario import load_scenario
+from experiments.scenarios.workloads import phases
 
 TRANSFER = {"src": 0, "dst": 3, "message_bytes": 2_000_000}
 

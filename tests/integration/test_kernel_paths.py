@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from experiments.checks import check_paths
-from experiments.kernel_target import KernelTarget
-from experiments.targets import apply_fault
+from experiments.dataplanes.kernel_target import KernelTarget
+from experiments.dataplanes.targets import apply_fault
+from experiments.run.checks import check_paths
 from tests.steps import step
 from topologies.network import set_link
 from topologies.paths import all_paths

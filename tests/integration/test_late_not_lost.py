@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from experiments.paper_rows import rows
+from experiments.paper.rows import rows
 from topologies.model import load_topology
 
 REPO = Path(__file__).resolve().parents[2]

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import time
 
-from experiments.agents import AgentSet
+from experiments.analysis.metrics import read_events
+from experiments.dataplanes.targets import KernelTarget, apply_fault
 from experiments.faults import parse_faults
-from experiments.metrics import read_events
-from experiments.targets import KernelTarget, apply_fault
-from experiments.workload_run import run_transport
-from experiments.workloads import phases
+from experiments.run.agents import AgentSet
+from experiments.run.workload_run import run_transport
+from experiments.scenarios.workloads import phases
 from hosts.protocol import EV_CHOICE_MASK, ev_choice, make_ev
 from topologies.paths import catalogue
 

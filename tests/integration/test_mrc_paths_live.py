@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import pytest
 
-from experiments import ebpf_switch
-from experiments.metrics import read_events, summarize
-from experiments.scenario import ScenarioError, available_scenarios, load_scenario
-from experiments.targets import KernelTarget, apply_fault
-from experiments.workload_run import run_transport
-from experiments.workloads import phases
+from experiments.analysis.metrics import read_events, summarize
+from experiments.dataplanes import ebpf_switch
+from experiments.dataplanes.targets import KernelTarget, apply_fault
+from experiments.run.workload_run import run_transport
+from experiments.scenarios.scenario import ScenarioError, available_scenarios, load_scenario
+from experiments.scenarios.workloads import phases
 
 
 def forwarded(counters: dict, tier: str) -> int:

@@ -1,8 +1,8 @@
 """PFC on the kernel data plane: a RoCE incast on a single-plane fabric loses nothing.
 
-The single-plane twin of 2tier-2plane (experiments/twin.py: 4 hosts, 2 racks, 2 T1s)
+The single-plane twin of 2tier-2plane (experiments/dataplanes/twin.py: 4 hosts, 2 racks, 2 T1s)
 is brought up as a run brings up the RoCE baseline's fabric, with the eBPF switch
-program on every port and the pauses it decides carried out (experiments/pfc.py). Every
+program on every port and the pauses it decides carried out (experiments/dataplanes/pfc.py). Every
 other host sends 1 MB to h0 at once with `roce-8-pfc` (PFC alone: without DCQCN
 nothing slows the senders before the last hop's queue passes XOFF), and then with
 `roce-8` (PFC and DCQCN). The lossless class must lose no packet anywhere; the pauses
@@ -15,20 +15,20 @@ from __future__ import annotations
 
 import pytest
 
-from experiments import ebpf_switch
-from experiments.metrics import read_events, summarize
-from experiments.switch_counters import counter_totals
-from experiments.targets import KernelTarget, apply_fault
-from experiments.twin import twin_of
-from experiments.workload_run import run_transport
-from experiments.workloads import phases
+from experiments.analysis.metrics import read_events, summarize
+from experiments.dataplanes import ebpf_switch
+from experiments.dataplanes.switch_counters import counter_totals
+from experiments.dataplanes.targets import KernelTarget, apply_fault
+from experiments.dataplanes.twin import twin_of
+from experiments.run.workload_run import run_transport
+from experiments.scenarios.workloads import phases
 from topologies.model import load_topology
 
 
 @pytest.fixture(scope="module")
 def twin_network():
-    from experiments.bringup import running
-    from experiments.cleanup import find_leftovers
+    from experiments.run.bringup import running
+    from experiments.run.cleanup import find_leftovers
 
     with running(twin_of(load_topology("2tier-2plane")), KernelTarget()) as network:
         if not network.net.ebpf_ports:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from experiments.cleanup import cleanup, find_leftovers
+from experiments.run.cleanup import cleanup, find_leftovers
 from topologies.resolved import read_resolved_topology
 
 REPO = Path(__file__).resolve().parents[2]

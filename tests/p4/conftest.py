@@ -77,7 +77,7 @@ def switch(tmp_path_factory):
     from controller.p4info import P4Info
     from controller.program import program_switch
     from controller.tables import all_tables
-    from experiments.bmv2_target import compile_program
+    from experiments.dataplanes.bmv2_target import compile_program
     from tests.fabrics import with_thresholds
     from topologies.bmv2 import prepare_ports, wait_for_port
     from topologies.model import load_topology
@@ -179,9 +179,9 @@ def test(dataplane):
 @pytest.fixture(scope="module")
 def bmv2_network():
     """2tier-2plane on BMv2, built and programmed as a run does: (network, target)."""
-    from experiments.bmv2_target import Bmv2Target
-    from experiments.bringup import running
-    from experiments.cleanup import find_leftovers
+    from experiments.dataplanes.bmv2_target import Bmv2Target
+    from experiments.run.bringup import running
+    from experiments.run.cleanup import find_leftovers
     from topologies.model import load_topology
 
     target = Bmv2Target()

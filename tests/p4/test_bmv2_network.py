@@ -9,11 +9,11 @@ for byte, while a link flaps. Skipped with the reason where BMv2 or p4c is missi
 
 from __future__ import annotations
 
-from experiments.checks import check_paths
+from experiments.analysis.metrics import read_events
 from experiments.faults import parse_faults
-from experiments.metrics import read_events
-from experiments.workload_run import run_transport
-from experiments.workloads import phases
+from experiments.run.checks import check_paths
+from experiments.run.workload_run import run_transport
+from experiments.scenarios.workloads import phases
 from tests.steps import step
 from topologies.paths import all_paths
 
@@ -35,7 +35,7 @@ def test_every_path_works_and_each_switch_got_one_write_batch(bmv2_network):
 
 
 def test_switch_reboot_and_blackhole_fail_exactly_the_paths_through_the_switch(bmv2_network):
-    from experiments.targets import apply_fault
+    from experiments.dataplanes.targets import apply_fault
 
     network, target = bmv2_network
     net, fabric = network.net, network.fabric
@@ -77,7 +77,7 @@ def test_link_flaps_fail_exactly_the_paths_over_the_link_and_leave_no_trace(bmv2
 
 
 def test_mrc_transfer_over_the_p4_switches_survives_a_flapping_link(bmv2_network, tmp_path):
-    from experiments.targets import apply_fault
+    from experiments.dataplanes.targets import apply_fault
 
     network, target = bmv2_network
     net, fabric = network.net, network.fabric

@@ -16,7 +16,7 @@ FIXTURE = Path(__file__).parents[1] / "unit" / "fixtures" / "mrc_switch.p4info.t
 
 @pytest.mark.compile_only
 def test_program_compiles_and_matches_the_controller(tmp_path):
-    from experiments.bmv2_target import compile_program
+    from experiments.dataplanes.bmv2_target import compile_program
 
     p4info_path, json_path = compile_program(tmp_path)
     assert json_path.stat().st_size > 0

@@ -7,7 +7,7 @@ Both switches are T0 `p0t0r0` of 2tier-2plane (port 0 -> h0, 1 -> h1, 2 -> T1 p0
 - kernel: a network namespace set up as the testbed sets up a KernelRouter (its
   sysctls, `router_setup_commands`, `switch_commands`), with the eBPF switch program,
   its htb classes, its traffic classes and its per-port settings (`port_config`) on
-  every port, as experiments/ebpf_switch.py `load_fabric` loads them (pinned under a
+  every port, as experiments/dataplanes/ebpf_switch.py `load_fabric` loads them (pinned under a
   folder of this test's own). Its ports carry the testbed's names and MACs
   (`p0t0r0-eth<N>`); their peers `mrcdk-t<N>` are in the root namespace.
 

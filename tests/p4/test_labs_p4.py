@@ -37,11 +37,11 @@ def build_lab(out: Path) -> tuple[Path, Path]:
 
 @pytest.fixture(scope="module", autouse=True)
 def lab_program():
-    """conftest.py's `switch` compiles with experiments.bmv2_target.compile_program: for
+    """conftest.py's `switch` compiles with experiments.dataplanes.bmv2_target.compile_program: for
     this module it compiles the lab program instead of p4src/'s (labs/p4lab.py reaches
     the real compiler through the module's original function). Autouse, so it is in
     place before the module's switch starts."""
-    from experiments import bmv2_target
+    from experiments.dataplanes import bmv2_target
 
     real = bmv2_target.compile_program
 

@@ -4,7 +4,7 @@ The shell finds the switch among the running simple_switch_grpc processes, conne
 reads the `my_usid` entry with its own syntax; while it is connected the testbed's
 controller is still primary (the shell never arbitrated); it cannot write; and the
 switch's tables are exactly the controller's afterwards. The interactive shell
-(`python -m experiments.p4shell --switch p0t0r0`, what `make p4shell` and the CLI's
+(`python -m experiments.interactive.p4shell --switch p0t0r0`, what `make p4shell` and the CLI's
 `p4shell` open) is driven from a pty. Skipped without BMv2 and p4c (tests/p4/conftest.py).
 """
 
@@ -18,7 +18,7 @@ import pytest
 from controller.bmv2_entries import MY_USID, table_entries
 from controller.p4runtime_session import SwitchSession
 from controller.tables import switch_tables
-from experiments.p4shell import ReadOnlyError, connect, disconnect, find_switch
+from experiments.interactive.p4shell import ReadOnlyError, connect, disconnect, find_switch
 
 REPO = Path(__file__).resolve().parents[2]
 SWITCH = "p0t0r0"
@@ -71,7 +71,8 @@ def test_the_shell_reads_my_usid_and_leaves_the_controllers_tables(bmv2_network)
 def test_the_interactive_shell_from_a_pty(bmv2_network):
     pexpect = pytest.importorskip("pexpect", reason="pexpect drives the shell")
     network, target = bmv2_network
-    child = pexpect.spawn(sys.executable, ["-m", "experiments.p4shell", "--switch", SWITCH],
+    child = pexpect.spawn(sys.executable, ["-m", "experiments.interactive.p4shell",
+                                           "--switch", SWITCH],
                           cwd=str(REPO), encoding="utf-8", timeout=60)
     try:
         child.expect("read-only")

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from experiments import bmv2_target
-from experiments.bmv2_target import Bmv2Target, choose_rate, machine_capacity, round_down
-from experiments.scenario import load_scenario, scaled
+from experiments.dataplanes import bmv2_target
+from experiments.dataplanes.bmv2_target import Bmv2Target, choose_rate, machine_capacity, round_down
+from experiments.scenarios.scenario import load_scenario, scaled
 from hosts.protocol import DATA_FRAME_BYTES, link_pps
 from topologies.bmv2 import switch_argv
 from topologies.model import load_topology

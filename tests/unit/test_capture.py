@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from experiments.capture import (
+from experiments.run.capture import (
     DEFAULT_SNAPLEN,
     PROCESS_PATTERN,
     Capture,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.cli import (
+from experiments.interactive.cli import (
     CommandError,
     SendRequest,
     ev_summary,
@@ -58,7 +58,7 @@ def test_send_mistakes_are_one_line(fabric, args, names):
 
 
 def test_on_a_multi_plane_fabric_roce_is_sent_with_at_planes(fabric):
-    from experiments.twin import fabric_of
+    from experiments.dataplanes.twin import fabric_of
 
     here = tuple(t for t in TRANSPORTS if fabric_of(t, fabric) is fabric)
     assert "roce-8@planes" in here and "roce-8" not in here and "mrc" in here

@@ -1,7 +1,7 @@
-"""The CLI's EV commands (`evs`, `ev`, experiments/cli_ev.py) without a network: parsing,
-every mistake one line naming the argument and the fix, the plane form of deny/allow as
-the scenarios' `deny` step, and each command run against agents that are the control
-API on the simulated network (hosts/mrc_ctl.py over real Endpoints)."""
+"""The CLI's EV commands (`evs`, `ev`, experiments/interactive/cli_ev.py) without a network:
+parsing, every mistake one line naming the argument and the fix, the plane form of
+deny/allow as the scenarios' `deny` step, and each command run against agents that are
+the control API on the simulated network (hosts/mrc_ctl.py over real Endpoints)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import re
 
 import pytest
 
-from experiments.agents import AgentError, AgentSet
-from experiments.cli_ev import EvCommands, EvRequest, parse_ev, parse_evs
+from experiments.dataplanes.targets import apply_fault
 from experiments.faults import Step
 from experiments.faults.kinds.controller import Deny
-from experiments.targets import apply_fault
+from experiments.interactive.cli_ev import EvCommands, EvRequest, parse_ev, parse_evs
+from experiments.run.agents import AgentError, AgentSet
 from hosts.config import ProtocolConfig
 from hosts.mrc_ctl import MrcCtl
 from hosts.protocol import make_ev

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.fabric_lock import FabricBusy, FabricLock, Holder
+from experiments.run.fabric_lock import FabricBusy, FabricLock, Holder
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 HOLDER = """
 import sys
 from pathlib import Path
-from experiments.fabric_lock import FabricLock
+from experiments.run.fabric_lock import FabricLock
 with FabricLock(command="make run-experiment", path=Path(sys.argv[1])) as lock:
     lock.set_folder(sys.argv[2])
     print("locked", flush=True)
@@ -88,7 +88,7 @@ def test_two_holders_in_one_process_conflict_too(tmp_path):
 def test_a_holder_that_has_not_written_yet_is_named_as_unknown(tmp_path, monkeypatch):
     import fcntl
 
-    from experiments import fabric_lock
+    from experiments.run import fabric_lock
 
     monkeypatch.setattr(fabric_lock, "CONTENT_WAIT_S", 0.05)
     lock_file = tmp_path / "fabric.lock"

@@ -11,13 +11,13 @@ import os
 
 import pytest
 
-from experiments.agents import AgentSet
+from experiments.dataplanes.reroute import RoutingState
+from experiments.dataplanes.targets import apply_fault
+from experiments.dataplanes.twin import twin_of
 from experiments.faults import Env, FaultError, FaultInjector, NotOnTwin, parse_faults
 from experiments.faults.kinds.controller import AgentsNeeded, Deny
-from experiments.reroute import RoutingState
-from experiments.scenario import check_scenario
-from experiments.targets import apply_fault
-from experiments.twin import twin_of
+from experiments.run.agents import AgentSet
+from experiments.scenarios.scenario import check_scenario
 from tests.steps import step
 from topologies.model import load_topology
 from topologies.paths import catalogue

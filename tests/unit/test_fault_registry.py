@@ -8,11 +8,11 @@ import dataclasses
 
 import pytest
 
+from experiments.dataplanes.reroute import RoutingState
+from experiments.dataplanes.targets import apply_fault
 from experiments.faults import KINDS, Env, Fault, FaultError, FaultInjector, Step, parse_faults
 from experiments.faults.base import link_of, link_route
-from experiments.reroute import RoutingState
-from experiments.scenario import check_scenario
-from experiments.targets import apply_fault
+from experiments.scenarios.scenario import check_scenario
 from topologies.model import Fabric
 
 

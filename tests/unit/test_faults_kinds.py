@@ -9,7 +9,8 @@ import itertools
 
 import pytest
 
-from experiments.ebpf_switch import fault_ports
+from experiments.dataplanes.ebpf_switch import fault_ports
+from experiments.dataplanes.targets import apply_fault
 from experiments.faults import (
     FaultError,
     FaultInjector,
@@ -17,7 +18,6 @@ from experiments.faults import (
     parse_faults,
 )
 from experiments.faults.kinds.link import OneWayCut, links_fail_pick, max_links_fail
-from experiments.targets import apply_fault
 from tests.steps import step
 from topologies.ebpf_program import EbpfError
 from topologies.model import build_fabric
@@ -101,7 +101,7 @@ def test_bad_switch_and_link_down_entries(fabric, entry, match):
 
 
 def test_a_one_way_link_down_is_a_full_loss_on_the_sending_port(fabric, monkeypatch):
-    from experiments import ebpf_switch
+    from experiments.dataplanes import ebpf_switch
 
     written = []
     monkeypatch.setattr(ebpf_switch, "set_loss",
@@ -290,7 +290,7 @@ class UnknownQdisc:
 
 def test_a_one_way_cut_where_ebpf_cannot_run_fails_with_the_reason(fabric, monkeypatch,
                                                                    tmp_path):
-    from experiments import ebpf_switch
+    from experiments.dataplanes import ebpf_switch
 
     (down,) = parse_faults([{"kind": "link-down", "link": ["h0", "p0t0r0"], "from": "h0",
                              "at_s": 0}], fabric)

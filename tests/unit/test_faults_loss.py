@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 
 from controller import ebpf_config as cfg
-from experiments.bringup import Network
-from experiments.ebpf_switch import EbpfStatus
+from experiments.analysis.report import write_report
+from experiments.dataplanes.ebpf_switch import EbpfStatus
+from experiments.dataplanes.kernel_target import KernelTarget
+from experiments.dataplanes.switch_counters import counter_totals
 from experiments.faults import FaultError, FaultInjector, parse_faults
-from experiments.kernel_target import KernelTarget
-from experiments.report import write_report
-from experiments.switch_counters import counter_totals
+from experiments.run.bringup import Network
 from tests.steps import step
 from topologies.addressing import parse_usids
 from topologies.shaping import ShapingFeatures
@@ -180,7 +180,7 @@ def test_the_report_shows_the_switch_counters_of_each_transport(tmp_path):
 
 
 def test_a_program_that_cannot_be_built_is_a_reason_not_an_error(tmp_path, monkeypatch):
-    from experiments import ebpf_switch
+    from experiments.dataplanes import ebpf_switch
 
     source = tmp_path / "mrc_switch.bpf.c"
     source.write_text("")

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from experiments.faults import FaultError, FaultInjector, parse_faults
-from experiments.workloads import WorkloadError, phases
+from experiments.scenarios.workloads import WorkloadError, phases
 from hosts.payload import CHUNK, build, check, message_bytes, message_seed, verify
 from tests.fabrics import hosts
 from tests.steps import step

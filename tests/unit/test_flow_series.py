@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.metrics import (
+from experiments.analysis.metrics import (
     SERIES_POINTS_PER_TRANSPORT,
     flow_curves,
     flow_mbps,
@@ -16,8 +16,8 @@ from experiments.metrics import (
     summarize,
     victim_throughput,
 )
-from experiments.plots import MAX_FLOW_LINES, flow_lines, flows_plot
-from experiments.workload_run import TransferResult, TransportRun
+from experiments.analysis.plots import MAX_FLOW_LINES, flow_lines, flows_plot
+from experiments.run.workload_run import TransferResult, TransportRun
 from hosts.simnet import SimNet
 
 START = 100.0

@@ -3,7 +3,7 @@ packets late against lost (pure)."""
 
 from __future__ import annotations
 
-from experiments.health import emulation, loop_lag
+from experiments.analysis.health import emulation, loop_lag
 
 
 def loop(p99: float, worst: float = 50.0) -> dict:

@@ -166,8 +166,8 @@ MODEL = "from __future__ import annotations\nfrom dataclasses import dataclass\n
     ("controller.kernel", "def f():\n    from topologies import nodes\n",
      "controller.kernel:2 imports topologies.nodes: the logic layer may not import the "
      "nodes layer"),
-    ("hosts.sender", "import experiments.runner\n",
-     "hosts.sender:1 imports experiments.runner: the logic layer may not import the top layer"),
+    ("hosts.sender", "import experiments.run.runner\n",
+     "hosts.sender:1 imports experiments.run.runner: the logic layer may not import the top layer"),
     ("controller.tables", "from . import kernel\n",
      "controller.tables:1 imports controller.kernel: the model layer may not import the "
      "logic layer"),
@@ -178,7 +178,7 @@ def test_an_upward_import_is_named(module, source, expected):
     sources = {"topologies.model": MODEL, "topologies.network": MODEL,
                "topologies.nodes": MODEL, "controller.kernel": MODEL,
                "controller.tables": MODEL, "hosts.sender": MODEL, "hosts.agent": MODEL,
-               "experiments.runner": MODEL}
+               "experiments.run.runner": MODEL}
     sources[module] = source
     assert violations(sources) == [expected]
 
@@ -191,7 +191,8 @@ def test_downward_and_same_layer_imports_pass():
         "controller.tables": "from topologies.model import Fabric\n",
         "topologies.network": "from mininet.net import Mininet\nfrom topologies.nodes import X\n",
         "topologies.nodes": "from topologies.addressing import intf_name\n",
-        "experiments.targets": "from controller.kernel import x\nfrom topologies.nodes import y\n",
+        "experiments.dataplanes.targets":
+            "from controller.kernel import x\nfrom topologies.nodes import y\n",
     }
     assert violations(sources) == []
 
@@ -213,3 +214,72 @@ def test_an_upward_import_in_a_file_on_disk_is_found(tmp_path):
 def test_a_module_without_a_layer_is_named():
     with pytest.raises(LayerError, match="topologies.fresh has no layer: add it to LAYERS"):
         violations({"topologies.fresh": MODEL})
+
+
+# Within experiments/, the subpackages by job have a direction of their own: what a
+# run's records say (analysis/) needs nothing of how a run is made; the scenario model,
+# the fault kinds and the data-plane adapters (one tier, whose parts may import each
+# other: a fault applies itself on a target, a fault's fields name roles) need no runner; the lifecycle and
+# the runner (run/) serve the entry points above them, which do not import each other.
+EXPERIMENT_TIERS = {
+    "analysis": 0,
+    "scenarios": 1, "faults": 1, "dataplanes": 1,
+    "run": 2,
+    "interactive": 3, "paper": 3,
+}
+
+
+def experiment_tier(module: str) -> tuple[str, int] | None:
+    parts = module.split(".")
+    if parts[0] != "experiments" or len(parts) < 3 and parts[-1] != "__main__":
+        return None
+    if parts[1] == "__main__":
+        return "__main__", 3
+    if parts[1] not in EXPERIMENT_TIERS:
+        raise LayerError(f"{module}: experiments/{parts[1]}/ has no tier: add it to "
+                         f"EXPERIMENT_TIERS in {Path(__file__).name}")
+    return parts[1], EXPERIMENT_TIERS[parts[1]]
+
+
+def tier_violations(sources: dict[str, str]) -> list[str]:
+    known = set(sources)
+    problems = []
+    for module, source in sorted(sources.items()):
+        mine = experiment_tier(module)
+        if mine is None:
+            continue
+        for line, target in imports(module, source, known):
+            theirs = experiment_tier(target)
+            if theirs is None or theirs[0] == mine[0]:
+                continue
+            # One tier imports the tiers below it; tier 1's parts also each other.
+            if theirs[1] > mine[1] or theirs[1] == mine[1] != 1:
+                problems.append(f"{module}:{line} imports {target}: experiments/{mine[0]}/ "
+                                f"may not import experiments/{theirs[0]}/")
+    return problems
+
+
+def test_every_experiments_module_sits_in_a_subpackage_by_job():
+    loose = [path.name for path in (REPO / "experiments").glob("*.py")
+             if path.name not in ("__init__.py", "__main__.py")]
+    assert loose == [], f"put these in a subpackage of experiments/ by their job: {loose}"
+
+
+def test_experiments_subpackages_import_downwards_only():
+    sources = project_sources(REPO)
+    assert "experiments.run.lifecycle" in sources and "experiments.analysis.metrics" in sources
+    assert tier_violations(sources) == []
+
+
+@pytest.mark.parametrize("module, source, expected", [
+    ("experiments.analysis.metrics", "from experiments.run import runner\n",
+     "experiments.analysis.metrics:1 imports experiments.run.runner: experiments/analysis/ "
+     "may not import experiments/run/"),
+    ("experiments.paper.replay", "from experiments.interactive.cli import main\n",
+     "experiments.paper.replay:1 imports experiments.interactive.cli: experiments/paper/ "
+     "may not import experiments/interactive/"),
+])
+def test_a_sideways_or_upward_subpackage_import_is_named(module, source, expected):
+    sources = {module: source, "experiments.run.runner": MODEL,
+               "experiments.interactive.cli": MODEL}
+    assert tier_violations(sources) == [expected]

@@ -189,8 +189,8 @@ def test_lab05_catches_a_broken_rule(tmp_path, old, new, failing):
 
 # ------------------------------------------------------------------ Lab 06
 def test_lab06_solution_runs_have_every_field_a_real_summary_has():
-    from experiments.metrics import summarize
-    from experiments.workload_run import TransferResult, TransportRun
+    from experiments.analysis.metrics import summarize
+    from experiments.run.workload_run import TransferResult, TransportRun
 
     run = TransportRun("mrc", 0.0, 1.0, [TransferResult(0, 1, 0, 10, "victim", 0, 0.0, 0.5)])
     keys = set(summarize(run, []))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from experiments.metrics import (
+from experiments.analysis.metrics import (
     goodput_series,
     path_failure_recovery,
     percentile,
@@ -12,9 +12,9 @@ from experiments.metrics import (
     summarize,
     workload_ok,
 )
-from experiments.plots import fct_cdf_plot, goodput_plot, path_state_plot
-from experiments.report import write_report
-from experiments.workload_run import TransferResult, TransportRun
+from experiments.analysis.plots import fct_cdf_plot, goodput_plot, path_state_plot
+from experiments.analysis.report import write_report
+from experiments.run.workload_run import TransferResult, TransportRun
 
 
 def synthetic(tmp_path):

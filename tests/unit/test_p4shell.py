@@ -16,7 +16,7 @@ import pytest
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from experiments.p4shell import (
+from experiments.interactive.p4shell import (
     ReadOnlyError,
     RunningSwitch,
     SwitchNotRunning,
@@ -138,7 +138,7 @@ def test_a_switch_that_is_not_running_is_one_line_naming_the_fix():
 def test_writing_is_for_the_fabric_lock_holder_and_the_shell_it_started():
     # The writing session itself is exercised on a sandbox switch by Lab 07's check
     # (tests/unit/test_lab_shortcuts.py): its entries are read back from the switch.
-    from experiments.p4shell import may_write
+    from experiments.interactive.p4shell import may_write
 
     assert may_write(100, pid=100, parent=1)  # a lab check that built its own fabric
     assert may_write(100, pid=200, parent=100)  # `p4shell s write` started by make cli

@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from experiments.calibration import DEFAULT_MBIT_PER_CORE, cap_for
-from experiments.paper import FEATURES, checked_rows, main, write_paper
-from experiments.paper_judge import JUDGES, Measured
-from experiments.paper_rows import BASELINE, rows
-from experiments.play import Pass
+from experiments.paper.judge import JUDGES, Measured
+from experiments.paper.replay import FEATURES, checked_rows, main, write_paper
+from experiments.paper.rows import BASELINE, rows
+from experiments.run.calibration import DEFAULT_MBIT_PER_CORE, cap_for
+from experiments.run.play import Pass
 from topologies.model import load_topology, with_rate_cap
 
 
@@ -150,7 +150,7 @@ def test_an_unknown_row_is_one_line_and_exit_2(capsys):
 
 
 def test_link_rows_are_bounded_by_the_plane_that_lost_most():
-    from experiments.paper_judge import worst_plane_loss
+    from experiments.paper.judge import worst_plane_loss
 
     fabric = with_rate_cap(load_topology("2tier-8plane"), 2.5)
     table = {c.row.key: (c.row, c.scenario) for c in checked_rows(fabric, None)}

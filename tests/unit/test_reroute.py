@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from experiments.dataplanes.reroute import RouteEvent, RoutingState, route_events
 from experiments.faults import parse_faults
-from experiments.reroute import RouteEvent, RoutingState, route_events
-from experiments.workload_run import with_routing
+from experiments.run.workload_run import with_routing
 from hosts.baseline import RoceSender, Routes, route_delay
 from hosts.config import ProtocolConfig
 from hosts.simnet import Outage, SimNet

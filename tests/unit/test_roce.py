@@ -9,7 +9,7 @@ import heapq
 
 import pytest
 
-from experiments.twin import twin_of
+from experiments.dataplanes.twin import twin_of
 from hosts import protocol, wire
 from hosts.agent import Agent
 from hosts.baseline import RoceSender

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments import dataplane
-from experiments.scenario import ScenarioError, load_scenario
+from experiments.dataplanes import choice as dataplane
+from experiments.scenarios.scenario import ScenarioError, load_scenario
 from topologies import size
 from topologies.bmv2 import queue_commands
 from topologies.model import LinkParams, load_topology
@@ -115,7 +115,7 @@ def test_run_rejects_bad_dataplane_in_one_line():
 
 @pytest.mark.parametrize("cap", [None, 2.5, 0.43])
 def test_agents_work_on_the_fabric_the_run_built_at_its_capped_rate(tmp_path, cap):
-    from experiments.agents import agent_config
+    from experiments.run.agents import agent_config
     from hosts.agent import AgentConfig
     from hosts.config import ProtocolConfig
     from hosts.endpoint import link_adjusted

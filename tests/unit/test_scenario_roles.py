@@ -6,8 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from experiments import roles
-from experiments.scenario import NotApplicable, available_scenarios, check_scenario, load_scenario
+from experiments.scenarios import roles
+from experiments.scenarios.scenario import (
+    NotApplicable,
+    available_scenarios,
+    check_scenario,
+    load_scenario,
+)
 from topologies.errors import UserError
 from topologies.model import available_topologies, load_topology
 

@@ -13,8 +13,8 @@ import threading
 import pytest
 
 from experiments import __main__ as cli
-from experiments import dataplane
-from experiments.scenario import available_scenarios, load_scenario
+from experiments.dataplanes import choice as dataplane
+from experiments.scenarios.scenario import available_scenarios, load_scenario
 from topologies.model import load_topology
 
 # A value whose last list nests aliases nine levels deep: 10^9 elements if expanded.
@@ -150,7 +150,8 @@ def test_the_scenario_is_checked_against_the_topology(tmp_path, capsys, no_run):
 
 def test_a_target_that_cannot_be_created_is_one_line_and_leaves_no_folder(
         tmp_path, capsys, monkeypatch):
-    from experiments import lifecycle, targets
+    from experiments.dataplanes import targets
+    from experiments.run import lifecycle
     from topologies.bmv2 import Bmv2Error
 
     def broken(name, program=None):
@@ -173,7 +174,8 @@ def test_a_target_that_cannot_be_created_is_one_line_and_leaves_no_folder(
 
 
 def test_a_results_folder_that_cannot_be_made_is_one_line(tmp_path, capsys, monkeypatch):
-    from experiments import lifecycle, targets
+    from experiments.dataplanes import targets
+    from experiments.run import lifecycle
 
     monkeypatch.setattr(dataplane, "choose", lambda requested: ("kernel", "requested"))
     monkeypatch.setattr(lifecycle, "require_root", lambda what: None)
@@ -191,7 +193,7 @@ def test_a_results_folder_that_cannot_be_made_is_one_line(tmp_path, capsys, monk
 
 def test_a_rate_cap_that_is_not_one_is_one_line_and_leaves_no_folder(
         tmp_path, capsys, monkeypatch):
-    from experiments import lifecycle
+    from experiments.run import lifecycle
 
     monkeypatch.setattr(dataplane, "choose", lambda requested: ("kernel", "requested"))
     monkeypatch.setattr(lifecycle, "require_root", lambda what: None)
@@ -208,7 +210,7 @@ def test_a_rate_cap_that_is_not_one_is_one_line_and_leaves_no_folder(
 
 
 def test_a_rate_cap_in_mbits_caps_every_link_and_says_so():
-    from experiments.lifecycle import Progress, _agents_cap
+    from experiments.run.lifecycle import Progress, _agents_cap
     from topologies.model import load_topology
 
     fabric = load_topology("2tier-2plane")  # links at 20 Mbit/s

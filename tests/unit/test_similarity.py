@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
+from experiments.analysis.report import write_report
+from experiments.analysis.similarity import headline, proportions
 from experiments.faults import parse_faults
-from experiments.paper import combine, median_run, spread
-from experiments.paper_judge import Verdict
-from experiments.play import Pass
-from experiments.report import write_report
-from experiments.similarity import headline, proportions
-from experiments.workloads import phases
+from experiments.paper.judge import Verdict
+from experiments.paper.replay import combine, median_run, spread
+from experiments.run.play import Pass
+from experiments.scenarios.workloads import phases
 from topologies.model import load_topology, with_rate_cap, without_delay
 
 

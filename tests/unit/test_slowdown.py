@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.slowdown import describe, slowdown, slowdowns
+from experiments.analysis.slowdown import describe, slowdown, slowdowns
 
 
 def block(transport, seconds, ok=True, goodput=None):

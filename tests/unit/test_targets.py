@@ -20,10 +20,10 @@ from controller.kernel import (
     switch_commands,
 )
 from controller.tables import switch_tables
-from experiments.bmv2_target import Bmv2Target
-from experiments.bringup import host_params
-from experiments.kernel_target import KernelTarget
-from experiments.targets import TARGETS, Target, make_target
+from experiments.dataplanes.bmv2_target import Bmv2Target
+from experiments.dataplanes.kernel_target import KernelTarget
+from experiments.dataplanes.targets import TARGETS, Target, make_target
+from experiments.run.bringup import host_params
 from topologies.nodes import CommandError, run_commands
 
 

@@ -7,9 +7,9 @@ import dataclasses
 
 import pytest
 
+from experiments.dataplanes.twin import by_fabric, fabric_of, twin_of, twin_steps
 from experiments.faults import KINDS
-from experiments.scenario import check_scenario
-from experiments.twin import by_fabric, fabric_of, twin_of, twin_steps
+from experiments.scenarios.scenario import check_scenario
 from topologies.model import load_topology
 
 EIGHT = load_topology("2tier-8plane")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.workloads import MAX_SIZES, WorkloadError, phases
+from experiments.scenarios.workloads import MAX_SIZES, WorkloadError, phases
 from tests.fabrics import hosts
 
 

@@ -119,7 +119,7 @@ class OneWayCut(Fault, register=False):
         return (f"{self.sender}>{self.receiver}",)
 
     def apply(self, env: Env, up: bool) -> None:
-        from experiments import ebpf_switch
+        from experiments.dataplanes import ebpf_switch
 
         ebpf_switch.set_loss(env.net, env.fabric, sorted(self.ebpf_ports(env.fabric)),
                              0.0 if up else ONE_WAY_LOSS)

@@ -7,7 +7,7 @@
   `spine`, or every path through a T1 (`switch`).
 
 Both act on the ports that send the packets (the program is loaded there in
-faults-only mode where it does not run already, experiments/ebpf_switch.py), so they
+faults-only mode where it does not run already, experiments/dataplanes/ebpf_switch.py), so they
 need no netem. Routing sees neither: no link goes down.
 """
 
@@ -78,7 +78,7 @@ class Loss(LossFault):
         return tuple(f"{a}>{b}" for a, b in self.links)
 
     def apply(self, env: Env, up: bool) -> None:
-        from experiments import ebpf_switch
+        from experiments.dataplanes import ebpf_switch
 
         ebpf_switch.set_loss(env.net, env.fabric, self.ports(env.fabric),
                              0.0 if up else self.probability)
@@ -143,7 +143,7 @@ class GrayLoss(LossFault):
         return self.path if self.path is not None else (self.switch,)
 
     def apply(self, env: Env, up: bool) -> None:
-        from experiments import ebpf_switch
+        from experiments.dataplanes import ebpf_switch
 
         ebpf_switch.set_gray_loss(env.net, env.fabric, self.entries(env.fabric),
                                   None if up else self.probability)

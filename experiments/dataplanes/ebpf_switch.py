@@ -1,0 +1,204 @@
+"""The eBPF switch program on a running fabric: loaded at bring-up, faults, counters, PFC.
+
+The program (ebpf/mrc_switch.bpf.c, docs/ebpf-switch.md) and its settings
+(controller/ebpf_config.py) exist apart from any network; this module puts them on one:
+
+- `prepare(pid)` builds the object when it is stale and tries it in the namespace of a
+  scratch node; a build error or a kernel that refuses it is the reason, said in the
+  run summary, why the run goes on without it;
+- `load_fabric()` loads the program once and attaches it to every port of the fabric:
+  each switch port with the htb classes it picks from and that port's settings (the
+  values the P4 program gets), each host port in faults-only mode; one tc batch per
+  node, one bpftool batch for every map entry;
+- `fault_port()` puts it on a port in faults-only mode where it is not yet (on bmv2,
+  the switch ends of the links, which live in the root namespace beside BMv2);
+- `set_loss()` / `set_gray_loss()` write the `loss` and `gray-loss` faults (and a
+  one-way `link-down`, a loss of 1.0) into the maps, and clear them;
+- `read_counters()` reads every port's counters and the time its lossless queue spent
+  paused by PFC.
+
+The network keeps the program (`net.ebpf`) and the ports it runs on (`net.ebpf_ports`:
+(node, interface) -> ifindex), so a fault applied by any caller finds them; PFC's pause
+and resume are carried out by experiments/dataplanes/pfc.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from controller import ebpf_config as cfg
+from controller.tables import switch_tables
+from experiments.dataplanes.switch_counters import Counters
+from topologies.ebpf_program import EbpfError, EbpfProgram, build, ebpf_available
+from topologies.model import Fabric
+from topologies.network import FabricNet
+
+
+@dataclass(frozen=True)
+class EbpfStatus:
+    """Whether the program can run on this machine, and if not, why."""
+
+    available: bool
+    reason: str
+
+
+def prepare(pid: int | None) -> EbpfStatus:
+    """Build the program if its sources changed, and try it in the namespace of `pid`
+    (a scratch node). A failed build is a reason, not an error: the run then goes on
+    without the program."""
+    try:
+        build(cfg.compile_command(), cfg.OBJECT, cfg.BUILD_INPUTS)
+    except EbpfError as err:
+        # One line for the summary: what failed and the compiler's first complaint.
+        return EbpfStatus(False, "no eBPF switch program: "
+                          + " ".join(str(err).splitlines()[:2]).strip())
+    return EbpfStatus(*ebpf_available(cfg.OBJECT, pid))
+
+
+def _program(net: FabricNet) -> EbpfProgram:
+    """The fabric's program, loaded on first use."""
+    if net.ebpf is None:
+        program = EbpfProgram(cfg.OBJECT)
+        program.load()
+        net.ebpf = program
+    return net.ebpf
+
+
+def _indexes(net: FabricNet, node: str) -> dict[str, int]:
+    return net.link_state.indexes(net.get(node).pid)
+
+
+def load_fabric(net: FabricNet, fabric: Fabric, priority_share: float | None = None) -> int:
+    """The program on every port: switch ports with their htb classes and settings,
+    host ports in faults-only mode (and as PFC's last hop back to the NIC). Returns the
+    tc commands and map writes made."""
+    program = _program(net)
+    index = {}  # (node, interface) -> ifindex, over the whole fabric
+    for node in (*fabric.hosts, *fabric.switches):
+        found = _indexes(net, node.name)
+        for port in fabric.ports(node.name):
+            index[(node.name, port.intf)] = found[port.intf]
+    if len(set(index.values())) != len(index):
+        raise EbpfError("two ports of the fabric share an interface index: the program's "
+                        "maps, keyed by it, cannot tell them apart")
+    count, writes = 0, []
+    for switch in fabric.switches:
+        tables = switch_tables(fabric, switch)
+        roles = {role.port: role for role in tables.ports}
+        qdiscs = []
+        for port in fabric.ports(switch.name):
+            link = fabric.link_params(port.tier)
+            qdiscs += cfg.qdisc_commands(port.intf, link, priority_share,
+                                         fabric.spec.trim_size_bytes)
+            peer = index[(port.peer, fabric.ports(port.peer)[port.peer_port].intf)]
+            writes.append(cfg.port_config(tables, roles[port.number], link, peer)
+                          .write(index[(switch.name, port.intf)]))
+        count += program.attach(net.get(switch.name).pid,
+                                [p.intf for p in fabric.ports(switch.name)], qdiscs)
+        writes += cfg.class_writes(tables)
+    for host in fabric.hosts:
+        count += program.attach(net.get(host.name).pid,
+                                [p.intf for p in fabric.ports(host.name)])
+        for port in fabric.ports(host.name):
+            peer = index[(port.peer, fabric.ports(port.peer)[port.peer_port].intf)]
+            writes.append(cfg.faults_only_config(fabric.link_params(port.tier), peer)
+                          .write(index[(host.name, port.intf)]))
+    for ifindex in index.values():
+        writes += cfg.fresh_state_writes(ifindex, program.sizes)
+    count += program.write(writes)
+    net.ebpf_ports.update(index)
+    return count
+
+
+def fault_port(net: FabricNet, fabric: Fabric, node: str, intf: str) -> int:
+    """The ifindex of a port running the program, which is put on it in faults-only
+    mode if it does not run there yet (on bmv2: the switch ends beside BMv2, in the root
+    namespace)."""
+    ifindex = net.ebpf_ports.get((node, intf))
+    if ifindex is not None:
+        return ifindex
+    need = "loss, gray-loss and one-way link-down faults need the eBPF switch program"
+    if not cfg.OBJECT.exists():
+        raise EbpfError(f"{node} {intf}: {need}, which is not built ({cfg.OBJECT}; clang, "
+                        "libbpf-dev: make deps)")
+    (port,) = [p for p in fabric.ports(node) if p.intf == intf]
+    item = net.get(node)
+    pid = item.pid if item.inNamespace else None  # BMv2 switches live in the root one
+    try:
+        program = _program(net)
+        program.attach(pid, [intf])
+        ifindex = (net.link_state.indexes(pid) if pid else _root_indexes())[intf]
+        program.write([cfg.faults_only_config(fabric.link_params(port.tier)).write(ifindex),
+                       *cfg.fresh_state_writes(ifindex, program.sizes)])
+    except EbpfError as err:
+        raise EbpfError(f"{node} {intf}: {need}, which this machine did not load: "
+                        + " ".join(str(err).split())) from err
+    net.ebpf_ports[(node, intf)] = ifindex
+    return ifindex
+
+
+def _root_indexes() -> dict[str, int]:
+    import socket
+
+    return {name: index for index, name in socket.if_nameindex()}
+
+
+def fault_ports(fabric: Fabric, steps) -> set[tuple[str, str]]:
+    """(node, interface) of every port whose eBPF maps a step of the timeline writes."""
+    return {port for step in steps for port in step.fault.ebpf_ports(fabric)}
+
+
+def prepare_faults(net: FabricNet, fabric: Fabric, steps) -> int:
+    """Put the program, before traffic starts, on every port a loss fault or a one-way
+    link-down of the timeline will use, so that applying the fault is only a map write.
+    Returns the ports it was put on."""
+    new = [p for p in sorted(fault_ports(fabric, steps)) if p not in net.ebpf_ports]
+    for node, intf in new:
+        fault_port(net, fabric, node, intf)
+    return len(new)
+
+
+def set_loss(net: FabricNet, fabric: Fabric, ports: list[tuple[str, str]],
+             probability: float) -> None:
+    """Random loss of `probability` (0 clears it) on each (node, interface)."""
+    writes = [cfg.loss_write(fault_port(net, fabric, node, intf), probability)
+              for node, intf in ports]
+    _program(net).write(writes)
+
+
+def set_gray_loss(net: FabricNet, fabric: Fabric, entries: list[tuple[str, str, str, int]],
+                  probability: float | None) -> None:
+    """Gray loss of `probability` (None clears it) of the packets to each destination
+    prefix, on the port that sends them: entries are (node, interface, address,
+    prefix length)."""
+    writes = []
+    for node, intf, address, prefix_len in entries:
+        ifindex = fault_port(net, fabric, node, intf)
+        writes.append(cfg.gray_loss_clear(ifindex, address, prefix_len) if probability is None
+                      else cfg.gray_loss_write(ifindex, address, probability, prefix_len))
+    _program(net).write(writes)
+
+
+def _by_port(net: FabricNet, name: str, decode: Callable[[bytes], object]) -> dict:
+    """A map's entries of every port the program runs on: node -> interface -> value."""
+    where = {ifindex: port for port, ifindex in net.ebpf_ports.items()}
+    out: dict = {}
+    for key, value in net.ebpf.dump(name):
+        port = where.get(int.from_bytes(key, "little"))
+        if port is not None:
+            out.setdefault(port[0], {})[port[1]] = decode(value)
+    return out
+
+
+def read_counters(net: FabricNet) -> Counters:
+    """Every port's counters: node -> interface -> {forwarded, trim_pkts, ...}, and
+    `pfc_paused_us`, the time its lossless queue has spent paused by PFC so far (pauses
+    that ended)."""
+    counters = _by_port(net, cfg.COUNTERS_MAP, cfg.decode_counters)
+    paused = _by_port(net, cfg.STATE_MAP,
+                      lambda value: cfg.STATE_PAUSED_TOTAL.unpack_from(value)[0] // 1000)
+    for node, ports in counters.items():
+        for intf, values in ports.items():
+            values["pfc_paused_us"] = paused.get(node, {}).get(intf, 0)
+    return counters

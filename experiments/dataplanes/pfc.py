@@ -1,0 +1,84 @@
+"""PFC on the kernel data plane: the pauses the eBPF switch program decides, carried out
+at the sending NICs.
+
+The program (ebpf/mrc_switch.bpf.c) keeps the lossless class lossless in its model: it
+counts the bytes each ingress port has queued in its switch, and past XOFF it pauses
+the port at the other end of that link (that port's lossless virtual queue stops
+draining, so its own ingress fills in turn: the pause spreads hop by hop), below XON it
+resumes it, and it puts an event on its `pfc_events` ring each time. This module reads
+the ring in a thread and carries out the pauses of the hosts' ports: the agent of a
+paused NIC port is told (`pause` command, hosts/agent.py) and stops sending lossless
+data on that plane until told again, within a millisecond or so.
+
+A switch port's pause stays in the model (its virtual queue, counters and paused
+time): the real packets behind it are not held. htb, the only scheduler of this kernel
+that could hold them (no `plug` qdisc), cannot let a held class go again promptly: a
+class slowed to nothing is scheduled to send its next packet when its tokens allow,
+seconds later, whatever its rate becomes. So the real lossless queues are deep enough
+never to drop (controller/tables.py LOSSLESS_QUEUE_FACTOR) and the senders are held
+where a real fabric's pauses end: at their NICs (docs/protocol.md "The RoCE baseline":
+what is emulated and what is not). Pause counts and paused time are the program's
+(experiments/dataplanes/ebpf_switch.py `read_counters`).
+"""
+
+from __future__ import annotations
+
+import threading
+
+from controller import ebpf_config as cfg
+from topologies.ebpf_program import RingReader
+from topologies.model import Fabric
+
+POLL_S = 0.05  # how long the reader waits for an event before looking at `stop`
+
+
+class PfcController:
+    """Reads the pause events of a fabric's eBPF program and pauses the NICs they name."""
+
+    def __init__(self, net, fabric: Fabric):
+        self.net, self.fabric = net, fabric
+        self.where = {ifindex: port for port, ifindex in net.ebpf_ports.items()}
+        self.hosts = {h.name: h.index for h in fabric.hosts}
+        self.paused: set[tuple[str, str]] = set()  # host ports paused now
+        self.events = 0
+        self.errors: list[str] = []
+        self.reader = RingReader(net.ebpf.map_path(cfg.EVENTS_MAP),
+                                 net.ebpf.entries[cfg.EVENTS_MAP])
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="pfc", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for record in self.reader.read(POLL_S):
+                kind, ifindex, _ = cfg.decode_pfc_event(record)
+                port = self.where.get(ifindex)
+                if port is None or port[0] not in self.hosts:
+                    continue  # a switch port: paused in the program's model alone
+                self.events += 1
+                try:
+                    self._pause_nic(*port, kind == cfg.PFC_XOFF)
+                except Exception as err:  # noqa: BLE001 - reported with the run's counters
+                    self.errors.append(f"{port[0]} {port[1]}: {err}")
+
+    def _pause_nic(self, host: str, intf: str, pause: bool) -> None:
+        (self.paused.add if pause else self.paused.discard)((host, intf))
+        agents = self.net.agents  # the AgentSet running now (experiments/run/agents.py)
+        if agents is not None:
+            agents.command(self.hosts[host], cmd="pause", plane=_plane(intf), on=pause)
+
+    def attach(self, agents) -> None:
+        """A new set of agents runs (it is `net.agents` now): it hears of every host
+        port paused now."""
+        for host, intf in sorted(self.paused):
+            agents.command(self.hosts[host], cmd="pause", plane=_plane(intf), on=True)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.reader.close()
+
+
+def _plane(intf: str) -> int:
+    """A host port's plane: its interface number (h3-eth1 is plane 1)."""
+    return int(intf.rsplit("eth", 1)[1])

@@ -1,0 +1,381 @@
+"""`make paper`: the MRC paper's section-5 experiments, in shape, with one command.
+
+`python3 -m experiments.paper [--topo 2tier-8plane] [--dataplane kernel] [--only a,b]`
+builds one network, plays every row of experiments/paper/rows.py on it (each row's
+scenario, then the pass it is measured against, shared between rows that need the
+same one), judges each row (experiments/paper/judge.py) and writes
+`results/<stamp>-<topology>-paper/`:
+
+- `paper.md`: one line per row with the paper's claim and section, the criterion,
+  the measured figures, the verdict (PASS, FAIL, or NOT RUN where the data plane
+  lacks what the row needs, saying what), then per row what differs from the paper
+  and a plot;
+- `paper.json`: the same, with every figure and each pass's summary blocks;
+- `<row>.png` (goodput over time of the row's pass, faults marked) and the agents'
+  files per row and per reference pass.
+
+Before the network is built, every row's scenario is checked against the topology
+like a scenario file (one line and exit 2 on a mistake), and the links are capped at
+the rate the machine's agents drive without falling behind (experiments/run/calibration.py,
+measured first where it is not yet): MRC's timers must measure the network, not a CPU
+stall. Each row is played REPETITIONS times and judged on them together (`combine`);
+a row whose deciding proportions fall outside the paper's regime is INCONCLUSIVE
+(experiments/analysis/similarity.py). The
+run exits 0 when every row got a verdict, FAIL included: a FAIL is a finding, its
+row says why; 1 when a row could not be run for another reason (its error is in the
+row), 2 on a usage error, 130 on Ctrl-C. Everything is torn down in every case.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from experiments.analysis.plots import goodput_plot
+from experiments.analysis.similarity import delay_emulated, headline, mrc_lag_p99_ms, proportions
+from experiments.dataplanes.twin import by_fabric, twin_steps
+from experiments.paper.judge import JUDGES, Measured
+from experiments.paper.rows import Row, rows
+from experiments.run.lifecycle import PREFLIGHT_ERRORS, USAGE_ERROR, Interrupted, Run
+from experiments.run.play import Pass, play_pass
+from experiments.scenarios.scenario import (
+    NotApplicable,
+    Scenario,
+    check_scenario,
+    scale_note,
+    scaled,
+)
+from topologies.errors import UserError
+from topologies.model import Fabric, load_topology
+
+PAPER = ('"Resilient AI Supercomputer Networking using MRC and SRv6" (OpenAI, Microsoft, '
+         'AMD, Broadcom, NVIDIA; 2026), section 5')
+# Each row is played this many times; its verdict is theirs together (`combine`).
+REPETITIONS = 3
+# The data-plane features a row may need, from Network.link_emulation().
+FEATURES = ("faults", "trimming", "ecn")
+
+
+@dataclass(frozen=True)
+class CheckedRow:
+    """A row with its scenario and the one it is measured against, checked against the
+    fabric; or, where the row means nothing on the fabric, why (`not_applicable`)."""
+
+    row: Row
+    scenario: Scenario | None
+    reference: Scenario | None = None
+    not_applicable: str | None = None
+
+
+def checked_rows(fabric: Fabric, only: set[str] | None, data_scale: float = 1.0
+                 ) -> list[CheckedRow]:
+    """Every row with its scenario and its reference, checked against `fabric`, their
+    transfers at `data_scale` of their sizes (experiments/scenarios/scenario.py `scaled`)."""
+    table = rows(fabric, (lambda key: key in only) if only else (lambda key: True))
+    if only and len(table) != len(only):
+        known = [r.key for r in rows(fabric)]
+        unknown = sorted(only - set(known))
+        raise UserError("--only", unknown[0], "is not a row of the paper suite",
+                        f"use some of: {', '.join(known)}")
+    out = []
+    for row in table:
+        source = f"paper row {row.key}"
+        try:
+            scenario = check_scenario({"name": row.key, **row.scenario}, source, fabric)
+        except NotApplicable as err:
+            out.append(CheckedRow(row, None, None, err.problem))
+            continue
+        if row.reference == "fault-free":
+            reference = check_scenario({"name": f"{row.key}-reference",
+                                        **{k: v for k, v in row.scenario.items()
+                                           if k != "faults"}}, source, fabric)
+        elif row.reference is None:
+            reference = None
+        else:
+            reference = check_scenario({"name": f"{row.key}-reference", **row.reference},
+                                       source, fabric)
+        out.append(CheckedRow(row, scaled(scenario, data_scale),
+                              None if reference is None else scaled(reference, data_scale)))
+    return out
+
+
+def _pass_key(scenario: Scenario, transports: tuple[str, ...]) -> str:
+    """Rows whose references play the same thing share one pass."""
+    return json.dumps([scenario.workload, scenario.params, transports,
+                       scenario.protocol, [a.describe() for a in scenario.faults]],
+                      sort_keys=True, default=str)
+
+
+def run_rows(run: Run, table: list[CheckedRow], features: dict,
+             repetitions: int = 1) -> list[dict]:
+    """Play and judge every row `repetitions` times; a row that fails to run gets ERROR
+    and the rest go on.
+
+    The rows' transports are played fabric by fabric (experiments/dataplanes/twin.py: MRC on the
+    run's fabric, RoCE on its single-plane twin), one bring-up each, every row's part
+    on each, every repetition in turn; each repetition of a row is judged on its passes
+    put back together, and the row's verdict is theirs together (`combine`)."""
+    progress = run.progress
+    results: dict[str, dict] = {}
+    runnable: list[CheckedRow] = []
+    for checked in table:
+        row = checked.row
+        entry = results[row.key] = {
+            "key": row.key, "section": row.section, "claim": row.claim,
+            "criterion": row.criterion, "differs": row.differs, "scenario": row.scenario,
+            "reference": row.reference, "duration_s": 0.0, "repetitions": repetitions}
+        missing = [f for f in row.needs if not features.get(f)]
+        if checked.not_applicable:
+            entry.update(verdict="NOT APPLICABLE", measured=checked.not_applicable)
+        elif missing:
+            entry.update(verdict="NOT RUN", measured=f"not on this data plane: it has no "
+                         f"{' and no '.join(missing)} (link_emulation in paper.json)")
+        else:
+            runnable.append(checked)
+            continue
+        progress(f"{row.key}: {entry['measured']}")
+    played = {c.row.key: [(Pass(), Pass() if c.reference is not None else None)
+                          for _ in range(repetitions)] for c in runnable}
+    everything = tuple(dict.fromkeys(
+        t for c in runnable for s in (c.scenario, c.reference) if s for t in s.transports))
+    groups = by_fabric(everything, run.fabric)
+    tasks = repetitions * sum(1 for fabric, here in groups for c in runnable
+                              if any(t in here for t in c.scenario.transports))
+    done, started_all, netem = 0, time.monotonic(), True
+    for fabric, here in groups:
+        steps = {c.row.key: twin_steps(c.scenario.faults, run.fabric, fabric)[0]
+                 for c in runnable}
+        network = run.up(fabric, tuple(a for key in steps for a in steps[key]))
+        netem = network.features.netem
+        for rep in range(repetitions):
+            references: dict[str, Pass] = {}
+            for checked in runnable:
+                row, scenario, reference = checked.row, checked.scenario, checked.reference
+                entry = results[row.key]
+                mine = tuple(t for t in scenario.transports if t in here)
+                if not mine:
+                    continue
+                done += 1
+                if "verdict" in entry:
+                    continue
+                left = (time.monotonic() - started_all) / max(1, done - 1) * (tasks - done + 1)
+                progress(f"[{done}/{tasks}, about {left / 60:.0f} min left] {row.key} on "
+                         f"{fabric.name}, run {rep + 1} of {repetitions}: {row.claim}")
+                where = run.folder / row.key / (f"run-{rep + 1}" if repetitions > 1 else "")
+                started = time.monotonic()
+                try:
+                    faulty = play_pass(network.net, fabric, run.target, mine, scenario.plan,
+                                       steps[row.key], where, scenario.timeout_s,
+                                       scenario.protocol, progress, label=row.key)
+                    played[row.key][rep][0].add(faulty)
+                    if reference is not None:
+                        theirs = tuple(t for t in reference.transports if t in here)
+                        key = _pass_key(reference, theirs)
+                        if key not in references:
+                            references[key] = play_pass(
+                                network.net, fabric, run.target, theirs, reference.plan,
+                                twin_steps(reference.faults, run.fabric, fabric)[0],
+                                run.folder / f"reference-{fabric.name}-{len(references) + 1}"
+                                / (f"run-{rep + 1}" if repetitions > 1 else ""),
+                                reference.timeout_s, reference.protocol, progress,
+                                label=f"{row.key} reference")
+                        played[row.key][rep][1].add(references[key])
+                    if not scenario.faults:  # a later row may be measured against this pass
+                        references.setdefault(_pass_key(scenario, mine), faulty)
+                except (KeyboardInterrupt, Interrupted):
+                    raise
+                except Exception as err:  # noqa: BLE001 - one row's failure is in its row
+                    entry.update(verdict="ERROR", measured=f"{err.__class__.__name__}: {err}")
+                    progress(f"  {row.key}: ERROR: {entry['measured']}")
+                entry["duration_s"] = round(entry["duration_s"] + time.monotonic() - started, 1)
+    for checked in runnable:
+        row, scenario = checked.row, checked.scenario
+        entry = results[row.key]
+        if "verdict" in entry:
+            continue
+        verdicts, blocks = [], []
+        try:
+            for faulty, against in played[row.key]:
+                faulty.order(scenario.transports)
+                if against is not None:
+                    against.order(checked.reference.transports)
+                times = [(a.t, a.up) for a in scenario.faults]
+                verdicts.append(JUDGES[row.judge](Measured(row, run.fabric, faulty, against,
+                                                           times, scenario.faults)))
+                blocks.append((faulty, against))
+        except Exception as err:  # noqa: BLE001 - a judge that cannot decide is the row's ERROR
+            entry.update(verdict="ERROR", measured=f"{err.__class__.__name__}: {err}")
+            continue
+        middle = median_run(blocks)
+        faulty, against = blocks[middle]
+        goodput_plot(run.folder / f"{row.key}.png", faulty.runs, faulty.events)
+        entry.update(combine(verdicts, middle), plot=f"{row.key}.png", blocks=faulty.blocks,
+                     reference_blocks=against.blocks if against else None,
+                     similarity=proportions(run.fabric, scenario.protocol, scenario.faults,
+                                            scenario.plan, delay_emulated(run.fabric, netem),
+                                            # over every repetition: a row whose agents
+                                            # fell behind measured the machine
+                                            mrc_lag_p99_ms([b for pair in blocks
+                                                            for b in pair[0].blocks])))
+        progress(f"  {row.key}: {headline(entry['similarity'])}")
+        deciding = entry["similarity"]["deciding_out_of_band"]
+        if deciding and entry["verdict"] in ("PASS", "FAIL"):
+            entry["verdict"] = "INCONCLUSIVE"
+            entry["measured"] += (f"; out of the paper's regime: {', '.join(deciding)} "
+                                  "(docs/similarity.md)")
+        progress(f"  {row.key}: {entry['verdict']}: {entry['measured']}")
+    return [results[c.row.key] for c in table]
+
+
+def median_run(blocks: list[tuple[Pass, Pass | None]]) -> int:
+    """The repetition whose MRC workload time (under the row's faults) is the median:
+    the one whose figures and plot a row shows."""
+    def seconds(index: int) -> float:
+        mrc = [b for b in blocks[index][0].blocks if b["transport"] == "mrc"]
+        return mrc[0]["workload_s"] if mrc else 0.0
+
+    order = sorted(range(len(blocks)), key=seconds)
+    return order[len(order) // 2]
+
+
+def combine(verdicts: list, middle: int) -> dict:
+    """A row's verdict over its repetitions: PASS or FAIL when every repetition agrees,
+    INCONCLUSIVE when they do not (the spread straddles the criterion's limit). The
+    measured line is the median repetition's, with every repetition's verdict; the
+    figures are every repetition's, and per number the median and range."""
+    outcomes = ["PASS" if v.passed else "FAIL" for v in verdicts]
+    verdict = outcomes[0] if len(set(outcomes)) == 1 else "INCONCLUSIVE"
+    measured = verdicts[middle].measured
+    if len(verdicts) > 1:
+        measured += f" [median of {len(verdicts)} runs; verdicts {', '.join(outcomes)}]"
+    return {"verdict": verdict, "measured": measured, "outcomes": outcomes,
+            "figures": verdicts[middle].figures,
+            "figures_each": [v.figures for v in verdicts],
+            "spread": spread([v.figures for v in verdicts])}
+
+
+def spread(figures: list[dict]) -> dict:
+    """Every number of the repetitions' figures, by its path (a.b.c): median, min, max."""
+    values: dict[str, list[float]] = {}
+
+    def walk(node, path: str) -> None:
+        if isinstance(node, dict):
+            for key, child in node.items():
+                walk(child, f"{path}.{key}" if path else str(key))
+        elif isinstance(node, (int, float)) and not isinstance(node, bool):
+            values.setdefault(path, []).append(float(node))
+
+    for each in figures:
+        walk(each, "")
+    return {path: {"median": statistics.median(v), "min": min(v), "max": max(v)}
+            for path, v in values.items() if len(v) == len(figures)}
+
+
+def write_paper(folder: Path, meta: dict, results: list[dict]) -> None:
+    (folder / "paper.json").write_text(json.dumps({**meta, "rows": results}, indent=2,
+                                                  default=str) + "\n")
+    counts = {v: sum(r["verdict"] == v for r in results)
+              for v in ("PASS", "FAIL", "INCONCLUSIVE", "NOT RUN", "NOT APPLICABLE", "ERROR")}
+    lines = [
+        f"# The MRC paper's experiments on {meta['topology']} ({meta['dataplane']})", "",
+        f"Paper: {PAPER}. Each row runs the experiment in shape on this testbed and judges "
+        "it by the criterion in the row; a FAIL is read against what differs from the "
+        "paper (below the table).", "",
+        f"Run: {meta['started_at']}, {meta['duration_s']:.0f} s on {meta['cores']} cores; "
+        f"links at {meta['link_rate_mbit']:g} Mbit/s ({meta['link_rate_reason']}); "
+        f"{meta['hosts']} hosts, {meta['planes']} planes, {meta['t1_per_plane']} T1 per "
+        f"plane. Emulated here: ECN {meta['link_emulation'].get('ecn') or 'no'}, trimming "
+        f"{meta['link_emulation'].get('trimming') or 'no'}, loss faults "
+        f"{meta['link_emulation'].get('faults') or 'no'}.", "",
+        "Verdicts: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n) + ".", "",
+        "| experiment (section) | the paper's claim | criterion | measured | verdict |",
+        "|---|---|---|---|---|",
+    ]
+    for r in results:
+        lines.append(f"| {r['key']} ({r['section']}) | {r['claim']} | {r['criterion']} | "
+                     f"{r['measured']} | **{r['verdict']}** |")
+    lines.append("")
+    for r in results:
+        lines += [f"## {r['key']}: {r['verdict']}", "", f"Differs from the paper: "
+                  f"{r['differs']}", "", f"Measured: {r['measured']}", ""]
+        if r.get("plot"):
+            lines += [f"![{r['key']}]({r['plot']})", ""]
+    for note in meta["link_emulation"].get("notes", []):
+        lines.append(f"Note: {note}.")
+    (folder / "paper.md").write_text("\n".join(lines) + "\n")
+
+
+def run_paper(run: Run, table, rate_reason: str, repetitions: int = REPETITIONS) -> None:
+    """Play and judge every row in `run` (prepared, not entered); writes paper.md and
+    paper.json whatever happens. run.status: 0 when every row got a verdict, 1 when one
+    could not run (its error is in its row) or the run failed."""
+    fabric, target, progress = run.fabric, run.target, run.progress
+    spec = fabric.spec
+    meta = {"paper": PAPER, "topology": fabric.name, "dataplane": target.name,
+            "dataplane_reason": run.reason, "hosts": len(fabric.hosts), "planes": spec.planes,
+            "t1_per_plane": spec.t1_per_plane, "cores": os.cpu_count(),
+            "link_rate_mbit": spec.host_t0.rate_mbit, "link_rate_reason": rate_reason,
+            "started_at": datetime.now().isoformat(timespec="seconds"),
+            "link_emulation": {}}
+    results: list[dict] = []
+    with run:
+        progress(f"{len(table)} experiments of the MRC paper on {fabric.name} "
+                 f"({target.name}: {run.reason}), links at {spec.host_t0.rate_mbit:g} Mbit/s")
+        network = run.up(fabric, tuple(a for c in table if c.scenario
+                                       for a in c.scenario.faults))
+        meta["link_emulation"] = network.link_emulation()
+        meta.update(target.summary_fields())
+        features = {name: meta["link_emulation"].get(name) for name in FEATURES}
+        results = run_rows(run, table, features, repetitions)
+        run.status = 1 if any(r["verdict"] == "ERROR" for r in results) else 0
+    if run.error and run.error != "interrupted":
+        meta["error"] = run.error
+    meta.update(run.target.summary_fields())
+    meta["duration_s"] = round(time.monotonic() - progress.start, 1)
+    write_paper(run.folder, meta, results)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python3 -m experiments.paper",
+                                     description="The MRC paper's section-5 experiments.")
+    parser.add_argument("--topo", default="2tier-8plane", help="topology name or YAML path")
+    parser.add_argument("--dataplane", default="kernel", help="kernel, bmv2 or auto")
+    parser.add_argument("--only", default="", help="comma-separated row keys (default: all)")
+    parser.add_argument("--results", default="results", help="folder for results")
+    parser.add_argument("--rate-cap", default="calibrated",
+                        help="cap the links to what the agents drive here (default), to a "
+                             "link rate in Mbit/s (e.g. 4), or not (off)")
+    parser.add_argument("--repetitions", type=int, default=REPETITIONS,
+                        help=f"runs of each row (default {REPETITIONS}; 1: QUICK=1)")
+    args = parser.parse_args(argv)
+    try:
+        fabric = load_topology(args.topo)
+        only = {k.strip() for k in args.only.split(",") if k.strip()} or None
+        checked_rows(fabric, only)  # a mistake in a row is said before anything runs
+        run = Run.prepare("paper", fabric, args.dataplane, args.results,
+                          cap=args.rate_cap)
+    except PREFLIGHT_ERRORS as err:
+        print(f"error: {err}", file=sys.stderr)
+        return USAGE_ERROR
+    # The rows are written for the rate the agents drive (their sizes, their faults'
+    # times), so the calibrated cap shrinks nothing; BMv2's slower cap scales them.
+    rate_reason = run.facts.get("rate_cap", "the topology's rate")
+    if run.target.data_scale() < 1.0:  # BMv2: no faster than its CPU keeps up
+        rate_reason = ("capped so that the BMv2 switches' CPU keeps up; "
+                       + scale_note(run.target.data_scale()))
+    table = checked_rows(run.fabric, only, run.target.data_scale())
+    run_paper(run, table, rate_reason, max(1, args.repetitions))
+    print(f"paper: {run.folder / 'paper.md'}")
+    print(f"results: {run.folder}")
+    return run.status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

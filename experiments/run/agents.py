@@ -1,0 +1,170 @@
+"""Runner side of the host agents: start one per host, send commands, gather notifications.
+
+Each agent is a `python3 -m hosts.agent` process inside its host's namespace, driven
+through JSON lines on its stdin/stdout (see hosts/agent.py). A reader thread per agent
+puts every notification on one queue, so the runner can wait for many transfers at once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from topologies.model import Fabric
+from topologies.resolved import write_resolved_topology
+
+REPO = Path(__file__).resolve().parents[2]
+# MRC_PROFILE=1 makes every agent write a cProfile next to its event log.
+PROFILE = os.environ.get("MRC_PROFILE") == "1"
+
+
+class AgentError(RuntimeError):
+    """An agent did not start, died, or reported an error."""
+
+
+def agent_config(topology: Path, host: int, transport: str, events: Path,
+                 protocol: dict | None, progress_s: float) -> dict:
+    """What one agent's --config file holds (hosts/agent.py AgentConfig): the run's
+    resolved topology, so that the agent works on the fabric the run built."""
+    return {"host": host, "topology": str(topology), "transport": transport,
+            "events": str(events), "protocol": protocol or {}, "progress_s": progress_s}
+
+
+def ev_state_command(state: str, port: int | None = None, spine: int | None = None,
+                     dst: int | None = None, ev: int | None = None) -> dict:
+    """The control API's MODIFY_EV_STATE (hosts/mrc_ctl.py) as an agent command: `state`
+    for the EV `ev` of the connection to `dst`, or for every EV of `port` (plane + 1;
+    only those through T1 `spine`, if given) toward `dst` or, without it, toward every
+    peer, now and later."""
+    entry: dict = {"ev": ev} if ev is not None else {"port": port}
+    if spine is not None:
+        entry["spine"] = spine
+    entry["state"] = state
+    cmd = {"cmd": "modify_ev_profile", "ev_op": {"op": "MODIFY_EV_STATE", "entries": [entry]}}
+    if dst is not None:
+        cmd["dst"] = dst
+    return cmd
+
+
+class AgentSet:
+    """One agent per host of `fabric`. They read the run's topology.json (`topology`,
+    else the one the lifecycle wrote for `net` at bring-up, experiments/run/lifecycle.py);
+    without one, the fabric's is written into `folder`."""
+
+    def __init__(self, net, fabric: Fabric, transport: str, folder: Path,
+                 protocol: dict | None = None, progress_s: float = 0.05,
+                 topology: Path | None = None):
+        self.fabric = fabric
+        self.transport = transport
+        self.inbox: queue.Queue = queue.Queue()
+        self.procs: dict[int, subprocess.Popen] = {}
+        self.threads: list[threading.Thread] = []
+        # The fault timeline's thread sends route commands while the main thread sends
+        # transfers: one line at a time on each agent's stdin.
+        self._write = threading.Lock()
+        folder.mkdir(parents=True, exist_ok=True)
+        topology = topology or net.resolved_topology
+        if topology is None:
+            topology = folder / "topology.json"
+            write_resolved_topology(topology, fabric)
+        self.event_files = []
+        for host in fabric.hosts:
+            config = folder / f"{host.name}.json"
+            events = folder / f"events-{transport}-{host.name}.jsonl"
+            self.event_files.append(events)
+            config.write_text(json.dumps(agent_config(topology, host.index, transport, events,
+                                                      protocol, progress_s)))
+            proc = net.get(host.name).popen(
+                [sys.executable, "-m", "hosts.agent", "--config", str(config)]
+                + (["--profile", str(folder / f"{host.name}.prof")] if PROFILE else []),
+                cwd=str(REPO), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=open(folder / f"{host.name}-{transport}.stderr", "w"))
+            self.procs[host.index] = proc
+            thread = threading.Thread(target=self._read, args=(host.index, proc), daemon=True)
+            thread.start()
+            self.threads.append(thread)
+        # The network's running agents (net.agents) are these now: faults that act
+        # through the agents reach them there (experiments/faults/base.py Env.agents).
+        self.net = net
+        net.agents = self
+        # PFC pauses a host's NIC through its agent (experiments/dataplanes/pfc.py).
+        self.pfc = net.pfc
+        if self.pfc is not None:
+            self.pfc.attach(self)
+
+    def _read(self, host: int, proc: subprocess.Popen) -> None:
+        for raw in proc.stdout:
+            try:
+                message = json.loads(raw)
+            except ValueError:
+                message = {"event": "error", "message": f"unreadable line {raw[:80]!r}"}
+            message["agent"] = host
+            self.inbox.put(message)
+        self.inbox.put({"event": "exited", "agent": host, "code": proc.poll()})
+
+    def wait_ready(self, timeout_s: float = 30.0) -> None:
+        waiting = set(self.procs)
+        deadline = time.monotonic() + timeout_s
+        while waiting:
+            message = self.next(deadline)
+            if message is None:
+                raise AgentError(f"agents on {sorted(waiting)} did not start in {timeout_s}s")
+            if message["event"] == "ready":
+                waiting.discard(message["agent"])
+            elif message["event"] in ("error", "exited"):
+                raise AgentError(f"agent h{message['agent']}: {message.get('message', message)}")
+
+    def next(self, deadline: float) -> dict | None:
+        try:
+            return self.inbox.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            return None
+
+    def command(self, host: int, **cmd) -> None:
+        proc = self.procs[host]
+        with self._write:
+            proc.stdin.write((json.dumps(cmd) + "\n").encode())
+            proc.stdin.flush()
+
+    def modify_ev_state(self, host: int, state: str, **where) -> None:
+        """Set the state of EVs on `host`'s agent (`ev_state_command`); the answer (or
+        error) comes to the inbox."""
+        self.command(host, **ev_state_command(state, **where))
+
+    def stats(self, timeout_s: float = 5.0) -> dict[int, dict]:
+        for host in self.procs:
+            self.command(host, cmd="stats")
+        result: dict[int, dict] = {}
+        deadline = time.monotonic() + timeout_s
+        while len(result) < len(self.procs):
+            message = self.next(deadline)
+            if message is None:
+                break
+            if message["event"] == "stats":
+                result[message.pop("agent")] = message
+        return result
+
+    def stop(self) -> None:
+        if getattr(self.net, "agents", None) is self:
+            self.net.agents = None
+        for host, proc in self.procs.items():
+            if proc.poll() is None:
+                try:
+                    self.command(host, cmd="quit")
+                except (BrokenPipeError, OSError):
+                    pass
+        deadline = time.monotonic() + 5
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        for thread in self.threads:
+            thread.join(timeout=2)

@@ -1,0 +1,167 @@
+"""What this machine's agents can drive: a calibrated budget, cached, and the rate cap
+every run takes from it.
+
+The agents are Python processes sharing the machine's cores with the kernel's
+forwarding: past some packet rate their event loops fall behind, their timers measure
+the CPU rather than the network, and a run's result is the machine's
+(experiments/analysis/health.py). The budget is the traffic, in Mbit/s per core, that all hosts
+of a fabric may send at once (every host on every plane at line rate) with the agents
+still keeping up.
+
+`calibrate()` measures it: a fault-free all-to-all on 2tier-8plane (the shipped
+workload with the most connections per agent, the heaviest per packet) at rising
+budgets (`LADDER`); a step passes when the agents' timers fire within half a round
+trip (p99) and fewer than 1% of the packets arrive twice with nothing dropped; the
+budget is the last step that passed. It takes about a minute and is cached in
+build/calibration.json under a key of the agents' code and the machine (CPU model and
+cores): `budget()` reads it, or gives DEFAULT_MBIT_PER_CORE, measured the same way on
+a 2-core VM, and says so. `make calibrate` measures again; `experiments run` and
+`make paper` measure when the cache is missing or stale and their fabric would be
+capped (`cap_for`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from topologies.model import Fabric, load_topology, with_rate_cap
+
+REPO = Path(__file__).resolve().parents[2]
+CACHE = REPO / "build" / "calibration.json"
+# Measured by calibrate() on a 2-core VM (Debian 12, no netem): the all-to-all's agents
+# kept their timers within half a round trip up to 56 Mbit/s per core, not at 80.
+DEFAULT_MBIT_PER_CORE = 56.0
+# Mbit/s per core, tried in order: steps of sqrt(2), so that the budget chosen is
+# within 30% of the most the machine sustains.
+LADDER = (20.0, 28.0, 40.0, 56.0, 80.0, 113.0, 160.0, 226.0, 320.0, 453.0, 640.0)
+REFERENCE = "2tier-8plane"
+# An all-to-all: a ring all-reduce (one peer per host) kept up at twice the budget at
+# which the shipped all-to-all scenarios' agents fell half a round trip behind.
+WORKLOAD = ("all-to-all", {"message_bytes": 500_000})
+
+
+@dataclass(frozen=True)
+class Budget:
+    mbit_per_core: float
+    source: str  # where the figure comes from, for the run's summary
+
+
+def machine_key() -> str:
+    """The agents' code and the machine: a budget measured under another is stale."""
+    digest = hashlib.sha256()
+    for folder in ("hosts", "topologies"):
+        for path in sorted((REPO / folder).glob("*.py")):
+            digest.update(path.read_bytes())
+    cpu = ""
+    try:
+        cpu = next((line for line in Path("/proc/cpuinfo").read_text().splitlines()
+                    if line.startswith("model name")), "")
+    except OSError:
+        pass
+    digest.update(f"{cpu}|{os.cpu_count()}|{platform.machine()}|{WORKLOAD}".encode())
+    return digest.hexdigest()[:16]
+
+
+def cached() -> dict | None:
+    """The cached calibration of this code on this machine, if there is one."""
+    try:
+        data = json.loads(CACHE.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if data.get("key") == machine_key() else None
+
+
+def budget() -> Budget:
+    data = cached()
+    if data is not None:
+        return Budget(data["mbit_per_core"], f"calibrated here {data['measured_at']} "
+                      "(make calibrate measures again)")
+    return Budget(DEFAULT_MBIT_PER_CORE, "not calibrated on this machine: the default "
+                  "(make calibrate measures it)")
+
+
+def cap_for(fabric: Fabric, mbit_per_core: float, cores: int | None = None) -> float:
+    """The link rate at which every host sending on every plane at line rate asks the
+    agents for no more than the budget."""
+    cores = cores or os.cpu_count() or 1
+    return round(mbit_per_core * cores / (len(fabric.hosts) * fabric.spec.planes), 3)
+
+
+def capped(fabric: Fabric, mbit_per_core: float) -> Fabric:
+    return with_rate_cap(fabric, cap_for(fabric, mbit_per_core))
+
+
+def no_faults(step) -> None:
+    raise AssertionError("the calibration plays no fault")
+
+
+def calibrate(progress=print) -> Budget:
+    """Measure the budget (module docstring) and cache it. Needs root and Mininet."""
+    import tempfile
+
+    from experiments.analysis.health import MAX_LATE_SHARE
+    from experiments.analysis.metrics import read_events, summarize
+    from experiments.analysis.similarity import delay_emulated
+    from experiments.dataplanes.targets import KernelTarget
+    from experiments.run.bringup import running
+    from experiments.run.workload_run import run_transport
+    from experiments.scenarios.workloads import phases
+    from topologies.model import without_delay
+
+    reference = without_delay(load_topology(REFERENCE))
+    steps, passed = [], None
+    for per_core in LADDER:
+        fabric = capped(reference, per_core)
+        plan = [list(p) for p in phases(WORKLOAD[0], WORKLOAD[1], fabric)]
+        with running(fabric, KernelTarget()) as network, \
+                tempfile.TemporaryDirectory() as folder:
+            run = run_transport(network.net, fabric, "mrc", plan, [], no_faults,
+                                Path(folder), 60.0, {}, lambda line: None)
+            block = summarize(run, read_events(run.event_files))
+            netem = network.features.netem
+        rtt_ms = fabric.spec.base_rtt_s * 1000
+        lag = (block.get("event_loop") or {}).get("lag_p99_ms", float("inf"))
+        counters = block["agent_counters"]
+        late = counters.get("duplicates", 0) > MAX_LATE_SHARE * max(1, counters.get("data_tx", 0))
+        # The machine's signals only: paths the transport retires are its own outcome
+        # (a fault-free all-to-all retires a few even at a tenth of the budget, with
+        # timers on time), reported with every step and every run.
+        ok = (block["ok"] and lag <= 0.5 * rtt_ms and not late
+              and delay_emulated(fabric, netem))
+        steps.append({"mbit_per_core": per_core, "rate_mbit": fabric.spec.host_t0.rate_mbit,
+                      "ok": ok, "lag_p99_ms": lag, "rtt_ms": round(rtt_ms, 3),
+                      "retired": block["path_events"].get("retire", 0),
+                      "workload_s": block["workload_s"]})
+        progress(f"calibration: {per_core:g} Mbit/s per core ({fabric.spec.host_t0.rate_mbit:g} "
+                 f"Mbit/s links): {'ok' if ok else 'too much'} (timers {lag:g} ms late p99, "
+                 f"round trip {rtt_ms:.2f} ms, {steps[-1]['retired']} paths retired)")
+        if not ok:
+            break
+        passed = per_core
+    chosen = passed or LADDER[0] / 2
+    CACHE.parent.mkdir(parents=True, exist_ok=True)
+    CACHE.write_text(json.dumps({
+        "key": machine_key(), "mbit_per_core": chosen, "cores": os.cpu_count(),
+        "measured_at": datetime.now().isoformat(timespec="seconds"),
+        "reference": REFERENCE, "workload": WORKLOAD[0], "steps": steps}, indent=2) + "\n")
+    return Budget(chosen, f"calibrated here now ({len(steps)} steps)")
+
+
+def main() -> int:
+    """`make calibrate`."""
+    from experiments.run.fabric_lock import FabricLock
+
+    with FabricLock("calibrate"):
+        found = calibrate()
+    print(f"calibration: {found.mbit_per_core:g} Mbit/s per core ({CACHE})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
