@@ -35,7 +35,6 @@ from hosts.config import REVERSE_PROBE_S, ProtocolConfig
 from hosts.pacing import Pacer
 from hosts.protocol import (
     EP_PROBE_CONN,
-    EV_CHOICE_MASK,
     MAX_MSG_LEN,
     QP_PSN_SHIFT,
     ev_choice,
@@ -234,7 +233,7 @@ class Endpoint:
                 # Plain SACKs wait for the end of the receive batch, grouped by the path
                 # they answer, and one SACK answers the whole group if it can.
                 paths = self.paths_to.get(src) or self._paths_to(src)
-                key = (src, conn_id, plane, (hdr.ev & EV_CHOICE_MASK) % paths, qp)
+                key = (src, conn_id, plane, path_index(hdr.ev, paths), qp)
                 group = self.pending_acks.get(key)
                 if group is None:
                     self.pending_acks[key] = [hdr, [hdr.psn]]

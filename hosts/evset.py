@@ -47,7 +47,8 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 
-from hosts.protocol import EV_CHOICE_MASK, ev_choice, ev_plane, make_ev
+from hosts.protocol import EV_CHOICE_MASK, ev_plane, make_ev
+from topologies.paths import path_index
 
 GOOD, SKIP, ASSUMED_BAD, DENIED = "GOOD", "SKIP", "ASSUMED_BAD", "DENIED"
 STATES = (GOOD, SKIP, ASSUMED_BAD, DENIED)
@@ -180,7 +181,7 @@ class EvSet:
 
     # ------------------------------------------------------------------ queries
     def path_key(self, ev: int) -> PathKey:
-        return ev_plane(ev), ev_choice(ev) % self.paths_per_plane
+        return ev_plane(ev), path_index(ev, self.paths_per_plane)
 
     def usable(self, ev: Ev) -> bool:
         return ev.state in (GOOD, SKIP) and self.plane_up[ev.plane]

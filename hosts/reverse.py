@@ -28,7 +28,8 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from hosts.protocol import EV_CHOICE_MASK, ev_choice, make_ev
+from hosts.protocol import EV_CHOICE_MASK, make_ev
+from topologies.paths import path_index
 
 _NEVER_SKIP = float("-inf")
 
@@ -71,7 +72,7 @@ class ReverseEvs:
         return soonest
 
     def path(self, ev: int) -> int:
-        return ev_choice(ev) % self.paths
+        return path_index(ev, self.paths)
 
     def answer_ev(self, plane: int, mirror: int) -> int:
         """The EV an answer to data that came on `mirror` goes on: the mirror, unless
@@ -101,7 +102,7 @@ class ReverseEvs:
             self.pending.discard(ev)
         suspect = self.suspect_paths[plane]
         if suspect:
-            suspect.discard((ev & EV_CHOICE_MASK) % self.paths)
+            suspect.discard(path_index(ev, self.paths))
         self.soonest = None
         self.next_at = _NEVER_SKIP
 

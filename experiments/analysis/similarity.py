@@ -60,7 +60,8 @@ BANDS = {
 
 def delay_emulated(fabric: Fabric, netem: bool) -> bool:
     """Whether the links carry the delays the fabric says: netem is there, or there are
-    none to carry (a run without netem runs the fabric without them: experiments/run/lifecycle.py)."""
+    none to carry (a run without netem runs the fabric without them:
+    experiments/run/lifecycle.py)."""
     spec = fabric.spec
     return netem or spec.host_t0.delay_ms == spec.t0_t1.delay_ms == 0
 

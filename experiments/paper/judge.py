@@ -17,9 +17,9 @@ from experiments.analysis.metrics import flow_mbps, goodput_series, path_failure
 from experiments.analysis.slowdown import slowdown
 from experiments.paper.rows import BASELINE, Row
 from experiments.run.play import Pass
-from hosts.protocol import ev_choice, ev_plane
+from hosts.protocol import ev_plane
 from topologies.model import Fabric
-from topologies.paths import catalogue
+from topologies.paths import catalogue, path_index
 
 
 @dataclass
@@ -159,7 +159,7 @@ def gray_loss(m: Measured) -> Verdict:
     index = next(i for i, x in enumerate(paths) if x.spine == p["spine"])
 
     def path_of(ev: int) -> tuple[int, int]:
-        return ev_plane(ev), ev_choice(ev) % len(paths)
+        return ev_plane(ev), path_index(ev, len(paths))
 
     recovery = path_failure_recovery(m.faulty.events["mrc"], src, dst,
                                      (p["plane"], index), path_of)

@@ -219,8 +219,9 @@ def test_a_module_without_a_layer_is_named():
 # Within experiments/, the subpackages by job have a direction of their own: what a
 # run's records say (analysis/) needs nothing of how a run is made; the scenario model,
 # the fault kinds and the data-plane adapters (one tier, whose parts may import each
-# other: a fault applies itself on a target, a fault's fields name roles) need no runner; the lifecycle and
-# the runner (run/) serve the entry points above them, which do not import each other.
+# other: a fault applies itself on a target, a fault's fields name roles) need no
+# runner; the lifecycle and the runner (run/) serve the entry points above them, which
+# do not import each other.
 EXPERIMENT_TIERS = {
     "analysis": 0,
     "scenarios": 1, "faults": 1, "dataplanes": 1,
