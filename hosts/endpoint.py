@@ -255,8 +255,11 @@ class Endpoint:
             ctl = wire.Control(0, 0, 0, hdr.ev, 0, self.port_state())
             # A CE-marked probe says the path is congested: the prober must not count
             # it as a success (hosts/evset.py).
-            self._answer(protocol.PROBE_REPLY, protocol.F_ECN_ECHO if ce else 0, 0, plane,
-                         src, hdr, ctl)
+            flags = protocol.F_ECN_ECHO if ce else 0
+            receiver = self.receivers.get((src, hdr.conn_id, 0))
+            if receiver is not None:
+                flags |= receiver.probe_flags(hdr)  # a late packet's probe: did it arrive?
+            self._answer(protocol.PROBE_REPLY, flags, 0, plane, src, hdr, ctl)
         elif kind == protocol.PLANE_STATUS:
             sender = self.senders.get(src)
             if sender is not None:

@@ -45,8 +45,8 @@ class Loopback:
         hdr, _, payload = wire.decode(data, trimmed=trimmed)
         if hdr.type == protocol.PROBE:
             ctl = wire.Control(0, 0, 0, hdr.ev, 0, self.port_state)
-            return wire.encode_control(protocol.PROBE_REPLY, 0, hdr.plane, 0, hdr.conn_id, hdr.ev,
-                                       0, hdr.psn, ctl)
+            return wire.encode_control(protocol.PROBE_REPLY, self.receiver.probe_flags(hdr),
+                                       hdr.plane, 0, hdr.conn_id, hdr.ev, 0, hdr.psn, ctl)
         kind, flags, reason = self.receiver.on_data(hdr, payload, ce, now, cls)
         ctl = self.receiver.control(hdr.ev, self.port_state)
         return wire.encode_control(kind, flags, hdr.plane, reason, hdr.conn_id, hdr.ev,

@@ -20,16 +20,11 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from hosts import protocol
 from hosts.config import RETRY_EXP_INFINITE
 from hosts.evset import GOOD, SKIP, Ev, PathKey
+from hosts.protocol import SUSPECT_PROBE_CLASS, SUSPECT_SEQ, SUSPECT_SEQ_MASK
 from hosts.reliability import Packet
 from hosts.transport import Outgoing
-
-# The sequence numbers of the probes that check a held path (_late): the top bit set,
-# apart from those of retired paths' probes (hosts/evset.py, counting from 0).
-SUSPECT_SEQ = 1 << 31
-SUSPECT_SEQ_MASK = SUSPECT_SEQ - 1
 
 
 class Suspect(NamedTuple):
@@ -41,6 +36,7 @@ class Suspect(NamedTuple):
     ev: Ev  # an EV of the path
     late: Packet  # the late packet
     late_sent_at: float  # when it left on the path (a copy went out since)
+    late_path_seq: int  # its path_seq on the path, which the probe asks the receiver about
 
 
 class LossDetection:
@@ -109,10 +105,15 @@ class LossDetection:
     # ------------------------------------------------------------------ late packets
     def _late(self, pkt: Packet, ev: Ev, now: float, reason: str) -> None:
         """A packet later than its bounds allow (`late`, `late-in-plane`): sent again
-        elsewhere at once, and its path held out of use while a probe asks whether it
-        still delivers. The probe rides the priority queue, past the data queues that
-        may hold the packet back; its reply clears the path, and no reply within the
-        path's round trip plus `path_skew_s` retires it (_confirm). A late packet is
+        elsewhere at once, and its path held out of use while a probe asks the receiver
+        whether the packet arrived. The probe takes the data queue, never trimmed
+        (hosts/protocol.py SUSPECT_PROBE_CLASS), so where the packet is only held up it
+        arrives behind it: a reply saying the receiver never saw the packet's `path_seq`
+        (ALWAYS_SKIP) retires the path, any other reply clears it, and no reply within
+        the path's round trip plus `path_skew_s` retires it (_confirm). A path that
+        loses a fifth of its packets, and sends too few for a later one to pass the
+        lost one before the check, is so retired a round trip after the check instead
+        of clearing on the probe most of its packets survive. A late packet is
         not a lost one: on an emulated link an idle hop forwards at once, without the
         frame's serialization time, so a path's round trip goes from about a
         millisecond to tens when a few frames queue ahead of it, and retiring on
@@ -133,9 +134,10 @@ class LossDetection:
         self.cwnd.on_loss(now)
         wait = ev.srtt + max(4 * ev.rttvar, self.config.path_skew_s, 2 * self.config.tick_s)
         seq = SUSPECT_SEQ | (self.stats["late"] & SUSPECT_SEQ_MASK)
-        self.suspects[key] = Suspect(now + wait, seq, reason, ev, pkt, pkt.sent_at)
+        self.suspects[key] = Suspect(now + wait, seq, reason, ev, pkt, pkt.sent_at,
+                                     pkt.path_seq)
         self.evs.hold(key)
-        self.suspect_probes.append((ev.plane, ev.ev, seq))
+        self.suspect_probes.append((ev.plane, ev.ev, seq, pkt.path_seq))
         self.on_event({"t": now, "event": "suspect", "ev": ev.ev, "plane": ev.plane,
                        "path": key[1], "reason": reason, "peer": self.peer})
 
@@ -144,7 +146,7 @@ class LossDetection:
         that got the path held was sent before it and is still unacknowledged (its
         copy sent elsewhere has not landed either), the path lost it: retired at once.
         Once the copy has landed, which of the two arrived is unknown: the probe
-        decides."""
+        decides (on_suspect_reply)."""
         suspect = self.suspects[key]
         if suspect.late.acked or suspect.late_sent_at >= sent_at:
             return
@@ -154,9 +156,10 @@ class LossDetection:
     def _confirm(self, now: float, out: list[Outgoing]) -> None:
         """Probe the paths just held (_late), and retire those whose probe found no
         answer in time."""
-        for plane, ev, seq in self.suspect_probes:
+        for plane, ev, seq, path_seq in self.suspect_probes:
             self.stats["probes"] += 1
-            out.append((plane, ev, self._probe_packet(plane, ev, seq), protocol.CONTROL))
+            out.append((plane, ev, self._probe_packet(plane, ev, seq, path_seq),
+                        SUSPECT_PROBE_CLASS))
         self.suspect_probes.clear()
         for key, suspect in list(self.suspects.items()):
             if now < suspect.deadline:
@@ -164,6 +167,18 @@ class LossDetection:
             self._unhold(key)
             if self.evs.plane_up[key[0]]:  # else its plane went down: nothing to judge
                 self._held_path_lost(suspect, now)
+
+    def on_suspect_reply(self, ev: Ev, suspect: Suspect, missing: bool, now: float) -> None:
+        """The reply to a held path's probe: the path delivers. If the receiver never
+        saw the late packet (`missing`, ALWAYS_SKIP), the probe passed where the packet
+        should have been: the path lost it. Otherwise the packet was late, not lost."""
+        self._unhold(ev.key)
+        if missing:
+            self._held_path_lost(suspect, now)
+            return
+        self.stats["late_cleared"] += 1
+        self.on_event({"t": now, "event": "suspect-cleared", "ev": ev.ev,
+                       "plane": ev.plane, "path": ev.key[1], "peer": self.peer})
 
     def _held_path_lost(self, suspect: Suspect, now: float) -> None:
         """The verdict on a held path (already released): it lost its late packet."""

@@ -101,11 +101,8 @@ class PathManager:
         if ev is not None and self.suspects:
             suspect = self.suspects.get(ev.key)
             if suspect is not None and suspect.seq == hdr.psn:
-                # The held path answers: its packet was late, not lost.
-                self._unhold(ev.key)
-                self.stats["late_cleared"] += 1
-                self.on_event({"t": now, "event": "suspect-cleared", "ev": ev.ev,
-                               "plane": ev.plane, "path": ev.key[1], "peer": self.peer})
+                self.on_suspect_reply(ev, suspect, bool(hdr.flags & protocol.F_ALWAYS_SKIP),
+                                      now)
                 return
         if ev is None or ev.key not in self.evs.bad:
             return
@@ -176,9 +173,10 @@ class PathManager:
                 return bad.evs[0].ev
         return make_ev(plane, 0)
 
-    def _probe_packet(self, plane: int, ev: int, seq: int) -> bytes:
+    def _probe_packet(self, plane: int, ev: int, seq: int, path_seq: int = 0) -> bytes:
         ctl = wire.Control(0, 0, 0, ev, 0, self.port_state())
-        return wire.encode_control(protocol.PROBE, 0, plane, 0, self.conn_id, ev, 0, seq, ctl)
+        return wire.encode_control(protocol.PROBE, 0, plane, 0, self.conn_id, ev, 0, seq, ctl,
+                                   path_seq=path_seq)
 
     # ------------------------------------------------------------------ operator
     # What a fabric controller asks of the connection's EV set (the control API,

@@ -89,6 +89,15 @@ PATH_SEQ_SHIFT = 8
 PATH_SEQ_MASK = 0xFF
 
 
+# A PROBE whose PSN has this bit set asks about one late packet (hosts/loss_detection.py):
+# its `path_seq` is that packet's, and it travels in the data queue (SUSPECT_PROBE_CLASS,
+# never trimmed), behind the packet if the packet is still queued. The PROBE_REPLY
+# carries ALWAYS_SKIP if the receiver never saw that `path_seq` on its path: the probe
+# passed where the packet should have been, so the path lost it.
+SUSPECT_SEQ = 1 << 31
+SUSPECT_SEQ_MASK = SUSPECT_SEQ - 1
+
+
 def make_path_seq(path: int, seq: int) -> int:
     return (path & PATH_SEQ_MASK) << PATH_SEQ_SHIFT | (seq & PATH_SEQ_MASK)
 
@@ -145,6 +154,9 @@ BEHAVIOUR_NAMES = ("best_effort", "trimmable", "priority", "lossless")
 CLASS_BEHAVIOUR = (BEHAVIOUR_PRIORITY, BEHAVIOUR_TRIMMABLE, BEHAVIOUR_TRIMMABLE,
                    BEHAVIOUR_BEST_EFFORT, BEHAVIOUR_PRIORITY, BEHAVIOUR_PRIORITY,
                    BEHAVIOUR_LOSSLESS, BEHAVIOUR_PRIORITY)
+# The class of a PROBE that asks about a late packet (SUSPECT_SEQ): the data queue, in
+# order behind the packet, and never trimmed (a trimmed probe would overtake it).
+SUSPECT_PROBE_CLASS = NO_TRIM
 
 # Strict-priority queues of a switch port (BMv2 --priority-queues 8 serves 7 first): the
 # priority class rides the highest, the lossless class the next, data the lowest.

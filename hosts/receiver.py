@@ -108,6 +108,18 @@ class PathWindow:
         missing = judged - (self.bits >> M_REORDER & ((1 << judged) - 1)).bit_count()
         return missing >= M_MIN_MISSING and missing >= M_MISSING_FRACTION * judged
 
+    def lacks(self, seq: int) -> bool:
+        """Whether sequence number `seq` is known not to have arrived: past the newest
+        one, or a hole the window still covers. A number older than the window (or a
+        window started afresh after it) is not known missing."""
+        ahead = (seq - self.top) % _SEQ_SPACE
+        if ahead == 0:
+            return False
+        if ahead < _SEQ_SPACE // 2:
+            return True
+        behind = _SEQ_SPACE - ahead
+        return behind < self.span and not self.bits >> behind & 1
+
     def missing(self) -> tuple[int, int]:
         """(judged numbers, missing among them)."""
         judged = max(0, self.span - M_REORDER)
@@ -232,6 +244,19 @@ class Receiver:
             windows[key] = PathWindow(seq, now)
             return False
         return window.arrive(seq, now)
+
+    def probe_flags(self, hdr: wire.Header) -> int:
+        """The flags of the reply to a PROBE of this connection: ALWAYS_SKIP if it asks
+        about a late packet (its PSN has hosts/protocol.py SUSPECT_SEQ set) whose
+        `path_seq` is known not to have arrived on its path. Such a probe came through
+        the data queue behind the packet, so the packet was lost. A path never heard
+        from is not judged: nothing is known of it."""
+        if not hdr.psn & protocol.SUSPECT_SEQ:
+            return 0
+        window = self.path_windows.get((hdr.plane, protocol.path_seq_path(hdr.path_seq)))
+        if window is not None and window.lacks(protocol.path_seq_seq(hdr.path_seq)):
+            return protocol.F_ALWAYS_SKIP
+        return 0
 
     def _restart(self, hdr: wire.Header, now: float) -> None:
         """Judge the packet's path afresh from its sequence number on (congestion)."""

@@ -37,7 +37,7 @@ class SenderError(ValueError):
 
 class Packet:
     __slots__ = ("psn", "msg", "offset", "length", "last", "ev", "sent_at", "retries",
-                 "timeouts", "acked", "passed", "queued", "tx_seq")
+                 "timeouts", "acked", "passed", "queued", "tx_seq", "path_seq")
 
     def __init__(self, psn: int, msg: Message, offset: int, length: int, last: bool):
         self.psn, self.msg, self.offset, self.length, self.last = psn, msg, offset, length, last
@@ -49,6 +49,7 @@ class Packet:
         self.passed = 0  # later packets on the same EV acknowledged before it
         self.queued = False
         self.tx_seq = 0  # order of its latest transmission among the connection's
+        self.path_seq = 0  # its latest transmission's path and number on it (the header's)
 
 
 class Message:
@@ -154,11 +155,12 @@ class Reliability:
                            "plane": ev.plane, "retransmit": bool(retries),
                            "peer": self.peer})
         msg, offset, length = pkt.msg, pkt.offset, pkt.length
+        path_seq = pkt.path_seq = ((key[1] & _PATH_SEQ_MASK) << _PATH_SEQ_SHIFT
+                                   | (sent & _PATH_SEQ_MASK))
         # wire.encode_data, inlined: the header, then the payload (one copy of it).
         return _pack_header(_VT_DATA, flags, ev.plane, 0, self.conn_id, ev.ev, msg.msg_id,
                             pkt.psn, offset, msg.size, length,
-                            (key[1] & _PATH_SEQ_MASK) << _PATH_SEQ_SHIFT
-                            | (sent & _PATH_SEQ_MASK)) + msg.data[offset:offset + length]
+                            path_seq) + msg.data[offset:offset + length]
 
     def _take_back(self, pkt: Packet, front: bool) -> None:
         """A transmission is over without an ack: queue the packet again."""

@@ -72,10 +72,11 @@ def encode_data(flags: int, plane: int, conn_id: int, ev: int, msg_id: int, psn:
 
 def encode_control(kind: int, flags: int, plane: int, reason: int, conn_id: int, ev: int,
                    msg_id: int, psn: int, control: Control | tuple, offset: int = 0,
-                   msg_len: int = 0) -> bytes:
-    """A 56-byte control packet (SACK, NACK, PROBE, PROBE_REPLY, PLANE_STATUS, CNP)."""
+                   msg_len: int = 0, path_seq: int = 0) -> bytes:
+    """A 56-byte control packet (SACK, NACK, PROBE, PROBE_REPLY, PLANE_STATUS, CNP);
+    `path_seq` only in a PROBE about a late packet (hosts/protocol.py SUSPECT_SEQ)."""
     return HEADER.pack(VERSION << 4 | kind, flags, plane, reason, conn_id, ev, msg_id, psn,
-                       offset, msg_len, 0, 0) + CONTROL_BODY.pack(*control)
+                       offset, msg_len, 0, path_seq) + CONTROL_BODY.pack(*control)
 
 
 def decode(data: bytes | bytearray | memoryview, max_msg_len: int = MAX_MSG_LEN,

@@ -292,7 +292,14 @@ def test_packet_sent_well_before_one_acked_elsewhere_is_late():
     assert not conn.kinds("retire")
     held = sender.evs.by_ev[stuck[1]]
     assert held.state == SKIP and held.key in sender.evs.held
-    assert [p[1] for p in probes_of(out)] == [stuck[1]]
+    (probe,) = probes_of(out)
+    assert probe[1] == stuck[1]
+    # It asks about the stuck packet, and goes in the data queue, behind it.
+    assert probe[3] == protocol.SUSPECT_PROBE_CLASS
+    assert protocol.CLASS_BEHAVIOUR[probe[3]] == protocol.BEHAVIOUR_BEST_EFFORT
+    probe_hdr = wire.decode(probe[2])[0]
+    assert probe_hdr.psn & protocol.SUSPECT_SEQ
+    assert probe_hdr.path_seq == wire.decode(stuck[2])[0].path_seq
     resent = [p for p in out if p[3] == protocol.TRIMMABLE_RETX]
     assert len(resent) == 1 and resent[0][1] != stuck[1]
     # No answer to the probe within the path's srtt + 4 rttvar: retired, as lost.
@@ -310,14 +317,54 @@ def test_a_late_packet_whose_path_answers_its_probe_retires_nothing():
     (fresh,) = conn.send(0.05)
     conn.deliver(fresh, 0.06)
     (probe,) = probes_of(conn.send(0.062))
-    conn.deliver(probe, 0.064)  # the probe skips the data queue the packet waits in
+    conn.deliver(stuck, 0.063)  # only held up in a queue: it arrives before the probe
+    conn.deliver(probe, 0.064)
     (cleared,) = conn.kinds("suspect-cleared")
     assert cleared["ev"] == stuck[1]
     path = sender.evs.by_ev[stuck[1]].key
     assert path not in sender.evs.held and path not in sender.evs.bad
-    conn.deliver(stuck, 0.07)  # the original arrives after all
     conn.send(1.0)
     assert not conn.kinds("retire") and sender.stats["late_cleared"] == 1
+
+
+def test_a_probe_that_passed_where_the_late_packet_should_have_been_retires_its_path():
+    # A path with few packets (many paths, one loss in five): nothing later of its own
+    # has arrived when the late check fires, so only the probe can tell. It comes in
+    # behind where the packet would be, and the receiver has not seen the packet.
+    conn = Loopback(CFG)
+    sender = conn.sender
+    sender.send_message(0, bytes(100), 0.0)
+    (first,) = conn.send(0.0)
+    path = sender.evs.by_ev[first[1]].key
+    conn.deliver(first, 0.01)  # the path has delivered before: srtt 10 ms
+    t, msg_id = 0.02, 1
+    while True:  # other paths deliver at once; the first packet on `path` is lost
+        sender.send_message(msg_id, bytes(100), t)
+        (pkt,) = conn.send(t)
+        msg_id += 1
+        if sender.evs.by_ev[pkt[1]].key == path:
+            break
+        conn.deliver(pkt, t + 0.0005)
+        t = round(t + 0.001, 6)
+    lost_path_seq = wire.decode(pkt[2])[0].path_seq
+    t = round(t + 0.05, 6)  # well past the reordering window (2 srtt + 4 rttvar)
+    while True:
+        sender.send_message(msg_id, bytes(100), t)
+        (pkt,) = conn.send(t)
+        msg_id += 1
+        if sender.evs.by_ev[pkt[1]].key != path:
+            break
+        t = round(t + 0.001, 6)
+    conn.deliver(pkt, t + 0.002)
+    (probe,) = probes_of(conn.send(t + 0.003))
+    assert wire.decode(probe[2])[0].path_seq == lost_path_seq
+    assert [e["path"] for e in conn.kinds("suspect")] == [path[1]]
+    assert not conn.kinds("retire")
+    conn.deliver(probe, t + 0.005)
+    assert sender.stats["late_cleared"] == 0
+    (retire, *_) = conn.kinds("retire")
+    assert (retire["plane"], retire["path"]) == path and retire["reason"] == "late"
+    assert path not in sender.evs.held
 
 
 def send_until_on(conn: Loopback, path, t: float, msg_id: int):
