@@ -43,7 +43,9 @@ def test_same_rack_traffic_crosses_no_t1(fabric_with_ebpf, tmp_path):
     assert block["ok"] and block["verified"], block
     at_t0 = forwarded(after, "t0") - forwarded(before, "t0")
     at_t1 = forwarded(after, "t1") - forwarded(before, "t1")
-    assert at_t0 > 2 * 2_000_000 // 1200  # the data and its acknowledgements
+    # The data alone (acknowledgements add to it, fewer when a busy agent groups
+    # more of them into one SACK).
+    assert at_t0 > 2_000_000 // 1200
     # The T1s' counters take every packet of the run, the agents' control packets
     # included (a handful: 14 in one run here); a detour over the T1s would put
     # thousands of the data's packets there (80% of them before rack-local paths).
@@ -66,4 +68,6 @@ def test_a_fault_free_pass_retires_no_path(fabric_with_ebpf, tmp_path, name):
                          scenario.protocol)
     assert block["ok"] and block["verified"], block
     retired = [e for e in events if e["event"] == "retire"]
-    assert not retired, retired[:5]
+    assert not retired, "; ".join(
+        f"h{e.get('host')}->h{e['peer']} plane {e['plane']} path {e.get('path')}: {e['reason']}"
+        for e in retired[:5])
