@@ -169,3 +169,42 @@ def test_link_rows_are_bounded_by_the_plane_that_lost_most():
     assert judged(2.6).passed  # 0.77 of fault-free: above 1 - 0.25 - 0.05
     verdict = judged(3.0)  # 0.67
     assert not verdict.passed and "one T0 lost 25% of its uplinks" in verdict.measured
+
+
+def gray_events(detect_s: float, rtt_s: float, lossy_ev: int, good_ev: int) -> list[dict]:
+    """Per-packet events of h0 -> h7: packets every millisecond alternate between a good
+    EV and the lossy one; from t=1 s the lossy EV's packets are lost and acknowledged
+    after a resend on the good one; the path is retired `detect_s` after the first."""
+    events, psn, t = [], 0, 0.5
+    while t < 1.0 + max(detect_s, 0.01):
+        for ev in (good_ev, lossy_ev):
+            lost = ev == lossy_ev and t >= 1.0
+            events.append({"t": t, "event": "send", "psn": psn, "ev": ev, "host": 0, "peer": 7})
+            events.append({"t": t + rtt_s + (0.002 if lost else 0), "event": "ack", "psn": psn,
+                           "ev": good_ev if lost else ev, "host": 0, "peer": 7})
+            psn += 1
+            t = round(t + 0.001, 6)
+    events.append({"t": 1.0 + detect_s, "event": "retire", "ev": lossy_ev, "plane": 0,
+                   "host": 0, "peer": 7, "reason": "late"})
+    return sorted(events, key=lambda e: e["t"])
+
+
+@pytest.mark.parametrize("detect_s, passes", [(0.0064, True), (0.8, False)])
+def test_the_gray_loss_row_counts_rtts_no_shorter_than_the_counted_round_trip(detect_s,
+                                                                             passes):
+    from hosts.protocol import make_ev
+    fabric = load_topology("2tier-8plane")
+    (row,) = rows(fabric, lambda k: k == "ev-20pct-loss")
+    spine = row.params["spine"]  # path index = spine: the EV's choice modulo 4 paths
+    lossy, good = make_ev(0, spine), make_ev(0, (spine + 1) % 4)
+    faulty = Pass(blocks=[block("mrc", 2.0)],
+                  events={"mrc": gray_events(detect_s, 0.0002, lossy, good)})
+    clean = Pass(blocks=[block("mrc", 2.0)])
+    verdict = JUDGES["gray_loss"](Measured(row, fabric, faulty, clean))
+    counted = fabric.spec.base_rtt_s * 1000
+    # The idle path's 0.2 ms before the loss is no round trip: the counted one is used.
+    assert verdict.figures["rtt_ms"] == pytest.approx(counted)
+    detect_ms = verdict.figures["recovery"]["detect_ms"]
+    assert detect_ms == pytest.approx(detect_s * 1000, abs=1.01)  # from the first loss
+    assert verdict.figures["detect_rtts"] == pytest.approx(detect_ms / counted)
+    assert verdict.passed is passes
