@@ -327,15 +327,20 @@ def test_a_late_packet_whose_path_answers_its_probe_retires_nothing():
     assert not conn.kinds("retire") and sender.stats["late_cleared"] == 1
 
 
+def first_out() -> tuple[Loopback, object, tuple, tuple]:
+    """A connection that has sent one packet at time 0: (connection, its sender, the
+    packet, the packet's path)."""
+    conn = Loopback(CFG)
+    conn.sender.send_message(0, bytes(100), 0.0)
+    (pkt,) = conn.send(0.0)
+    return conn, conn.sender, pkt, conn.sender.evs.by_ev[pkt[1]].key
+
+
 def test_a_probe_that_passed_where_the_late_packet_should_have_been_retires_its_path():
     # A path with few packets (many paths, one loss in five): nothing later of its own
     # has arrived when the late check fires, so only the probe can tell. It comes in
     # behind where the packet would be, and the receiver has not seen the packet.
-    conn = Loopback(CFG)
-    sender = conn.sender
-    sender.send_message(0, bytes(100), 0.0)
-    (first,) = conn.send(0.0)
-    path = sender.evs.by_ev[first[1]].key
+    conn, sender, first, path = first_out()
     conn.deliver(first, 0.01)  # the path has delivered before: srtt 10 ms
     t, msg_id = 0.02, 1
     while True:  # other paths deliver at once; the first packet on `path` is lost
@@ -396,11 +401,7 @@ def test_a_late_packet_passed_on_its_own_path_is_lost_at_once():
 
 
 def test_a_held_path_that_delivers_a_later_packet_but_not_the_late_one_is_retired():
-    conn = Loopback(CFG)
-    sender = conn.sender
-    sender.send_message(0, bytes(100), 0.0)
-    (stuck,) = conn.send(0.0)
-    path = sender.evs.by_ev[stuck[1]].key
+    conn, sender, stuck, path = first_out()
     sibling, t = send_until_on(conn, next(k for k in sender.evs.by_ev.values()
                                           if k.key != path).key, 0.05, 1)
     later, t_later = send_until_on(conn, path, round(t + 0.001, 6), 100)
