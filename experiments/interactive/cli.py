@@ -267,6 +267,7 @@ class FabricSession:
         # `send ... &` waits in a thread while commands go on: the agents' messages are
         # read by one waiter at a time, and one meant for the other waiter is kept here.
         self.background: threading.Thread | None = None
+        self.closing = False  # the fabric is being torn down (a background send may end)
         self._mail: list[dict] = []
         self._mail_lock = threading.Lock()
         self._reading = threading.Lock()
@@ -532,6 +533,18 @@ class FabricCLI(CLI):
         except Exception as err:  # noqa: BLE001 - one line, the fabric stays up for the next
             self.say(f"error: {err.__class__.__name__}: {err}")
 
+    def _background(self, req, what: str) -> None:
+        """A background send (`send ... &`): its report, or one line on failure. Cut
+        short by the fabric's teardown (exit while it runs), it says so, not why its
+        agents went away."""
+        try:
+            self.say(self.session.send(req))
+        except Exception as err:  # noqa: BLE001 - one line, as _run
+            if self.session.closing:
+                self.say(f"the background send {what} was cut short: the fabric is going down")
+            else:
+                self.say(f"error: {err.__class__.__name__}: {err}")
+
     def do_send(self, line: str) -> None:
         """Send one message through the agents and print what happened.
         Usage: send SRC DST [BYTES] [TRANSPORT] [&]    e.g. send h0 h3 1M mrc
@@ -557,7 +570,7 @@ class FabricCLI(CLI):
             req = parse_send(self.fabric, args[:-1], session.transports)
             session.agents_for(req.transport)  # a transport change fails here, not later
             session.background = threading.Thread(
-                target=self._run, args=(lambda: session.send(req),), daemon=True)
+                target=self._background, args=(req, f"{args[0]} -> {args[1]}"), daemon=True)
             session.background.start()
             return (f"sending {req.size} bytes {args[0]} -> {args[1]} over {req.transport} "
                     "in the background; its report comes when it is done")
@@ -750,6 +763,7 @@ def _session(run, transports: tuple[str, ...]) -> int:
             print(TESTBED_HELP, flush=True)
             FabricCLI(session)
         finally:
+            session.closing = True
             with ctrl_c_held():  # from here to the end of the teardown
                 session.stop_agents()
         run.status = 0

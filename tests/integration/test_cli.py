@@ -108,6 +108,20 @@ def test_end_of_input_tears_down(tmp_path):
     finish(child, tmp_path, "eof")
 
 
+def test_exit_during_a_background_send_says_it_was_cut_short(tmp_path):
+    child = start_cli(tmp_path)
+    out = command(child, "send h1 h0 50M &")
+    assert "in the background" in out, out
+    child.sendline("exit")
+    child.expect("torn down", timeout=DOWN_S)
+    said = child.before.replace("\r\n", "\n")
+    assert "the background send h1 -> h0 was cut short: the fabric is going down" in said, said
+    assert "error" not in said, said
+    child.expect(pexpect.EOF, timeout=DOWN_S)
+    child.close()
+    assert child.exitstatus == 0 and not find_leftovers()
+
+
 def test_the_cli_lists_denies_and_probes_evs(tmp_path):
     child = start_cli(tmp_path)
     try:
