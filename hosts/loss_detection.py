@@ -18,13 +18,17 @@ a late packet is not a lost one.
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import NamedTuple
 
+from hosts import wire
 from hosts.config import RETRY_EXP_INFINITE
 from hosts.evset import GOOD, SKIP, Ev, PathKey
 from hosts.protocol import SUSPECT_PROBE_CLASS, SUSPECT_SEQ, SUSPECT_SEQ_MASK
 from hosts.reliability import Packet
 from hosts.transport import Outgoing
+
+_sent_at = attrgetter("sent_at")
 
 
 class Suspect(NamedTuple):
@@ -36,7 +40,6 @@ class Suspect(NamedTuple):
     ev: Ev  # an EV of the path
     late: Packet  # the late packet
     late_sent_at: float  # when it left on the path (a copy went out since)
-    late_path_seq: int  # its path_seq on the path, which the probe asks the receiver about
 
 
 class LossDetection:
@@ -58,7 +61,62 @@ class LossDetection:
         # Paths held while a probe asks whether a late packet was lost (_late), and
         # those probes, to go out in the next poll.
         self.suspects: dict[PathKey, Suspect] = {}
-        self.suspect_probes: list[tuple[int, int, int]] = []
+        # (plane, EV, probe sequence number, the late packet's path_seq)
+        self.suspect_probes: list[tuple[int, int, int, int]] = []
+
+    # ------------------------------------------------------------------ acks
+    def _judge_acked(self, newly: list[Packet], hdr: wire.Header, ctl: wire.Control,
+                     now: float) -> None:
+        """Packets one SACK newly acknowledged (hosts/reliability.py `_on_sack`): they
+        move the latest acknowledged send times (connection, plane, path), release or
+        condemn a held path a later packet of it passed, and pass the packets sent
+        before them on their EVs (`_detect_gaps`)."""
+        # One SACK may answer many packets; judge gaps in the order they were sent (PSN
+        # order differs once retransmissions are in flight).
+        if len(newly) > 1:
+            newly.sort(key=_sent_at)
+        racks, path_racks, suspects = self.plane_rack, self.path_rack, self.suspects
+        advanced = set()
+        for pkt in newly:
+            ev = pkt.ev
+            # Only first transmissions move the latest acknowledged send times: an ack
+            # of a retransmitted packet may answer the original, and would make
+            # everything sent since look lost.
+            first = pkt.retries == 0
+            if first:
+                sent_at = pkt.sent_at
+                if sent_at > self.rack_sent_at:
+                    self.rack_sent_at = sent_at
+                if sent_at > racks[ev.plane]:
+                    racks[ev.plane] = sent_at
+                    advanced.add(ev.plane)
+                key = ev.key
+                if sent_at > path_racks.get(key, 0.0):
+                    path_racks[key] = sent_at
+                    if suspects and key in suspects:
+                        self._passed_on_path(key, sent_at, now)
+            outstanding = ev.outstanding
+            if outstanding and outstanding[0] is pkt:
+                # The oldest on its EV: nothing was passed (the usual case of _detect_gaps).
+                del outstanding[0]
+                continue
+            # Gaps are judged by an ack of a first transmission, or of a resend that
+            # this very SACK answers (its PSN, on the EV it went out on). Any other ack
+            # of a resent packet may answer its first transmission (a timeout that
+            # fired on a packet only queued): it would pass everything sent on the new
+            # EV before the resend, which is still on its way.
+            self._detect_gaps(ev, pkt, now, first
+                              or (pkt.psn == hdr.psn and ev.ev == ctl.echo_ev))
+        # The plane's check runs in the next poll(), once the agent has taken in every
+        # answer that had arrived (it polls after each receive batch): run here, an
+        # answer later in the same batch, for an earlier packet on a sibling path, would
+        # not have counted yet, and after a stall of the agent's loop that packet would
+        # look late.
+        recheck = self.plane_recheck
+        for plane in advanced:
+            recheck[plane] = now
+        if advanced:
+            self.recheck_at = now
 
     # ------------------------------------------------------------------ gaps
     def _detect_gaps(self, ev: Ev, acked: Packet, now: float, judge: bool) -> None:
@@ -134,8 +192,7 @@ class LossDetection:
         self.cwnd.on_loss(now)
         wait = ev.srtt + max(4 * ev.rttvar, self.config.path_skew_s, 2 * self.config.tick_s)
         seq = SUSPECT_SEQ | (self.stats["late"] & SUSPECT_SEQ_MASK)
-        self.suspects[key] = Suspect(now + wait, seq, reason, ev, pkt, pkt.sent_at,
-                                     pkt.path_seq)
+        self.suspects[key] = Suspect(now + wait, seq, reason, ev, pkt, pkt.sent_at)
         self.evs.hold(key)
         self.suspect_probes.append((ev.plane, ev.ev, seq, pkt.path_seq))
         self.on_event({"t": now, "event": "suspect", "ev": ev.ev, "plane": ev.plane,

@@ -69,6 +69,11 @@ DeliveredCallback = Callable[[int, bytearray], None]  # (msg_id, message bytes)
 NO_ANSWER = 0
 
 
+def _window_key(hdr: wire.Header) -> tuple[int, int]:
+    """The path a packet's `path_seq` names, as `path_windows` keys it: (plane, path)."""
+    return hdr.plane, protocol.path_seq_path(hdr.path_seq)
+
+
 class MessageBuffer:
     __slots__ = ("data", "received", "size")
 
@@ -237,7 +242,7 @@ class Receiver:
         """Record the packet's sequence number on its path; True if the path is now
         judged persistently bad."""
         windows = self.path_windows
-        key = (hdr.plane, protocol.path_seq_path(hdr.path_seq))
+        key = _window_key(hdr)
         seq = protocol.path_seq_seq(hdr.path_seq)
         window = windows.get(key)
         if window is None or now - window.last_at > M_IDLE_S:
@@ -253,14 +258,14 @@ class Receiver:
         from is not judged: nothing is known of it."""
         if not hdr.psn & protocol.SUSPECT_SEQ:
             return 0
-        window = self.path_windows.get((hdr.plane, protocol.path_seq_path(hdr.path_seq)))
+        window = self.path_windows.get(_window_key(hdr))
         if window is not None and window.lacks(protocol.path_seq_seq(hdr.path_seq)):
             return protocol.F_ALWAYS_SKIP
         return 0
 
     def _restart(self, hdr: wire.Header, now: float) -> None:
         """Judge the packet's path afresh from its sequence number on (congestion)."""
-        key = (hdr.plane, protocol.path_seq_path(hdr.path_seq))
+        key = _window_key(hdr)
         self.path_windows[key] = PathWindow(protocol.path_seq_seq(hdr.path_seq), now)
 
     def _place(self, hdr: wire.Header, payload) -> bool:

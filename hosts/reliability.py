@@ -10,14 +10,12 @@ detection (hosts/loss_detection.py) in the order it was sent.
 from __future__ import annotations
 
 from collections import deque
-from operator import attrgetter
 
 from hosts import protocol, wire
 from hosts.cc import make_window
 from hosts.config import ACK_TIMEOUT_MAX
 from hosts.evset import Ev
 
-_sent_at = attrgetter("sent_at")
 _F_LAST, _F_RETRANSMIT = protocol.F_LAST, protocol.F_RETRANSMIT
 _VT_DATA = protocol.VERSION << 4 | protocol.DATA
 _PATH_SEQ_SHIFT, _PATH_SEQ_MASK = protocol.PATH_SEQ_SHIFT, protocol.PATH_SEQ_MASK
@@ -175,8 +173,8 @@ class Reliability:
 
     # ------------------------------------------------------------------ acknowledgements
     def _on_sack(self, hdr: wire.Header, ctl: wire.Control, now: float) -> None:
-        """Acknowledge what the SACK covers; each newly acknowledged packet goes to loss
-        detection in send order."""
+        """Acknowledge what the SACK covers, and hand the packets it newly acknowledges
+        to loss detection (hosts/loss_detection.py `_judge_acked`)."""
         newly: list[Packet] = []
         ack = self._ack
         # Everything this SACK acknowledges, as a bitmap relative to cum_acked, less what
@@ -209,52 +207,8 @@ class Reliability:
         run = (~known & (known + 1)).bit_length() - 1  # trailing ones: the new cum point
         self.acked_above = known >> run
         self.cum_acked = base + run
-        # One SACK may answer many packets; judge gaps in the order they were sent (PSN
-        # order differs once retransmissions are in flight).
-        if len(newly) > 1:
-            newly.sort(key=_sent_at)
-        racks, path_racks, suspects = self.plane_rack, self.path_rack, self.suspects
-        advanced = set()
-        for pkt in newly:
-            ev = pkt.ev
-            # Only first transmissions move the latest acknowledged send times: an ack
-            # of a retransmitted packet may answer the original, and would make
-            # everything sent since look lost.
-            first = pkt.retries == 0
-            if first:
-                sent_at = pkt.sent_at
-                if sent_at > self.rack_sent_at:
-                    self.rack_sent_at = sent_at
-                if sent_at > racks[ev.plane]:
-                    racks[ev.plane] = sent_at
-                    advanced.add(ev.plane)
-                key = ev.key
-                if sent_at > path_racks.get(key, 0.0):
-                    path_racks[key] = sent_at
-                    if suspects and key in suspects:
-                        self._passed_on_path(key, sent_at, now)
-            outstanding = ev.outstanding
-            if outstanding and outstanding[0] is pkt:
-                # The oldest on its EV: nothing was passed (the usual case of _detect_gaps).
-                del outstanding[0]
-                continue
-            # Gaps are judged by an ack of a first transmission, or of a resend that
-            # this very SACK answers (its PSN, on the EV it went out on). Any other ack
-            # of a resent packet may answer its first transmission (a timeout that
-            # fired on a packet only queued): it would pass everything sent on the new
-            # EV before the resend, which is still on its way.
-            self._detect_gaps(ev, pkt, now, first
-                              or (pkt.psn == hdr.psn and ev.ev == ctl.echo_ev))
-        # The plane's check runs in the next poll(), once the agent has taken in every
-        # answer that had arrived (it polls after each receive batch): run here, an
-        # answer later in the same batch, for an earlier packet on a sibling path, would
-        # not have counted yet, and after a stall of the agent's loop that packet would
-        # look late.
-        recheck = self.plane_recheck
-        for plane in advanced:
-            recheck[plane] = now
-        if advanced:
-            self.recheck_at = now
+        if newly:
+            self._judge_acked(newly, hdr, ctl, now)
 
     def _ack(self, psn: int, now: float, newly: list[Packet]) -> None:
         pkt = self.packets.pop(psn, None)
@@ -277,7 +231,7 @@ class Reliability:
                 self.congested.append(ev)
             if pkt.retries == 0:
                 sample = now - pkt.sent_at
-                # _rtt, inlined (smooth_rtt for the EV and the connection).
+                # smooth_rtt, inlined for the EV and the connection (every ack).
                 srtt = ev.srtt
                 if srtt:
                     ev.srtt = 0.875 * srtt + 0.125 * sample

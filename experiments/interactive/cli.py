@@ -537,13 +537,16 @@ class FabricCLI(CLI):
         """A background send (`send ... &`): its report, or one line on failure. Cut
         short by the fabric's teardown (exit while it runs), it says so, not why its
         agents went away."""
-        try:
-            self.say(self.session.send(req))
-        except Exception as err:  # noqa: BLE001 - one line, as _run
-            if self.session.closing:
-                self.say(f"the background send {what} was cut short: the fabric is going down")
-            else:
-                self.say(f"error: {err.__class__.__name__}: {err}")
+
+        def work() -> str:
+            try:
+                return self.session.send(req)
+            except Exception:
+                if self.session.closing:
+                    return f"the background send {what} was cut short: the fabric is going down"
+                raise
+
+        self._run(work)
 
     def do_send(self, line: str) -> None:
         """Send one message through the agents and print what happened.
