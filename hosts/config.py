@@ -155,7 +155,8 @@ class ProtocolConfig:
     ecn_migrate_acks: int = 8
     # [plane, path index] or null: every connection starts with all its active EVs on
     # that one path (for experiments that force flows onto one path); replacements and
-    # migrations still use every path of the plane.
+    # migrations still use every path of the plane. [plane, null]: all its EVs on that
+    # plane, spread over its paths as usual (a reference on the same plane).
     pin_path: tuple[int, int] | None = None
     packet_events: bool = False  # also log "send" and "ack" per packet (slow; debugging)
 
@@ -250,17 +251,20 @@ class ProtocolConfig:
             raise ConfigError("protocol.probe_max_s: must not be below probe_initial_s")
 
     def _check_pin_path(self) -> None:
-        """null, or [plane, path index] of two non-negative integers (kept as a tuple).
-        Whether the plane exists is checked when a connection starts (the topology is
-        not known here)."""
+        """null, or [plane, path index] of two non-negative integers, the path index
+        possibly null (kept as a tuple). Whether the plane exists is checked when a
+        connection starts (the topology is not known here)."""
         pin = self.pin_path
         if pin is None:
             return
-        if (not isinstance(pin, (list, tuple)) or len(pin) != 2
-                or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
-                           for v in pin)):
-            raise ConfigError(f"protocol.pin_path: must be null or [plane, path index], two "
-                              f"non-negative integers (got {pin!r})")
+
+        def index(v: object) -> bool:
+            return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+        if (not isinstance(pin, (list, tuple)) or len(pin) != 2 or not index(pin[0])
+                or not (pin[1] is None or index(pin[1]))):
+            raise ConfigError(f"protocol.pin_path: must be null, [plane, path index] of two "
+                              f"non-negative integers, or [plane, null] (got {pin!r})")
         object.__setattr__(self, "pin_path", (pin[0], pin[1]))
 
     def evs_for(self, planes: int) -> int:

@@ -105,7 +105,7 @@ class BadPath:
 
 class EvSet:
     def __init__(self, planes: int, paths_per_plane: int, evs_per_plane: int,
-                 rng: random.Random, pin: PathKey | None = None,
+                 rng: random.Random, pin: tuple[int, int | None] | None = None,
                  preferred: Sequence[int] | None = None, fallback: Sequence[int] = ()):
         if planes < 1 or paths_per_plane < 1 or evs_per_plane < 1:
             raise EvSetError(f"an EV set needs planes, paths and EVs (got {planes}, "
@@ -156,11 +156,16 @@ class EvSet:
         # up busier than others, which ECN migration evens out.
         if pin is not None:
             # Pinned: the plane's share of EVs, every one on the pinned path (the path
-            # index names it modulo the plane's path count, as an EV's choice does); the
-            # other planes start empty. Replacements and migrations still draw from every
+            # index names it modulo the plane's path count, as an EV's choice does), or
+            # spread over the plane's paths when the index is None; the other planes
+            # start empty. Replacements and migrations still draw from every
             # path of the plane.
-            plane, path = pin[0], pin[1] % paths_per_plane
-            for _ in range(evs_per_plane):
+            plane, order = pin[0], list(self.preferred)
+            if pin[1] is None:
+                rng.shuffle(order)
+            for i in range(evs_per_plane):
+                # [plane, null]: the plane's paths as an unpinned plane spreads them.
+                path = order[i % len(order)] if pin[1] is None else pin[1] % paths_per_plane
                 ev = self._new_ev(plane, path)
                 ev.active = True
                 self.rotation.append(ev)

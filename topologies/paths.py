@@ -106,6 +106,12 @@ def catalogue(fabric: Fabric, src: int, dst: int) -> list[Path]:
             for p in range(fabric.spec.planes) for c in range(n)]
 
 
+def path_nodes(fabric: Fabric, usids: tuple[int, ...], src: str) -> list[str]:
+    """The nodes a path from host `src` through `usids` visits, by name, in order."""
+    by_usid = {n.usid: n.name for n in (*fabric.hosts, *fabric.switches)}
+    return [src] + [by_usid[u] for u in usids]
+
+
 def all_paths(fabric: Fabric) -> list[Path]:
     """The catalogue of every ordered host pair."""
     n = len(fabric.hosts)

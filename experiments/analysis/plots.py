@@ -1,9 +1,12 @@
 """PNG plots of a workload run: goodput over time with fault markers, completion-time CDF,
-paths out of service over time, and each flow's throughput over time. matplotlib with
-the Agg backend (no display needed)."""
+paths out of service over time, and each flow's throughput over time; and of make
+paper's rows in the paper's forms: throughput against message size with spread bars
+(Fig. 16, 17) and path activity (Fig. 14). matplotlib with the Agg backend (no display
+needed)."""
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 
 import matplotlib
@@ -131,6 +134,57 @@ def flows_plot(path: Path, runs: list, events: dict[str, list[dict]]) -> None:
             ax.legend(loc="upper right", fontsize="x-small", ncol=2)
     axes[-1, 0].set_xlabel("time since workload start (s)")
     fig.suptitle("Throughput per flow")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def size_curves_plot(path: Path, title: str,
+                     curves: dict[tuple[str, str], dict[int, list[float]]]) -> None:
+    """Throughput per host against message size, as the paper's Fig. 16 and 17: one line
+    per (transport, loss) with its repetitions' median, bars from their min to max; a
+    colour per transport, a line style per loss."""
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    colours: dict[str, str] = {}
+    styles: dict[str, str] = {}
+    for (transport, loss), by_size in curves.items():
+        sizes = sorted(by_size)
+        if not sizes:
+            continue
+        colour = colours.setdefault(transport, f"C{len(colours)}")
+        style = styles.setdefault(loss, ("-", "--", ":", "-.")[len(styles) % 4])
+        mid = [statistics.median(by_size[s]) for s in sizes]
+        low = [m - min(by_size[s]) for m, s in zip(mid, sizes)]
+        high = [max(by_size[s]) - m for m, s in zip(mid, sizes)]
+        ax.errorbar([s / 1000 for s in sizes], mid, yerr=[low, high], color=colour,
+                    linestyle=style, marker="o", markersize=3, capsize=3,
+                    label=f"{transport}, {loss}")
+    ax.set_xscale("log")
+    ax.set_ylim(bottom=0)
+    _save(fig, ax, path, title, "message size (kB)",
+          "throughput per host (Mbit/s): median, min-max")
+
+
+def migration_plot(path: Path, run, events: list[dict]) -> None:
+    """Path activity as the paper's Fig. 14: each flow's throughput over time, and below
+    it every ECN migration, by the host whose connection moved an EV."""
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 5), sharex=True,
+                                      gridspec_kw={"height_ratios": [3, 1]})
+    for label, points in flow_lines(run, events):
+        top.plot([t + BIN_S / 2 for t, _ in points], [v for _, v in points], label=label)
+    for t in sorted({r.start for r in run.transfers}):
+        top.axvline(t - run.start, color="grey", linestyle=":", linewidth=0.8)
+    top.set_ylim(bottom=0)
+    top.set_ylabel("Mbit/s")
+    top.set_title("Throughput per flow (dotted: a flow starts)")
+    top.grid(alpha=0.3)
+    top.legend(loc="upper right", fontsize="x-small")
+    moves = [(e["t"] - run.start, e.get("host", 0)) for e in events
+             if e.get("event") == "migrate"]
+    bottom.scatter([t for t, _ in moves], [f"h{h}" for _, h in moves], marker="|", s=120)
+    bottom.set_ylabel("migrations")
+    bottom.set_xlabel("time since workload start (s)")
+    bottom.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -52,7 +52,7 @@ from experiments.run.agents import AgentError, AgentSet
 from hosts.protocol import MAX_MSG_LEN, ON_PLANES, TRANSPORTS, ev_choice
 from topologies.errors import UserError
 from topologies.model import Fabric
-from topologies.paths import catalogue
+from topologies.paths import catalogue, path_nodes
 
 REPO = Path(__file__).resolve().parents[2]
 USAGE_ERROR = 2
@@ -201,11 +201,6 @@ def parse_port(fabric: Fabric, args: list[str]) -> Step:
         raise CommandError("port", "plane", f"{args[2]!r} is not a plane of {fabric.name}",
                            f"use 0..{planes - 1}")
     return Step(0.0, up, NicPortDown(host, int(args[2])))
-
-
-def path_nodes(fabric: Fabric, usids: tuple[int, ...], src: str) -> list[str]:
-    by_usid = {n.usid: n.name for n in (*fabric.hosts, *fabric.switches)}
-    return [src] + [by_usid[u] for u in usids]
 
 
 def path_faults(nodes: list[str], plane: int, faults: dict[tuple, Fault]) -> list[str]:

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 
 from experiments.analysis.metrics import flow_mbps, goodput_series, path_failure_recovery
 from experiments.analysis.slowdown import slowdown
-from experiments.paper.rows import BASELINE, Row
+from experiments.paper.rows import BASELINE, Row, payload_rate_mbit
 from experiments.run.play import Pass
-from hosts.protocol import ev_plane
+from hosts.protocol import DEFAULT_MTU_PAYLOAD, ev_plane
 from topologies.model import Fabric
-from topologies.paths import catalogue, path_index
+from topologies.paths import catalogue, path_index, path_nodes
 
 
 @dataclass
@@ -97,12 +97,19 @@ def worst_plane_loss(fabric: Fabric, steps) -> float:
     return worst
 
 
+def plane_floor(m: Measured) -> tuple[float, float]:
+    """(the share of uplinks the worst T0 lost in one plane, the floor of goodput
+    against fault-free it sets): MRC loads its planes equally (the paper's section 4),
+    so the plane that lost most sets the pace of every flow through it; `slack` below
+    the capacity left."""
+    lost = worst_plane_loss(m.fabric, m.faults)
+    return lost, 1 - lost - m.row.params["slack"]
+
+
 def plane_bound(m: Measured) -> Verdict:
     """Goodput against fault-free at least the capacity left in the plane that lost
-    most uplinks at one T0: MRC loads its planes equally (the paper's section 4), so
-    that plane sets the pace of every flow through it."""
-    lost = worst_plane_loss(m.fabric, m.faults)
-    floor = 1 - lost - m.row.params["slack"]
+    most uplinks at one T0 (`plane_floor`)."""
+    lost, floor = plane_floor(m)
     entries = _slowdowns(m)
     mrc = entries["mrc"]
     ratio = mrc["goodput_ratio"]
@@ -115,8 +122,8 @@ def plane_bound(m: Measured) -> Verdict:
 
 
 def silent_t1(m: Measured) -> Verdict:
-    """MRC within its limit; the baseline finished only after the T1 came back."""
-    verdict = slowdown_at_most(m)
+    """MRC within the plane bound; the baseline finished only after the T1 came back."""
+    verdict = plane_bound(m)
     back = max((t for t, up in m.fault_times if up), default=None)
     base = m.faulty.block(BASELINE)
     stalled = not base["ok"] or (back is not None and base["workload_s"] >= back)
@@ -134,8 +141,10 @@ def _mean_goodput(events: list[dict], start: float, t0: float, t1: float) -> flo
 
 
 def steady_state(m: Measured) -> Verdict:
-    """MRC's goodput from `settle_s` after the failure on, against its fault-free run."""
-    settle, limit = m.row.params["settle_s"], m.row.params["limit"]
+    """MRC's goodput from `settle_s` after the failure on, against its fault-free run,
+    at least the plane bound (`plane_floor`)."""
+    settle = m.row.params["settle_s"]
+    lost, limit = plane_floor(m)
     down = min((t for t, up in m.fault_times if not up), default=0.0)
     run, ref = m.faulty.run("mrc"), m.reference.run("mrc")
     after = _mean_goodput(m.faulty.events["mrc"], run.start, down + settle, run.end - run.start)
@@ -144,9 +153,11 @@ def steady_state(m: Measured) -> Verdict:
     finished = m.faulty.block("mrc")["ok"]
     passed = finished and ratio is not None and ratio >= limit
     entries = _slowdowns(m)
-    return Verdict(passed, {"steady_ratio": ratio, "slowdown": entries},
+    return Verdict(passed, {"steady_ratio": ratio, "worst_plane_loss": round(lost, 4),
+                            "floor": round(limit, 4), "slowdown": entries},
                    f"mrc goodput from {down + settle:.1f} s on: {_ratio(ratio)} of fault-free "
-                   f"(at least {limit:.2f}); slowdown: mrc {_pct(entries['mrc']['slowdown'])}; "
+                   f"(at least {limit:.2f}: one T0 lost {lost:.0%} of its uplinks in a plane); "
+                   f"slowdown: mrc {_pct(entries['mrc']['slowdown'])}; "
                    + _others(m, entries, "slowdown", _pct))
 
 
@@ -186,42 +197,79 @@ def gray_loss(m: Measured) -> Verdict:
                    + _others(m, entries, "goodput_ratio", _ratio))
 
 
-def _rtt_s(events: list[dict]) -> float | None:
+def _rtt_s(m: Measured, events: list[dict]) -> float | None:
+    """The senders' median smoothed RTT, never below the round trip as counted: an
+    emulated idle hop forwards at once (docs/similarity.md)."""
     values = [e["srtt_ms"] / 1000 for e in events
               if e.get("event") == "progress" and e.get("srtt_ms")]
-    return statistics.median(values) if values else None
+    return max(statistics.median(values), m.fabric.spec.base_rtt_s) if values else None
+
+
+def _together(run) -> tuple[float, float]:
+    """The second half of the time every transfer of `run` was under way."""
+    start = max(t.start for t in run.transfers)
+    end = min((t.delivered for t in run.transfers if t.delivered is not None),
+              default=run.end)
+    return (start + end) / 2, end
 
 
 def ecn_migration(m: Measured) -> Verdict:
+    """The first migration after the last flow joins, in RTTs; each flow's throughput
+    in the second half of the flows' time together against the same in the reference."""
     p = m.row.params
     events = m.faulty.events["mrc"]
     run, ref = m.faulty.run("mrc"), m.reference.run("mrc")
-    moved = [e["t"] - run.start for e in events if e.get("event") == "migrate"]
-    rtt = _rtt_s(events)
-    first = min(moved) / rtt if moved and rtt else None
-    middle = (run.start + run.end) / 2
+    joined = max(t.start for t in run.transfers)
+    moved = [e["t"] for e in events if e.get("event") == "migrate" and e["t"] >= joined]
+    rtt = _rtt_s(m, events)
+    first = (min(moved) - joined) / rtt if moved and rtt else None
+    (a, b), (ra, rb) = _together(run), _together(ref)
     shares = {}
     for t in run.transfers:
-        pinned = flow_mbps(events, t.src, t.dst, middle, run.end)
-        alone = flow_mbps(m.reference.events["mrc"], t.src, t.dst, ref.start, ref.end)
-        shares[f"h{t.src}->h{t.dst}"] = pinned / alone if pinned is not None and alone else None
-    passed = (first is not None and first <= p["rtts"]
+        pinned = flow_mbps(events, t.src, t.dst, a, b)
+        alone = flow_mbps(m.reference.events["mrc"], t.src, t.dst, ra, rb)
+        shares[f"h{t.src}->h{t.dst}"] = (round(pinned / alone, 4)
+                                         if pinned is not None and alone else None)
+    passed = (m.faulty.block("mrc")["ok"] and first is not None and first <= p["rtts"]
               and all(s is not None and s >= p["share"] for s in shares.values()))
     return Verdict(passed, {"first_migration_rtts": first, "migrations": len(moved),
-                            "shares": shares},
-                   f"first migration after {'n/a' if first is None else f'{first:.1f}'} RTT "
-                   f"({len(moved)} in all); second-half throughput against unpinned: "
+                            "rtt_ms": rtt and round(rtt * 1000, 3), "shares": shares},
+                   f"first migration {'n/a' if first is None else f'{first:.1f}'} RTT after "
+                   f"flow 2 joined ({len(moved)} in all); second half together against "
+                   "unpinned on the plane: "
                    + ", ".join(f"{k} {_ratio(v)}" for k, v in shares.items()))
 
 
+def size_curve(block: dict, hosts: int) -> dict[int, float]:
+    """Throughput per host (Mbit/s) at each message size of a sweep: every phase of
+    the size, delivered bytes over their time together (Fig. 16, 17)."""
+    bits: Counter = Counter()
+    seconds: Counter = Counter()
+    for ph in block.get("phases") or []:
+        size, duration = ph["message_bytes"], ph["duration_s"]
+        if isinstance(size, list) or not duration or ph.get("goodput_mbps") is None:
+            continue
+        bits[size] += ph["goodput_mbps"] * duration
+        seconds[size] += duration
+    return {size: round(bits[size] / seconds[size] / hosts, 4) for size in sorted(bits)}
+
+
+def _curves(m: Measured) -> dict[str, dict[int, float]]:
+    return {b["transport"]: size_curve(b, len(m.fabric.hosts)) for b in m.faulty.blocks}
+
+
 def qp_order(m: Measured) -> Verdict:
+    """At the sweep's largest size: MRC against 16 QPs against 1 QP."""
     slack = m.row.params["slack"]
-    goodput = {b["transport"]: b["goodput_mbps"] for b in m.faulty.blocks}
-    # A baseline that did not finish still has its goodput: what it delivered in time.
-    passed = (m.faulty.block("mrc")["ok"] and goodput["mrc"] >= slack * goodput["roce-16"] > 0
-              and goodput["roce-16"] > goodput["roce"])
-    return Verdict(passed, {"goodput_mbps": goodput},
-                   "goodput (Mbit/s): " + ", ".join(f"{t} {g:.1f}" for t, g in goodput.items()))
+    curves = _curves(m)
+    largest = max(curves["mrc"], default=None)
+    at = {t: c.get(largest, 0.0) for t, c in curves.items()}
+    # A baseline that did not finish still has its throughput: what it delivered in time.
+    passed = (m.faulty.block("mrc")["ok"] and largest is not None
+              and at["mrc"] >= slack * at["roce-16"] > 0 and at["roce-16"] > at["roce"])
+    return Verdict(passed, {"curves": curves, "at_largest": at},
+                   f"per-host throughput at {(largest or 0) / 1000:g} kB (Mbit/s): "
+                   + ", ".join(f"{t} {g:.2f}" for t, g in at.items()))
 
 
 def loss_ratio(m: Measured) -> Verdict:
@@ -233,7 +281,7 @@ def loss_ratio(m: Measured) -> Verdict:
         base = entries[p["baseline"]]["goodput_ratio"]
         passed = passed and base is not None and base <= p["baseline_factor"] * mrc
     return Verdict(passed, {"goodput_ratio": {t: e["goodput_ratio"] for t, e in entries.items()},
-                            "slowdown": entries},
+                            "slowdown": entries, "curves": _curves(m)},
                    f"goodput against loss-free: mrc {_ratio(mrc)} (at least {p['mrc']:.2f}); "
                    + _others(m, entries, "goodput_ratio", _ratio))
 
@@ -252,26 +300,136 @@ def sizes(m: Measured) -> Verdict:
         mine = per["mrc"][size]
         ok = ok and mine is not None and mine <= slack * best
         rows.append(f"{size / 1000:g} kB: mrc {mine:.2f} s, {best_t} {best:.2f} s")
-    return Verdict(ok, {"phase_s": {t: {str(k): v for k, v in d.items()} for t, d in per.items()}},
+    return Verdict(ok, {"phase_s": {t: {str(k): v for k, v in d.items()} for t, d in per.items()},
+                        "curves": _curves(m)},
                    "; ".join(rows) or "no phases measured")
 
 
 def victim(m: Measured) -> Verdict:
-    """The victim's throughput while the incast ran against the same flow alone."""
-    share = m.row.params["share"]
+    """The victim's throughput while the incast ran against the same flow alone, for
+    each transport; MRC's at least `share`, and not below any RoCE's by more than
+    `margin`."""
+    p = m.row.params
     figures = {}
     for block in m.faulty.blocks:
         alone = m.reference.block(block["transport"])["goodput_mbps"]
         under = (block.get("victim_throughput") or {}).get("during_incast_mbps")
         figures[block["transport"]] = round(under / alone, 4) if under and alone else None
     mrc = figures["mrc"]
-    passed = mrc is not None and mrc >= share
+    others = [v or 0.0 for t, v in figures.items() if t != "mrc"]
+    passed = (mrc is not None and mrc >= p["share"]
+              and all(mrc >= v - p.get("margin", 1.0) for v in others))
     return Verdict(passed, {"victim_share": figures},
                    "victim throughput during the incast against alone: "
                    + ", ".join(f"{t} {_ratio(v)}" for t, v in figures.items()))
 
 
+def line_rate(m: Measured) -> Verdict:
+    """MRC's goodput in the row's pass and in its reference against the most payload
+    a host's ports carry."""
+    ceiling = payload_rate_mbit(m.fabric, m.row.scenario.get("protocol", {}).get(
+        "mtu_payload", DEFAULT_MTU_PAYLOAD))
+    shares = {name: round(p.block("mrc")["goodput_mbps"] / ceiling, 4)
+              for name, p in (("cross-T1", m.faulty), ("T0-local", m.reference))}
+    passed = (m.faulty.block("mrc")["ok"] and m.reference.block("mrc")["ok"]
+              and all(v >= m.row.params["share"] for v in shares.values()))
+    return Verdict(passed, {"line_share": shares, "ceiling_mbps": round(ceiling, 3)},
+                   f"mrc goodput against {ceiling:.2f} Mbit/s of payload: "
+                   + ", ".join(f"{k} {_ratio(v)}" for k, v in shares.items())
+                   + f" (at least {m.row.params['share']:.2f})")
+
+
+def transceiver(m: Measured) -> Verdict:
+    """MRC's goodput while the ports are down (from `settle_s` after) and after they
+    return (from `settle_s` after), each against its fault-free mean."""
+    p = m.row.params
+    down = min((t for t, up in m.fault_times if not up), default=None)
+    back = max((t for t, up in m.fault_times if up), default=None)
+    run, ref = m.faulty.run("mrc"), m.reference.run("mrc")
+    clean = _mean_goodput(m.reference.events["mrc"], ref.start, 0.0, ref.end - ref.start)
+    events, end = m.faulty.events["mrc"], run.end - run.start
+
+    def share(t0: float | None, t1: float | None) -> float | None:
+        if t0 is None or t1 is None or not clean:
+            return None
+        value = _mean_goodput(events, run.start, t0 + p["settle_s"], t1)
+        return None if value is None else round(value / clean, 4)
+
+    during, after = share(down, back), share(back, end)
+    floor = 1 - p["lost"] - p["slack"]
+    passed = (m.faulty.block("mrc")["ok"] and during is not None and during >= floor
+              and after is not None and after >= p["recovered"])
+    entries = _slowdowns(m)
+    return Verdict(passed, {"down_share": during, "after_share": after,
+                            "floor": round(floor, 4), "slowdown": entries},
+                   f"mrc goodput against fault-free: ports down {_ratio(during)} (at least "
+                   f"{floor:.2f}), back {_ratio(after)} (at least {p['recovered']:.2f}); "
+                   "slowdown: " + ", ".join(f"{t} {_pct(e['slowdown'])}{_unfinished(e)}"
+                                            for t, e in entries.items()))
+
+
+def _connections(block: dict) -> list[tuple[int, int]]:
+    return sorted({(f["src"], f["dst"]) for f in block["flow_throughput"]["flows"]})
+
+
+def broken_paths(fabric: Fabric, steps, src: int, dst: int) -> int:
+    """How many of the paths from `src` to `dst` the faults in place before the start
+    cut."""
+    faults = [s.fault for s in steps if s.before_start and not s.up]
+    name = fabric.hosts[src].name
+    return sum(1 for path in catalogue(fabric, src, dst)
+               if any(f.cuts(path_nodes(fabric, path.usids, name), path.plane)
+                      for f in faults))
+
+
+def startup_losses(m: Measured) -> Verdict:
+    """Packets lost per connection and per broken path it sprays over, with links down
+    from the start: retransmissions that did not arrive twice (`duplicates`: the
+    original arrived after all)."""
+    limit = m.row.params["per_broken_path"]
+    figures = {}
+    for b in m.faulty.blocks:
+        counters = b["agent_counters"]
+        lost = max(0, counters.get("retransmits", 0) - counters.get("duplicates", 0))
+        pairs = _connections(b)
+        broken = sum(broken_paths(m.fabric, m.faults, s, d) for s, d in pairs)
+        figures[b["transport"]] = {"per_connection": round(lost / max(1, len(pairs)), 2),
+                                   "per_broken_path": round(lost / broken, 2) if broken else None,
+                                   "broken_paths_per_connection":
+                                       round(broken / max(1, len(pairs)), 2)}
+    mrc = figures["mrc"]
+    passed = (m.faulty.block("mrc")["ok"] and mrc["per_broken_path"] is not None
+              and mrc["per_broken_path"] <= limit)
+    return Verdict(passed, {"lost": figures},
+                   f"mrc lost {mrc['per_connection']:g} packets a connection, "
+                   f"{mrc['broken_paths_per_connection']:g} of its paths broken: "
+                   f"{mrc['per_broken_path']} a broken path (at most {limit}); "
+                   + "; ".join(f"{t} {f['per_connection']:g} a connection"
+                               for t, f in figures.items() if t != "mrc"))
+
+
+def permutation(m: Measured) -> Verdict:
+    """Each transport's slowest flow against the line rate's payload and against its
+    own flows' mean: MRC's flows even, and its slowest above the 1-QP RoCE's."""
+    p = m.row.params
+    ceiling = payload_rate_mbit(m.fabric)
+    slowest, evenness = {}, {}
+    for b in m.faulty.blocks:
+        means = [f["mean_mbps"] or 0.0 for f in b["flow_throughput"]["flows"]]
+        low = min(means, default=0.0)
+        slowest[b["transport"]] = round(low / ceiling, 4)
+        evenness[b["transport"]] = round(low / statistics.fmean(means), 4) if any(means) else 0.0
+    mrc, base = slowest["mrc"], slowest.get(p["against"], 0.0)
+    passed = (m.faulty.block("mrc")["ok"] and evenness["mrc"] >= p["even"]
+              and mrc >= p["margin"] * base)
+    return Verdict(passed, {"slowest_flow_share": slowest, "slowest_of_mean": evenness,
+                            "ceiling_mbps": round(ceiling, 3)},
+                   "slowest flow against the line rate's payload (and against the mean of "
+                   "its transport's flows): " + ", ".join(
+                       f"{t} {_ratio(v)} ({_ratio(evenness[t])})" for t, v in slowest.items()))
+
+
 JUDGES = {f.__name__: f for f in (slowdown_at_most, proportional, plane_bound, silent_t1,
-                                  steady_state,
-                                  gray_loss, ecn_migration, qp_order, loss_ratio, sizes,
-                                  victim)}
+                                  steady_state, gray_loss, ecn_migration, qp_order,
+                                  loss_ratio, sizes, victim, line_rate, transceiver,
+                                  startup_losses, permutation)}

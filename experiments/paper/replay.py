@@ -38,11 +38,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from experiments.analysis.plots import goodput_plot
+from experiments.analysis.plots import (
+    flows_plot,
+    goodput_plot,
+    migration_plot,
+    size_curves_plot,
+)
 from experiments.analysis.similarity import delay_emulated, headline, mrc_lag_p99_ms, proportions
 from experiments.dataplanes.twin import by_fabric, twin_steps
 from experiments.paper.judge import JUDGES, Measured
-from experiments.paper.rows import Row, rows
+from experiments.paper.rows import SHAPES, Row, rows
 from experiments.run.lifecycle import PREFLIGHT_ERRORS, USAGE_ERROR, Interrupted, Run
 from experiments.run.play import Pass, play_pass
 from experiments.scenarios.scenario import (
@@ -107,7 +112,8 @@ def checked_rows(fabric: Fabric, only: set[str] | None, data_scale: float = 1.0
 
 
 def _pass_key(scenario: Scenario, transports: tuple[str, ...]) -> str:
-    """Rows whose references play the same thing share one pass."""
+    """Passes that play the same thing are played once a repetition: a row's reference
+    that is another row's run, or two rows that read one run."""
     return json.dumps([scenario.workload, scenario.params, transports,
                        scenario.protocol, [a.describe() for a in scenario.faults]],
                       sort_keys=True, default=str)
@@ -171,9 +177,15 @@ def run_rows(run: Run, table: list[CheckedRow], features: dict,
                 where = run.folder / row.key / (f"run-{rep + 1}" if repetitions > 1 else "")
                 started = time.monotonic()
                 try:
-                    faulty = play_pass(network.net, fabric, run.target, mine, scenario.plan,
-                                       steps[row.key], where, scenario.timeout_s,
-                                       scenario.protocol, progress, label=row.key)
+                    # A row that reads another row's run differently (startup-losses,
+                    # broken-at-start) judges the same pass.
+                    faulty = references.get(_pass_key(scenario, mine))
+                    if faulty is None:
+                        faulty = play_pass(network.net, fabric, run.target, mine,
+                                           scenario.plan, steps[row.key], where,
+                                           scenario.timeout_s, scenario.protocol, progress,
+                                           label=row.key)
+                    references.setdefault(_pass_key(scenario, mine), faulty)
                     played[row.key][rep][0].add(faulty)
                     if reference is not None:
                         theirs = tuple(t for t in reference.transports if t in here)
@@ -187,8 +199,6 @@ def run_rows(run: Run, table: list[CheckedRow], features: dict,
                                 reference.timeout_s, reference.protocol, progress,
                                 label=f"{row.key} reference")
                         played[row.key][rep][1].add(references[key])
-                    if not scenario.faults:  # a later row may be measured against this pass
-                        references.setdefault(_pass_key(scenario, mine), faulty)
                 except (KeyboardInterrupt, Interrupted):
                     raise
                 except Exception as err:  # noqa: BLE001 - one row's failure is in its row
@@ -215,7 +225,7 @@ def run_rows(run: Run, table: list[CheckedRow], features: dict,
             continue
         middle = median_run(blocks)
         faulty, against = blocks[middle]
-        goodput_plot(run.folder / f"{row.key}.png", faulty.runs, faulty.events)
+        row_plot(run.folder / f"{row.key}.png", row, faulty)
         entry.update(combine(verdicts, middle), plot=f"{row.key}.png", blocks=faulty.blocks,
                      reference_blocks=against.blocks if against else None,
                      similarity=proportions(run.fabric, scenario.protocol, scenario.faults,
@@ -232,6 +242,40 @@ def run_rows(run: Run, table: list[CheckedRow], features: dict,
                                   "(docs/similarity.md)")
         progress(f"  {row.key}: {entry['verdict']}: {entry['measured']}")
     return [results[c.row.key] for c in table]
+
+
+def row_plot(path: Path, row: Row, faulty: Pass) -> None:
+    """A row's plot in the paper's form: path activity for ECN migration (Fig. 14), the
+    flows with the victim drawn bold for the incast (Fig. 18), else goodput over time
+    with the faults marked."""
+    if row.judge == "ecn_migration":
+        migration_plot(path, faulty.run("mrc"), faulty.events["mrc"])
+    elif row.judge == "victim":
+        flows_plot(path, faulty.runs, faulty.events)
+    else:
+        goodput_plot(path, faulty.runs, faulty.events)
+
+
+def curve_plots(folder: Path, table: list[CheckedRow], results: list[dict]) -> dict[str, str]:
+    """One plot per figure drawn over message size (rows with a `curve`): each row's
+    curves from every repetition, median and min-max (Fig. 16, 17). Returns the plot
+    file of each figure."""
+    figures: dict[str, dict] = {}
+    for checked, entry in zip(table, results):
+        if checked.row.curve is None or "figures_each" not in entry:
+            continue
+        figure, loss = checked.row.curve
+        lines = figures.setdefault(figure, {})
+        for figures_of_one in entry["figures_each"]:
+            for transport, curve in figures_of_one.get("curves", {}).items():
+                for size, value in curve.items():
+                    lines.setdefault((transport, loss), {}).setdefault(size, []).append(value)
+    plots = {}
+    for number, (figure, lines) in enumerate(figures.items()):
+        name = f"curves-{number + 1}.png"
+        size_curves_plot(folder / name, figure, lines)
+        plots[figure] = name
+    return plots
 
 
 def median_run(blocks: list[tuple[Pass, Pass | None]]) -> int:
@@ -307,6 +351,10 @@ def write_paper(folder: Path, meta: dict, results: list[dict]) -> None:
                   f"{r['differs']}", "", f"Measured: {r['measured']}", ""]
         if r.get("plot"):
             lines += [f"![{r['key']}]({r['plot']})", ""]
+    for figure, name in meta.get("curve_plots", {}).items():
+        lines += [f"## {figure}: throughput against message size", "",
+                  "Median of the repetitions, bars from min to max.", "",
+                  f"![{figure}]({name})", ""]
     for note in meta["link_emulation"].get("notes", []):
         lines.append(f"Note: {note}.")
     (folder / "paper.md").write_text("\n".join(lines) + "\n")
@@ -334,6 +382,7 @@ def run_paper(run: Run, table, rate_reason: str, repetitions: int = REPETITIONS)
         meta.update(target.summary_fields())
         features = {name: meta["link_emulation"].get(name) for name in FEATURES}
         results = run_rows(run, table, features, repetitions)
+        meta["curve_plots"] = curve_plots(run.folder, table, results)
         run.status = 1 if any(r["verdict"] == "ERROR" for r in results) else 0
     if run.error and run.error != "interrupted":
         meta["error"] = run.error
@@ -354,27 +403,77 @@ def main(argv: list[str] | None = None) -> int:
                              "link rate in Mbit/s (e.g. 4), or not (off)")
     parser.add_argument("--repetitions", type=int, default=REPETITIONS,
                         help=f"runs of each row (default {REPETITIONS}; 1: QUICK=1)")
+    parser.add_argument("--shapes", choices=("one", "paper"), default="one",
+                        help="every row on --topo (one), or each on the shape of the "
+                             "paper's cluster it ran on, --topo standing for Cluster B "
+                             "(paper)")
     args = parser.parse_args(argv)
     try:
-        fabric = load_topology(args.topo)
         only = {k.strip() for k in args.only.split(",") if k.strip()} or None
-        checked_rows(fabric, only)  # a mistake in a row is said before anything runs
-        run = Run.prepare("paper", fabric, args.dataplane, args.results,
-                          cap=args.rate_cap)
+        plan = shape_plan(args.topo, only) if args.shapes == "paper" else [
+            (load_topology(args.topo), only)]
+        for fabric, keys in plan:
+            checked_rows(fabric, keys)  # a mistake in a row is said before anything runs
     except PREFLIGHT_ERRORS as err:
         print(f"error: {err}", file=sys.stderr)
         return USAGE_ERROR
-    # The rows are written for the rate the agents drive (their sizes, their faults'
-    # times), so the calibrated cap shrinks nothing; BMv2's slower cap scales them.
-    rate_reason = run.facts.get("rate_cap", "the topology's rate")
-    if run.target.data_scale() < 1.0:  # BMv2: no faster than its CPU keeps up
-        rate_reason = ("capped so that the BMv2 switches' CPU keeps up; "
-                       + scale_note(run.target.data_scale()))
-    table = checked_rows(run.fabric, only, run.target.data_scale())
-    run_paper(run, table, rate_reason, max(1, args.repetitions))
-    print(f"paper: {run.folder / 'paper.md'}")
-    print(f"results: {run.folder}")
-    return run.status
+    status, folders = 0, []
+    for fabric, keys in plan:
+        try:
+            run = Run.prepare("paper", fabric, args.dataplane, args.results,
+                              cap=args.rate_cap)
+        except PREFLIGHT_ERRORS as err:
+            print(f"error: {err}", file=sys.stderr)
+            return USAGE_ERROR
+        # The rows are written for the rate the agents drive (their sizes, their faults'
+        # times), so the calibrated cap shrinks nothing; BMv2's slower cap scales them.
+        rate_reason = run.facts.get("rate_cap", "the topology's rate")
+        if run.target.data_scale() < 1.0:  # BMv2: no faster than its CPU keeps up
+            rate_reason = ("capped so that the BMv2 switches' CPU keeps up; "
+                           + scale_note(run.target.data_scale()))
+        table = checked_rows(run.fabric, keys, run.target.data_scale())
+        run_paper(run, table, rate_reason, max(1, args.repetitions))
+        print(f"paper: {run.folder / 'paper.md'}")
+        print(f"results: {run.folder}")
+        folders.append(run.folder)
+        status = max(status, run.status)
+        if run.status == 130:
+            break
+    if len(plan) > 1:
+        print(f"paper, every shape: {write_shapes_index(folders)}")
+    return status
+
+
+def shape_plan(topo: str, only: set[str] | None) -> list[tuple[Fabric, set[str]]]:
+    """`make paper SHAPES=paper`: each row on the shape of the cluster it ran on in the
+    paper (rows.py SHAPES; `topo` stands for Cluster B), as (fabric, its rows) in the
+    order of SHAPES, shapes without a chosen row left out."""
+    by_shape: dict[str, set[str]] = {}
+    for row in rows(load_topology(topo)):
+        if only is None or row.key in only:
+            by_shape.setdefault(row.shape, set()).add(row.key)
+    if only:
+        checked_rows(load_topology(topo), only)  # an unknown key: one line, as without SHAPES
+    return [(load_topology(topo if shape == "B" else name), by_shape[shape])
+            for shape, name in SHAPES.items() if shape in by_shape]
+
+
+def write_shapes_index(folders: list[Path]) -> Path:
+    """paper.md of `make paper SHAPES=paper`: each shape's table, in the folder of the
+    first shape's run."""
+    lines = ["# The MRC paper's experiments, each on its cluster's shape", ""]
+    for folder in folders:
+        data = json.loads((folder / "paper.json").read_text())
+        lines += [f"## {data['topology']}: {data['hosts']} hosts, {data['planes']} planes, "
+                  f"links at {data['link_rate_mbit']:g} Mbit/s, {data['duration_s']:.0f} s",
+                  "", f"Rows and plots: [{folder.name}/paper.md](../{folder.name}/paper.md)", "",
+                  "| experiment | measured | verdict |", "|---|---|---|"]
+        lines += [f"| {r['key']} ({r['section']}) | {r['measured']} | **{r['verdict']}** |"
+                  for r in data["rows"]]
+        lines.append("")
+    index = folders[0] / "paper-shapes.md"
+    index.write_text("\n".join(lines) + "\n")
+    return index
 
 
 if __name__ == "__main__":

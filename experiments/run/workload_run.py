@@ -140,18 +140,31 @@ def tell_routing(agents: AgentSet, routing: RoutingState, step: Step) -> None:
 
 def _play_phase(agents: AgentSet, phase: list[Transfer], index: int, run: TransportRun,
                 deadline: float) -> bool:
-    now = time.monotonic()
-    results = {}
-    for t in phase:
-        result = TransferResult(t.src, t.dst, t.msg_id, t.size, t.role, index, now)
-        results[(t.src, t.dst, t.msg_id)] = result
-        run.transfers.append(result)
-        agents.command(t.src, cmd="send", dst=t.dst, msg_id=t.msg_id, bytes=t.size)
-    pending = set(results)
+    """Start the phase's transfers, each `start_s` after the phase starts, and wait until
+    every one is delivered and acknowledged; False on the deadline or a queue pair's
+    error."""
+    begin = time.monotonic()
+    results: dict[tuple[int, int, int], TransferResult] = {}
+    waiting = sorted(phase, key=lambda t: t.start_s)  # not started yet
+
+    def start_due(now: float) -> None:
+        while waiting and begin + waiting[0].start_s <= now:
+            t = waiting.pop(0)
+            result = TransferResult(t.src, t.dst, t.msg_id, t.size, t.role, index, now)
+            results[(t.src, t.dst, t.msg_id)] = result
+            run.transfers.append(result)
+            agents.command(t.src, cmd="send", dst=t.dst, msg_id=t.msg_id, bytes=t.size)
+
+    start_due(begin)
+    pending = {(t.src, t.dst, t.msg_id) for t in phase}
     while pending:
-        message = agents.next(deadline)
+        message = agents.next(min(deadline, begin + waiting[0].start_s) if waiting
+                              else deadline)
+        start_due(time.monotonic())
         if message is None:
-            return False
+            if time.monotonic() >= deadline:
+                return False
+            continue  # woken to start a transfer
         kind = message["event"]
         if kind == "delivered":
             key = (message["src"], message["agent"], message["msg_id"])

@@ -7,7 +7,11 @@ collective. Message ids are unique per (source, destination) across the workload
 
 - `all-to-all`: every host sends one message to every other host; `message_bytes` may
   be a list of sizes, a size sweep: one phase per size, smallest first;
-- `all-reduce`: ring all-reduce, 2(N-1) phases of one chunk per host;
+- `all-reduce`: ring all-reduce, 2(N-1) phases of one chunk per host; `data_bytes` may
+  be a list of sizes, a size sweep (one all-reduce per size, smallest first); `order:
+  across-racks` makes the ring alternate between racks (h0, h4, h1, h5, ... on two racks
+  of four), so that every hop crosses the spine, as the ring of the paper's 64 GPUs
+  mostly did, instead of running through each rack in turn (`order: hosts`);
 - `incast`: `fan_in` senders to one `receiver`, optionally beside a `victim` flow that
   has hosts of its own: its source sends nothing else and its destination receives
   nothing else, so whatever slows it down is congestion that spread from the incast.
@@ -15,7 +19,8 @@ collective. Message ids are unique per (source, destination) across the workload
   idle host in the receiver's rack, the source a host of another rack, so the victim
   crosses the spine into the receiver's T0 beside the incast;
 - `flows`: long flows between given host pairs, all at once (e.g. two flows that
-  compete for one path);
+  compete for one path), or each from its own `start_s` (seconds after the phase
+  starts: a second flow that joins a first);
 - `transfer`: `count` messages from one host to another.
 
 Hosts are named by index, name or role (experiments/scenarios/roles.py: `last`, `{rack: 1,
@@ -35,15 +40,17 @@ from topologies.model import Fabric
 # The parameters each workload takes; anything else in `params:` is a mistake.
 PARAMS = {
     "all-to-all": ("message_bytes",),
-    "all-reduce": ("data_bytes",),
+    "all-reduce": ("data_bytes", "order"),
     "incast": ("message_bytes", "receiver", "fan_in", "victim", "victim_bytes"),
-    "flows": ("flows", "message_bytes"),
+    "flows": ("flows", "message_bytes", "start_s"),
     "transfer": ("src", "dst", "message_bytes", "count"),
 }
 WORKLOADS = tuple(PARAMS)
 MAX_BYTES = 1 << 30  # per message: a run keeps every message in memory to verify it
 MAX_COUNT = 1000  # messages of one `transfer` workload
-MAX_SIZES = 16  # sizes of one all-to-all sweep
+MAX_SIZES = 16  # sizes of one all-to-all or all-reduce sweep
+MAX_START_S = 3600.0  # a flow's latest start
+RING_ORDERS = ("hosts", "across-racks")
 FIX = "see the workload parameters in docs/running.md"
 
 
@@ -58,6 +65,7 @@ class Transfer:
     msg_id: int
     size: int
     role: str = "data"  # "victim" for the incast victim flow
+    start_s: float = 0.0  # after its phase starts (flows' start_s)
 
 
 def _int(params: dict, key: str, default: int, low: int, high: int, what: str,
@@ -117,10 +125,11 @@ def phases(workload: str, params: dict, fabric: Fabric, source: str = "scenario"
                             f"use only {', '.join(PARAMS[workload])}")
     next_id: dict[tuple[int, int], int] = {}
 
-    def transfer(src: int, dst: int, size: int, role: str = "data") -> Transfer:
+    def transfer(src: int, dst: int, size: int, role: str = "data",
+                 start_s: float = 0.0) -> Transfer:
         msg_id = next_id.get((src, dst), 0)
         next_id[(src, dst)] = msg_id + 1
-        return Transfer(src, dst, msg_id, size, role)
+        return Transfer(src, dst, msg_id, size, role, start_s)
 
     def size(key: str, default: int) -> int:
         return _int(params, key, default, 1, MAX_BYTES, "a byte count", source)
@@ -130,18 +139,21 @@ def phases(workload: str, params: dict, fabric: Fabric, source: str = "scenario"
 
     if workload == "all-to-all":
         return [[transfer(s, d, nbytes) for s in range(hosts) for d in range(hosts) if s != d]
-                for nbytes in _sizes(params, 256_000, source)]
+                for nbytes in _sizes(params, 256_000, source, "message_bytes")]
     if workload == "all-reduce":
         # Ring all-reduce: reduce-scatter then all-gather, 2(N-1) steps of one chunk each.
-        chunk = max(1, size("data_bytes", 2_000_000) // hosts)
-        return [[transfer(i, (i + 1) % hosts, chunk) for i in range(hosts)]
+        ring = _ring(params, fabric, source)
+        return [[transfer(a, b, max(1, nbytes // hosts)) for a, b in zip(ring, ring[1:] + ring[:1])]
+                for nbytes in _sizes(params, 2_000_000, source, "data_bytes")
                 for _ in range(2 * (hosts - 1))]
     if workload == "incast":
         return [_incast(params, fabric, source, size, host, transfer, by_role)]
     if workload == "flows":
         nbytes = size("message_bytes", 4_000_000)
-        return [[transfer(src, dst, nbytes)
-                 for src, dst in _flows(params, hosts, source, by_role)]]
+        pairs = _flows(params, hosts, source, by_role)
+        starts = _starts(params, len(pairs), source)
+        return [[transfer(src, dst, nbytes, start_s=start)
+                 for (src, dst), start in zip(pairs, starts)]]
     src, dst = host("src", 0), host("dst", hosts - 1)
     if src == dst:
         raise WorkloadError(source, "params.dst", f"must differ from params.src ({src})",
@@ -151,19 +163,44 @@ def phases(workload: str, params: dict, fabric: Fabric, source: str = "scenario"
     return [[transfer(src, dst, nbytes) for _ in range(count)]]
 
 
-def _sizes(params: dict, default: int, source: str) -> list[int]:
-    """`message_bytes` of all-to-all: one size, or a list of different sizes (a sweep),
-    smallest first."""
-    value = params.get("message_bytes", default)
+def _ring(params: dict, fabric: Fabric, source: str) -> list[int]:
+    """The hosts in ring order: by index, or alternating between racks."""
+    order = params.get("order", "hosts")
+    if order not in RING_ORDERS:
+        raise WorkloadError(source, "params.order", f"must be one of {', '.join(RING_ORDERS)} "
+                            f"(got {shown(order)})", "across-racks makes every hop cross the spine")
+    hosts = range(len(fabric.hosts))
+    if order == "hosts":
+        return list(hosts)
+    per = fabric.spec.hosts_per_rack
+    return sorted(hosts, key=lambda h: (h % per, h // per))
+
+
+def _starts(params: dict, flows: int, source: str) -> list[float]:
+    """`start_s` of flows: one start per flow, in seconds after the phase starts."""
+    value = params.get("start_s", [0.0] * flows)
+    if (not isinstance(value, list) or len(value) != flows
+            or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                       and 0 <= v <= MAX_START_S for v in value)):
+        raise WorkloadError(source, "params.start_s", f"must be a list of {flows} starts, "
+                            f"one per flow, 0 to {MAX_START_S:g} seconds (got {shown(value)})",
+                            "e.g. start_s: [0, 1.5]")
+    return [float(v) for v in value]
+
+
+def _sizes(params: dict, default: int, source: str, key: str) -> list[int]:
+    """`key` (all-to-all's message_bytes, all-reduce's data_bytes): one size, or a list
+    of different sizes (a sweep), smallest first."""
+    value = params.get(key, default)
     if not isinstance(value, list):
-        return [_int(params, "message_bytes", default, 1, MAX_BYTES, "a byte count", source)]
+        return [_int(params, key, default, 1, MAX_BYTES, "a byte count", source)]
     if (not 1 <= len(value) <= MAX_SIZES
             or not all(_is_int(v) and 1 <= v <= MAX_BYTES for v in value)
             or len(set(value)) != len(value)):
-        raise WorkloadError(source, "params.message_bytes", f"must be a byte count, or a list "
+        raise WorkloadError(source, f"params.{key}", f"must be a byte count, or a list "
                             f"of 1 to {MAX_SIZES} different byte counts, each from 1 to "
                             f"{MAX_BYTES} (got {shown(value)})",
-                            "e.g. message_bytes: [64000, 256000, 1000000]")
+                            f"e.g. {key}: [64000, 256000, 1000000]")
     return sorted(value)
 
 

@@ -19,12 +19,11 @@ from experiments.interactive.cli import (
     parse_size,
     parse_switch,
     path_faults,
-    path_nodes,
     send_report,
 )
 from hosts.protocol import TRANSPORTS
 from tests.steps import step
-from topologies.paths import catalogue
+from topologies.paths import catalogue, path_nodes
 
 
 def one_line_error(call, *args) -> str:

@@ -39,10 +39,20 @@ def test_a_pin_to_a_plane_that_does_not_exist_is_refused():
                lambda *a: None)
 
 
-@pytest.mark.parametrize("bad", [[0], [0, -1], ["0", 1], [True, 0], 3, [0, 1, 2]])
+@pytest.mark.parametrize("bad", [[0], [0, -1], ["0", 1], [True, 0], 3, [0, 1, 2],
+                                 [None, 0], [0, True]])
 def test_pin_path_must_be_plane_and_path(bad):
-    with pytest.raises(ConfigError, match="protocol.pin_path: must be null or"):
+    with pytest.raises(ConfigError, match="protocol.pin_path: must be null, "):
         ProtocolConfig(pin_path=bad)
+
+
+def test_a_pin_to_a_plane_spreads_the_evs_over_its_paths_and_leaves_the_others_empty():
+    assert ProtocolConfig(pin_path=[1, None]).pin_path == (1, None)
+    evs = EvSet(2, 4, 8, random.Random(1), pin=(1, None))
+    assert len(evs.rotation) == 8 and evs.sendable == [1]
+    # Eight EVs on four paths: each path twice, as an unpinned plane spreads them.
+    paths = [ev.key[1] for ev in evs.rotation]
+    assert sorted(paths) == [0, 0, 1, 1, 2, 2, 3, 3]
 
 
 def test_migration_settings_are_checked():

@@ -20,6 +20,8 @@ from topologies.model import available_topologies, load_topology
 NOT_APPLICABLE = {
     ("nic-port-loss", "2tier-1plane"): "NICs have one port",
     ("start-broken", "2tier-1plane"): "NICs have one port",
+    ("nic-port-loss", "cluster-d"): "NICs have one port",
+    ("start-broken", "cluster-d"): "NICs have one port",
 }
 
 
