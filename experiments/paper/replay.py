@@ -46,7 +46,7 @@ from experiments.analysis.plots import (
 )
 from experiments.analysis.similarity import delay_emulated, headline, mrc_lag_p99_ms, proportions
 from experiments.dataplanes.twin import by_fabric, twin_steps
-from experiments.paper.judge import JUDGES, Measured
+from experiments.paper.judge import DECIDING, JUDGES, Measured
 from experiments.paper.rows import SHAPES, Row, rows
 from experiments.run.lifecycle import PREFLIGHT_ERRORS, USAGE_ERROR, Interrupted, Run
 from experiments.run.play import Pass, play_pass
@@ -226,7 +226,7 @@ def run_rows(run: Run, table: list[CheckedRow], features: dict,
         middle = median_run(blocks)
         faulty, against = blocks[middle]
         row_plot(run.folder / f"{row.key}.png", row, faulty)
-        entry.update(combine(verdicts, middle), plot=f"{row.key}.png", blocks=faulty.blocks,
+        entry.update(combine(verdicts, middle, DECIDING[row.judge]), plot=f"{row.key}.png", blocks=faulty.blocks,
                      reference_blocks=against.blocks if against else None,
                      similarity=proportions(run.fabric, scenario.protocol, scenario.faults,
                                             scenario.plan, delay_emulated(run.fabric, netem),
@@ -289,20 +289,31 @@ def median_run(blocks: list[tuple[Pass, Pass | None]]) -> int:
     return order[len(order) // 2]
 
 
-def combine(verdicts: list, middle: int) -> dict:
+def combine(verdicts: list, middle: int, deciding: tuple[str, ...] = ()) -> dict:
     """A row's verdict over its repetitions: PASS or FAIL when every repetition agrees,
     INCONCLUSIVE when they do not (the spread straddles the criterion's limit). The
-    measured line is the median repetition's, with every repetition's verdict; the
-    figures are every repetition's, and per number the median and range."""
+    measured line is the median repetition's, with every repetition's verdict and the
+    median and range of the `deciding` figures (paths or their prefixes); the figures
+    are every repetition's, and per number the median and range."""
     outcomes = ["PASS" if v.passed else "FAIL" for v in verdicts]
     verdict = outcomes[0] if len(set(outcomes)) == 1 else "INCONCLUSIVE"
     measured = verdicts[middle].measured
+    ranges = spread([v.figures for v in verdicts])
     if len(verdicts) > 1:
-        measured += f" [median of {len(verdicts)} runs; verdicts {', '.join(outcomes)}]"
+        shown = [f"{path} {_number(r['median'])} ({_number(r['min'])} to {_number(r['max'])})"
+                 for path, r in ranges.items()
+                 if any(path == d or path.startswith(d + ".") for d in deciding)]
+        measured += (f" [{len(verdicts)} runs, this one the median; verdicts "
+                     f"{', '.join(outcomes)}" + (f"; median (min to max): {'; '.join(shown)}"
+                                                 if shown else "") + "]")
     return {"verdict": verdict, "measured": measured, "outcomes": outcomes,
             "figures": verdicts[middle].figures,
             "figures_each": [v.figures for v in verdicts],
-            "spread": spread([v.figures for v in verdicts])}
+            "spread": ranges}
+
+
+def _number(value: float) -> str:
+    return f"{value:.3g}"
 
 
 def spread(figures: list[dict]) -> dict:

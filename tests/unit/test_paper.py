@@ -126,12 +126,13 @@ def test_a_size_curve_sums_every_phase_of_a_size():
     assert size_curve({"phases": phases}, hosts=2) == {100: 7.0}
 
 
-def test_the_size_sweep_needs_mrc_at_least_as_fast_at_every_size():
+def test_the_size_sweep_needs_mrc_at_least_as_fast_at_every_size_within_a_round_trip():
     def with_phases(transport, times):
         return block(transport, sum(times), phases=[
             {"message_bytes": size, "duration_s": t} for size, t in zip((10, 100), times)])
 
     row = "all-to-all-sizes"
+    rtt = load_topology("2tier-8plane").spec.base_rtt_s
     ok = JUDGES["sizes"](measured(row, [with_phases("mrc", (0.1, 1.0)),
                                         with_phases("roce", (0.2, 1.0)),
                                         with_phases("roce-16", (0.1, 1.3))]))
@@ -139,6 +140,13 @@ def test_the_size_sweep_needs_mrc_at_least_as_fast_at_every_size():
     assert not JUDGES["sizes"](measured(row, [with_phases("mrc", (0.1, 1.2)),
                                               with_phases("roce", (0.2, 1.0)),
                                               with_phases("roce-16", (0.1, 1.3))])).passed
+    # A short phase may lag by up to one round trip (scheduling), not by more.
+    def small(mine):
+        return JUDGES["sizes"](measured(row, [with_phases("mrc", (mine, 1.0)),
+                                              with_phases("roce", (0.1, 1.0)),
+                                              with_phases("roce-16", (0.2, 1.3))])).passed
+
+    assert small(0.105 + rtt - 0.001) and not small(0.105 + rtt + 0.001)
 
 
 def test_the_incast_victim_is_measured_against_the_same_flow_alone_and_against_roce():
@@ -354,3 +362,8 @@ def test_curve_plots_draw_every_repetition_of_a_figure(tmp_path):
     plots = curve_plots(tmp_path, table, results)
     assert plots == {"ring all-reduce (Fig. 16)": "curves-1.png"}
     assert (tmp_path / "curves-1.png").stat().st_size > 10_000
+
+
+def test_every_judge_names_the_figures_it_decides_on():
+    from experiments.paper.judge import DECIDING
+    assert set(DECIDING) == set(JUDGES)

@@ -82,9 +82,10 @@ def test_a_row_is_judged_over_its_repetitions():
     failed = Verdict(False, {"mrc": {"ratio": 0.85}}, "mrc 0.85")
     agree = combine([passed, passed, passed], 1)
     assert agree["verdict"] == "PASS" and agree["outcomes"] == ["PASS"] * 3
-    mixed = combine([passed, failed, passed], 0)
+    mixed = combine([passed, failed, passed], 0, ("mrc",))
     assert mixed["verdict"] == "INCONCLUSIVE"
-    assert mixed["measured"] == "mrc 0.97 [median of 3 runs; verdicts PASS, FAIL, PASS]"
+    assert mixed["measured"] == ("mrc 0.97 [3 runs, this one the median; verdicts PASS, FAIL, "
+                                 "PASS; median (min to max): mrc.ratio 0.97 (0.85 to 0.97)]")
     assert spread([{"a": {"b": 1}}, {"a": {"b": 3}}, {"a": {"b": 2}}]) == {
         "a.b": {"median": 2.0, "min": 1.0, "max": 3.0}}
 
