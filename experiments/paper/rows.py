@@ -123,7 +123,8 @@ def rows(fabric: Fabric, only: Callable[[str], bool] = lambda key: True) -> list
     links_total = sum(1 for lk in fabric.links if lk.tier == "t0_t1")
     failing = min(MAX_LINKS_FAILING, links_total // 3)
     victim = [n - 1, 1]
-    incast_bytes = bytes_in(fabric, d) // max(1, n - 3)
+    fan_in = max(1, min(7, n - 3))  # the paper's 7:1, where the hosts allow it
+    incast_bytes = bytes_in(fabric, d) // fan_in
     # ECN migration in the paper's sequence, on one plane: flow 1 alone, then flow 2
     # joins on flow 1's path; each moves a plane's worth of data.
     pinned_flows = {"flows": [[0, cross[1]], [1, cross[1] - 1]],
@@ -305,11 +306,11 @@ def rows(fabric: Fabric, only: Callable[[str], bool] = lambda key: True) -> list
             "trimming keeps the queues short, where RoCE's PFC spreads the congestion.",
             "MRC's victim keeps at least 90% of its throughput alone, and no less (by "
             "more than 5 points) than RoCE's with PFC and DCQCN at 1 and at 8 QPs.",
-            f"{max(1, n - 3)}:1 incast (the victim needs its own source and idle "
+            f"{fan_in}:1 incast (the victim needs its own source and idle "
             f"destination among {n} hosts; the paper: 7:1 on 16 servers); RoCE runs on "
             f"the single-plane twin with PFC and DCQCN; {DIFFERS_EMULATION}.",
             {"workload": "incast", "params": {"message_bytes": incast_bytes, "receiver": 0,
-                                              "victim": victim},
+                                              "fan_in": fan_in, "victim": victim},
              "transports": ["mrc", "roce", BASELINE], "timeout_s": timeout},
             "victim", needs=("trimming",),
             reference={"workload": "transfer",
