@@ -386,13 +386,15 @@ def broken_paths(fabric: Fabric, steps, src: int, dst: int) -> int:
 
 def startup_losses(m: Measured) -> Verdict:
     """Packets lost per connection and per broken path it sprays over, with links down
-    from the start: retransmissions that did not arrive twice (`duplicates`: the
-    original arrived after all)."""
+    from the start: retransmissions whose original neither arrived after all
+    (`duplicates`) nor was trimmed on a congested queue (`trimmed_rx`: its header
+    arrived and was NACKed)."""
     limit = m.row.params["per_broken_path"]
     figures = {}
     for b in m.faulty.blocks:
         counters = b["agent_counters"]
-        lost = max(0, counters.get("retransmits", 0) - counters.get("duplicates", 0))
+        lost = max(0, counters.get("retransmits", 0) - counters.get("duplicates", 0)
+                   - counters.get("trimmed_rx", 0))
         pairs = _connections(b)
         broken = sum(broken_paths(m.fabric, m.faults, s, d) for s, d in pairs)
         figures[b["transport"]] = {"per_connection": round(lost / max(1, len(pairs)), 2),

@@ -223,17 +223,23 @@ def run_rows(run: Run, table: list[CheckedRow], features: dict,
         except Exception as err:  # noqa: BLE001 - a judge that cannot decide is the row's ERROR
             entry.update(verdict="ERROR", measured=f"{err.__class__.__name__}: {err}")
             continue
+        similar = delay_emulated(run.fabric, netem)
+
+        def regime(pairs: list[tuple[Pass, Pass | None]]) -> dict:
+            # the agents' lag over these repetitions: one that fell behind measured the machine
+            return proportions(run.fabric, scenario.protocol, scenario.faults, scenario.plan,
+                               similar, mrc_lag_p99_ms([b for f, _ in pairs for b in f.blocks]))
+
+        kept, aside = trusted_runs([regime([pair]) for pair in blocks])
+        verdicts, blocks = [verdicts[i] for i in kept], [blocks[i] for i in kept]
         middle = median_run(blocks)
         faulty, against = blocks[middle]
         row_plot(run.folder / f"{row.key}.png", row, faulty)
-        entry.update(combine(verdicts, middle, DECIDING[row.judge]), plot=f"{row.key}.png", blocks=faulty.blocks,
-                     reference_blocks=against.blocks if against else None,
-                     similarity=proportions(run.fabric, scenario.protocol, scenario.faults,
-                                            scenario.plan, delay_emulated(run.fabric, netem),
-                                            # over every repetition: a row whose agents
-                                            # fell behind measured the machine
-                                            mrc_lag_p99_ms([b for pair in blocks
-                                                            for b in pair[0].blocks])))
+        entry.update(combine(verdicts, middle, DECIDING[row.judge]), plot=f"{row.key}.png",
+                     blocks=faulty.blocks, reference_blocks=against.blocks if against else None,
+                     similarity=regime(blocks), set_aside=aside)
+        if aside:
+            entry["measured"] += f"; set aside: {'; '.join(aside)}"
         progress(f"  {row.key}: {headline(entry['similarity'])}")
         deciding = entry["similarity"]["deciding_out_of_band"]
         if deciding and entry["verdict"] in ("PASS", "FAIL"):
@@ -276,6 +282,26 @@ def curve_plots(folder: Path, table: list[CheckedRow], results: list[dict]) -> d
         size_curves_plot(folder / name, figure, lines)
         plots[figure] = name
     return plots
+
+
+# Repetitions a row keeps at least, of those whose agents kept up, to be judged on
+# them alone.
+MIN_TRUSTED = 2
+
+
+def trusted_runs(regimes: list[dict]) -> tuple[list[int], list[str]]:
+    """The repetitions a row is judged on, and those set aside with why: a repetition
+    whose agents fell behind (`agent_lag_p99_rtt` out of the paper's regime) measured
+    the machine, not the network, and is set aside while MIN_TRUSTED others kept up
+    (one, for a single repetition); otherwise every repetition is kept, and the row's
+    proportions make it INCONCLUSIVE."""
+    behind = {i: r["numbers"]["agent_lag_p99_rtt"]["value"] for i, r in enumerate(regimes)
+              if "agent_lag_p99_rtt" in r["out_of_band"]}
+    kept = [i for i in range(len(regimes)) if i not in behind]
+    if len(kept) < min(MIN_TRUSTED, len(regimes)):
+        return list(range(len(regimes))), []
+    return kept, [f"run {i + 1}, its agents' timers {lag:g} RTT late (p99)"
+                  for i, lag in behind.items()]
 
 
 def median_run(blocks: list[tuple[Pass, Pass | None]]) -> int:
@@ -475,7 +501,8 @@ def write_shapes_index(folders: list[Path]) -> Path:
     lines = ["# The MRC paper's experiments, each on its cluster's shape", ""]
     for folder in folders:
         data = json.loads((folder / "paper.json").read_text())
-        lines += [f"## {data['topology']}: {data['hosts']} hosts, {data['planes']} planes, "
+        planes = f"{data['planes']} plane{'s' if data['planes'] != 1 else ''}"
+        lines += [f"## {data['topology']}: {data['hosts']} hosts, {planes}, "
                   f"links at {data['link_rate_mbit']:g} Mbit/s, {data['duration_s']:.0f} s",
                   "", f"Rows and plots: [{folder.name}/paper.md](../{folder.name}/paper.md)", "",
                   "| experiment | measured | verdict |", "|---|---|---|"]

@@ -355,8 +355,8 @@ def rows(fabric: Fabric, only: Callable[[str], bool] = lambda key: True) -> list
             f"{n} cross-T1 connections start, which cuts {min(planes, 4)} of the "
             f"{planes * spec.t1_per_plane} paths of each (the paper: a few links of "
             f"thousands, a far smaller share of a QP's 100+ EVs), so losses are counted "
-            f"per broken path; a packet lost is a retransmission whose original never "
-            f"arrived; {DIFFERS_EMULATION}.",
+            f"per broken path; a packet lost is a retransmission whose original neither "
+            f"arrived nor was trimmed; {DIFFERS_EMULATION}.",
             with_faults(cross_flows, *({"kind": "link-down", "link": _link(fabric, p, 0, p + 1),
                                 "before_start": True} for p in range(min(planes, 4)))),
             "startup_losses", reference=None, params={"per_broken_path": 5}),

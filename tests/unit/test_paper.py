@@ -292,9 +292,9 @@ def test_startup_losses_are_counted_per_broken_path():
     assert [broken_paths(fabric, checked.scenario.faults, h, (h + 4) % 8)
             for h in range(8)] == [4] * 8
 
-    def judged(retransmits, duplicates):
+    def judged(retransmits, duplicates, trimmed=0):
         blocks = [flows_block("mrc", [1.0] * 8, agent_counters={
-            "retransmits": retransmits, "duplicates": duplicates}),
+            "retransmits": retransmits, "duplicates": duplicates, "trimmed_rx": trimmed}),
             flows_block(BASELINE, [1.0] * 8, agent_counters={"retransmits": 400})]
         return JUDGES["startup_losses"](Measured(checked.row, fabric, Pass(blocks=blocks), None,
                                                  [], checked.scenario.faults))
@@ -304,6 +304,8 @@ def test_startup_losses_are_counted_per_broken_path():
         "per_connection": 16.0, "per_broken_path": 4.0, "broken_paths_per_connection": 4.0}
     assert ok.figures["lost"][BASELINE]["per_connection"] == 50.0
     assert not judged(200, 0).passed  # 25 a connection: 6.25 a broken path
+    # A trimmed packet was not lost: its header arrived and was NACKed.
+    assert judged(200, 0, trimmed=72).figures["lost"]["mrc"]["per_broken_path"] == 4.0
 
 
 def test_the_permutation_row_wants_even_mrc_flows_and_the_1qp_collisions_shown():
@@ -367,3 +369,36 @@ def test_curve_plots_draw_every_repetition_of_a_figure(tmp_path):
 def test_every_judge_names_the_figures_it_decides_on():
     from experiments.paper.judge import DECIDING
     assert set(DECIDING) == set(JUDGES)
+
+
+def test_the_shapes_index_has_every_shapes_table(tmp_path):
+    from experiments.paper.replay import write_shapes_index
+    folders = []
+    for name, planes in (("2tier-8plane", 8), ("cluster-d", 1)):
+        folder = tmp_path / f"stamp-{name}-paper"
+        folder.mkdir()
+        (folder / "paper.json").write_text(json.dumps({
+            "topology": name, "hosts": 8, "planes": planes, "link_rate_mbit": 1.25,
+            "duration_s": 60.0, "rows": [{"key": f"row-{name}", "section": "5", "measured": "m",
+                                          "verdict": "PASS"}]}))
+        folders.append(folder)
+    index = write_shapes_index(folders)
+    text = index.read_text()
+    assert index.parent == folders[0]
+    assert "## 2tier-8plane: 8 hosts, 8 planes" in text and "## cluster-d: 8 hosts, 1 plane," in text
+    assert "| row-cluster-d (5) | m | **PASS** |" in text
+
+
+def test_a_repetition_whose_agents_fell_behind_is_set_aside_while_two_kept_up():
+    from experiments.paper.replay import trusted_runs
+
+    def regime(lag_rtt):
+        numbers = {"agent_lag_p99_rtt": {"value": lag_rtt}}
+        return {"numbers": numbers, "out_of_band": ["agent_lag_p99_rtt"] if lag_rtt > 0.5 else []}
+
+    kept, aside = trusted_runs([regime(0.1), regime(1.3), regime(0.2)])
+    assert kept == [0, 2] and aside == ["run 2, its agents' timers 1.3 RTT late (p99)"]
+    # Two of three behind: nothing is set aside, and the row's proportions decide.
+    assert trusted_runs([regime(0.9), regime(1.3), regime(0.2)]) == ([0, 1, 2], [])
+    assert trusted_runs([regime(0.9)]) == ([0], [])
+    assert trusted_runs([regime(0.1)]) == ([0], [])
