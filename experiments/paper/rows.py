@@ -105,7 +105,7 @@ def rows(fabric: Fabric, only: Callable[[str], bool] = lambda key: True) -> list
     # The ring's largest step in a NIC's bandwidth-delay products: a loss in a step's
     # tail waits for a timeout, which a step of a few BDPs cannot hide.
     step_bdps = ring_total / n / (planes * spec.bdp_frames * spec.data_frame_bytes)
-    tail = (f"the ring's largest step is {step_bdps:.0f} of a NIC's BDPs (the paper's "
+    tail = (f"the ring's largest step is {step_bdps:.2g} of a NIC's BDPs (the paper's "
             "16 GB all-reduce moves 250 MB a step, hundreds of a 400G NIC's BDPs), so a "
             "loss in a step's tail, recovered after a timeout, costs a share of the step "
             "the paper's large messages never pay")
