@@ -161,6 +161,14 @@ def steady_state(m: Measured) -> Verdict:
                    + _others(m, entries, "slowdown", _pct))
 
 
+def rtt_at_least_counted(m: Measured, measured_s: float) -> float:
+    """A round trip to count in, never shorter than the fabric's with empty queues as
+    counted (serialization at every hop): an emulated hop with nothing queued forwards
+    at once, so a measured one can be a hundredth of it (docs/similarity.md "An idle
+    hop forwards at once")."""
+    return max(measured_s, m.fabric.spec.base_rtt_s)
+
+
 def gray_loss(m: Measured) -> Verdict:
     """Detection of the lossy path in RTTs (per-packet events), and the goodput kept."""
     p = m.row.params
@@ -176,12 +184,9 @@ def gray_loss(m: Measured) -> Verdict:
                                      (p["plane"], index), path_of)
     entries = _slowdowns(m)
     ratio = entries["mrc"]["goodput_ratio"]
-    # An RTT is never shorter than the path's round trip with empty queues as counted
-    # (serialization at every hop): an emulated hop with nothing queued forwards at
-    # once, so before the loss the measured one can be a hundredth of it
-    # (docs/similarity.md "An idle hop forwards at once").
     counted_ms = m.fabric.spec.base_rtt_s * 1000
-    rtt_ms = max(recovery["rtt_median_ms"] or 0.0, counted_ms) if recovery else None
+    rtt_ms = (rtt_at_least_counted(m, (recovery["rtt_median_ms"] or 0.0) / 1000) * 1000
+              if recovery else None)
     rtts = (recovery["detect_ms"] / rtt_ms
             if recovery and recovery["detect_ms"] is not None else None)
     passed = (rtts is not None and rtts <= p["rtts"] and ratio is not None
@@ -198,11 +203,10 @@ def gray_loss(m: Measured) -> Verdict:
 
 
 def _rtt_s(m: Measured, events: list[dict]) -> float | None:
-    """The senders' median smoothed RTT, never below the round trip as counted: an
-    emulated idle hop forwards at once (docs/similarity.md)."""
+    """The senders' median smoothed RTT (`rtt_at_least_counted`)."""
     values = [e["srtt_ms"] / 1000 for e in events
               if e.get("event") == "progress" and e.get("srtt_ms")]
-    return max(statistics.median(values), m.fabric.spec.base_rtt_s) if values else None
+    return rtt_at_least_counted(m, statistics.median(values)) if values else None
 
 
 def _together(run) -> tuple[float, float]:

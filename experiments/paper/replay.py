@@ -179,13 +179,14 @@ def run_rows(run: Run, table: list[CheckedRow], features: dict,
                 try:
                     # A row that reads another row's run differently (startup-losses,
                     # broken-at-start) judges the same pass.
-                    faulty = references.get(_pass_key(scenario, mine))
+                    key = _pass_key(scenario, mine)
+                    faulty = references.get(key)
                     if faulty is None:
                         faulty = play_pass(network.net, fabric, run.target, mine,
                                            scenario.plan, steps[row.key], where,
                                            scenario.timeout_s, scenario.protocol, progress,
                                            label=row.key)
-                    references.setdefault(_pass_key(scenario, mine), faulty)
+                    references.setdefault(key, faulty)
                     played[row.key][rep][0].add(faulty)
                     if reference is not None:
                         theirs = tuple(t for t in reference.transports if t in here)
@@ -485,13 +486,14 @@ def shape_plan(topo: str, only: set[str] | None) -> list[tuple[Fabric, set[str]]
     """`make paper SHAPES=paper`: each row on the shape of the cluster it ran on in the
     paper (rows.py SHAPES; `topo` stands for Cluster B), as (fabric, its rows) in the
     order of SHAPES, shapes without a chosen row left out."""
+    cluster_b = load_topology(topo)
     by_shape: dict[str, set[str]] = {}
-    for row in rows(load_topology(topo)):
+    for row in rows(cluster_b):
         if only is None or row.key in only:
             by_shape.setdefault(row.shape, set()).add(row.key)
     if only:
-        checked_rows(load_topology(topo), only)  # an unknown key: one line, as without SHAPES
-    return [(load_topology(topo if shape == "B" else name), by_shape[shape])
+        checked_rows(cluster_b, only)  # an unknown key: one line, as without SHAPES
+    return [(cluster_b if shape == "B" else load_topology(name), by_shape[shape])
             for shape, name in SHAPES.items() if shape in by_shape]
 
 

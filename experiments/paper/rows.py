@@ -130,6 +130,8 @@ def rows(fabric: Fabric, only: Callable[[str], bool] = lambda key: True) -> list
     pinned_flows = {"flows": [[0, cross[1]], [1, cross[1] - 1]],
                     "message_bytes": bytes_in(fabric, d) // planes,
                     "start_s": [0.0, round(0.3 * d, 3)]}
+    pinned = {"workload": "flows", "params": pinned_flows, "transports": ["mrc"],
+              "timeout_s": timeout}
     # T0-local, both ways, between the first two hosts of a rack (Fig. 9a, 9b).
     local = [0, 1] if spec.hosts_per_rack > 1 else cross
     local_flows = {"workload": "flows",
@@ -139,6 +141,13 @@ def rows(fabric: Fabric, only: Callable[[str], bool] = lambda key: True) -> list
 
     def with_faults(base: dict, *faults: dict, **extra) -> dict:
         return {**base, **extra, "faults": list(faults)}
+
+    # One T0-T1 uplink of rack 0's T0 down in each of up to four planes before the
+    # start: broken-at-start judges the run's goodput, startup-losses its losses.
+    broken_start = with_faults(cross_flows, *({"kind": "link-down",
+                                               "link": _link(fabric, p, 0, p + 1),
+                                               "before_start": True}
+                                              for p in range(min(planes, 4))))
 
     table = [
         Row("t0-t1-link-flaps", "5.1, 5.2.2 (Fig. 5, 9d)",
@@ -222,8 +231,7 @@ def rows(fabric: Fabric, only: Callable[[str], bool] = lambda key: True) -> list
             f"{min(planes, 4)} T0-T1 links are down before the job starts, one of "
             f"{spec.t1_per_plane} uplinks of a T0 in each of {min(planes, 4)} planes; "
             f"{DIFFERS_EMULATION}.",
-            with_faults(cross_flows, *({"kind": "link-down", "link": _link(fabric, p, 0, p + 1),
-                                "before_start": True} for p in range(min(planes, 4)))),
+            broken_start,
             "plane_bound", params={"slack": 0.05}),
         Row("ev-20pct-loss", "5.2.4 (Fig. 12, 13)",
             "An EV dropping 20% of its packets is taken out of the active set at once and "
@@ -252,11 +260,9 @@ def rows(fabric: Fabric, only: Callable[[str], bool] = lambda key: True) -> list
             "EVs spread over its paths (pin_path [0, null]). On links capped to a few "
             "Mbit/s NSCC's delay reaction can hold the shared queue under the ECN "
             f"threshold, and then no mark comes and nothing migrates; {DIFFERS_EMULATION}.",
-            {"workload": "flows", "params": pinned_flows, "transports": ["mrc"],
-             "timeout_s": timeout, "protocol": {"pin_path": [0, 0]}},
+            {**pinned, "protocol": {"pin_path": [0, 0]}},
             "ecn_migration", needs=("ecn",),
-            reference={"workload": "flows", "params": pinned_flows, "transports": ["mrc"],
-                       "timeout_s": timeout, "protocol": {"pin_path": [0, None]}},
+            reference={**pinned, "protocol": {"pin_path": [0, None]}},
             params={"rtts": 10, "share": 0.8}),
         Row("ring-allreduce-qps", "5.2.7 (Fig. 16)",
             "One MRC QP spraying over all paths beats RoCE with 16 QPs, which beats RoCE "
@@ -357,8 +363,7 @@ def rows(fabric: Fabric, only: Callable[[str], bool] = lambda key: True) -> list
             f"thousands, a far smaller share of a QP's 100+ EVs), so losses are counted "
             f"per broken path; a packet lost is a retransmission whose original neither "
             f"arrived nor was trimmed; {DIFFERS_EMULATION}.",
-            with_faults(cross_flows, *({"kind": "link-down", "link": _link(fabric, p, 0, p + 1),
-                                "before_start": True} for p in range(min(planes, 4)))),
+            broken_start,
             "startup_losses", reference=None, params={"per_broken_path": 5}),
         Row("permutation", "appendix (Fig. 20)",
             "Racks sending to other racks one to one: single-QP RoCE flows collide on "
