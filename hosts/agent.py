@@ -67,11 +67,12 @@ from hosts.protocol import (
     MAX_MSG_LEN,
     MRC_HEADER_BYTES,
     MRC_UDP_PORT,
+    ev_plane,
     transport_spec,
 )
 from topologies.addressing import AddressingError, host_address, parse_usids
 from topologies.model import Fabric
-from topologies.paths import path_for_ev
+from topologies.paths import choices_per_plane, path_for_ev, path_index
 from topologies.resolved import read_fabric
 
 # Time the loop gives to making and checking messages per turn: a chunk or two, so
@@ -152,7 +153,9 @@ class Agent:
             host_address(self.me), self.interfaces, classes,
             transport_spec(config.transport).data_class, max_datagram=largest)
         self.watcher = watcher or CarrierWatcher(self.interfaces)
-        self.targets: dict[tuple[int, int], object] = {}  # (dst, EV) -> destination
+        # (dst, plane, path index) -> destination; dst -> paths per plane to it
+        self.targets: dict[tuple[int, int, int], object] = {}
+        self.path_counts: dict[int, int] = {}
         self.sources: dict[bytes, int | None] = {}  # source key -> host (None: foreign)
         self.hosts_by_address: dict[str, int] = {}
         self.lag = LoopLag()
@@ -166,8 +169,12 @@ class Agent:
         return path_for_ev(self.fabric, self.me, dst, ev).address, MRC_UDP_PORT
 
     def target_for(self, dst: int, ev: int):
-        """The prepared destination (PlaneSockets.sockaddr) of the path an EV names."""
-        key = (dst, ev)
+        """The prepared destination (PlaneSockets.sockaddr) of the path an EV names,
+        made once per path: a connection draws many EVs for each of its paths."""
+        paths = self.path_counts.get(dst)
+        if paths is None:
+            paths = self.path_counts[dst] = choices_per_plane(self.fabric, self.me, dst)
+        key = (dst, ev_plane(ev), path_index(ev, paths))
         target = self.targets.get(key)
         if target is None:
             target = self.targets[key] = self.sockets.sockaddr(*self.address_of(dst, ev))
@@ -300,11 +307,10 @@ class Agent:
         out = self.endpoint.poll(now)
         if not out:
             return
-        targets, target_for = self.targets, self.target_for
+        target_for = self.target_for
         batches: list[list] = [[] for _ in range(self.planes)]
         for plane, dst, ev, data, cls in out:
-            target = targets.get((dst, ev)) or target_for(dst, ev)
-            batches[plane].append((target, data, cls))
+            batches[plane].append((target_for(dst, ev), data, cls))
         sent = errors = 0
         for plane, batch in enumerate(batches):
             if batch:

@@ -9,7 +9,8 @@ the narrowest to the widest:
 - late within a plane: RACK over the plane's paths, each held to its own srtt + 4
   rttvar (`_late_on_plane`, run when an ack moves the plane's latest acknowledged send
   time);
-- late on the connection, then the timeout backstop (`_check_losses`, every tick).
+- late on the connection, then the timeout backstop (`_check_losses`, when the oldest
+  transmission in flight may be due).
 
 A loss retires the path (hosts/path_manager.py). A late packet is sent again at once
 and its path held while a probe asks whether it still delivers (`_late`, `_confirm`):
@@ -29,6 +30,13 @@ from hosts.reliability import Packet
 from hosts.transport import Outgoing
 
 _sent_at = attrgetter("sent_at")
+
+
+def in_flight(entry: tuple[float, int, Packet, Ev]) -> bool:
+    """Whether an entry of the connection's `flight` is still the packet's latest
+    transmission, unanswered and not taken back."""
+    _, tx_seq, pkt, ev = entry
+    return pkt.tx_seq == tx_seq and pkt.ev is ev and not pkt.acked
 
 
 class Suspect(NamedTuple):
@@ -117,6 +125,25 @@ class LossDetection:
             recheck[plane] = now
         if advanced:
             self.recheck_at = now
+        self._arm_check(now)
+
+    def _arm_check(self, now: float) -> None:
+        """After acks: bring `next_check` forward to when the oldest transmission in
+        flight may be due now that the acks moved the reordering cutoff and the RTT
+        estimate (at once if it is behind the cutoff already)."""
+        flight = self.flight
+        while flight and not in_flight(flight[0]):
+            flight.popleft()
+        if not flight:
+            return
+        sent_at = flight[0][0]
+        window = max(self.config.reorder_min_s, 2 * self.srtt + 4 * self.rttvar)
+        if self.srtt and sent_at < self.rack_sent_at - window:
+            self.next_check = now
+        else:
+            due = max(now + self.config.tick_s, sent_at + self.rto(0))
+            if due < self.next_check:
+                self.next_check = due
 
     # ------------------------------------------------------------------ gaps
     def _detect_gaps(self, ev: Ev, acked: Packet, now: float, judge: bool) -> None:
@@ -193,6 +220,7 @@ class LossDetection:
         wait = ev.srtt + max(4 * ev.rttvar, self.config.path_skew_s, 2 * self.config.tick_s)
         seq = SUSPECT_SEQ | (self.stats["late"] & SUSPECT_SEQ_MASK)
         self.suspects[key] = Suspect(now + wait, seq, reason, ev, pkt, pkt.sent_at)
+        self.next_check = min(self.next_check, now + wait)  # _confirm's verdict is due then
         self.evs.hold(key)
         self.suspect_probes.append((ev.plane, ev.ev, seq, pkt.path_seq))
         self.on_event({"t": now, "event": "suspect", "ev": ev.ev, "plane": ev.plane,
@@ -329,6 +357,14 @@ class LossDetection:
         with shorter queues, and says nothing of this one's while the queues of a
         starting run are still building. A packet that times out more than
         `retry_linear_cnt` + `retry_exp_cnt` times ends the connection (_give_up).
+
+        Both tests only ever condemn the oldest transmissions (no timeout is shorter
+        than a first transmission's, rto(0)), so the check reads the connection's
+        transmissions in the order they left (`flight`) up to the first that neither
+        test can reach yet, and sets `next_check` to when the oldest of the rest could
+        first be due: it costs what is overdue, not every packet in flight, and wakes
+        the loop only when something may be (`_arm_check` brings it forward when an
+        ack moves the reordering cutoff).
         """
         window = max(self.config.reorder_min_s, 2 * self.srtt + 4 * self.rttvar)
         cutoff = self.rack_sent_at - window if self.srtt else float("-inf")
@@ -343,15 +379,29 @@ class LossDetection:
         draining = self.evs.draining
         if draining:
             draining[:] = [ev for ev in draining if ev.inflight > 0 and not ev.active]
-        suspects = []
-        for ev in (*self.evs.rotation, *draining):
-            if not ev.outstanding:
+        judged = {id(ev) for ev in draining}
+        horizon = max(cutoff, now - first)  # sent since: neither late nor timed out
+        flight = self.flight
+        while flight and not in_flight(flight[0]):
+            flight.popleft()
+        # Whatever leaves after now is due no sooner than a first transmission's timeout.
+        suspects, soonest = [], now + first
+        for suspect in self.suspects.values():  # a held path's verdict (_confirm)
+            soonest = min(soonest, suspect.deadline)
+        for entry in flight:
+            sent_at, _, pkt, ev = entry
+            if sent_at >= horizon:
+                soonest = min(soonest, sent_at + first)
+                break
+            if not in_flight(entry) or not (ev.active or id(ev) in judged):
                 continue
-            limit = first if ev.key in samples else unmeasured
-            suspects += [p for p in ev.outstanding
-                         if p.ev is ev and not p.acked
-                         and (p.sent_at < cutoff
-                              or now - p.sent_at > (rto(p.retries) if p.retries else limit))]
+            limit = (rto(pkt.retries) if pkt.retries
+                     else first if ev.key in samples else unmeasured)
+            if sent_at < cutoff or now - sent_at > limit:
+                suspects.append(pkt)
+            else:
+                soonest = min(soonest, sent_at + limit)
+        self.next_check = max(now + self.config.tick_s, soonest)
         for pkt in suspects:
             ev = pkt.ev
             if ev is None:

@@ -62,6 +62,12 @@ class PathManager:
             self.on_event({"t": now, "event": "retire", "ev": retired.ev, "plane": retired.plane,
                            "path": retired.key[1], "reason": reason, "peer": self.peer})
             self._resend_outstanding(retired)
+        self._probe_from(now + self.config.probe_initial_s)
+
+    def _probe_from(self, when: float) -> None:
+        """A probe is due at `when`: the loss checks' timer (poll()) must run by then."""
+        if when < self.next_check:
+            self.next_check = when
 
     def _resend_outstanding(self, ev: Ev) -> None:
         """What is in flight on an EV that leaves use is presumed lost: send it elsewhere."""
@@ -257,6 +263,7 @@ class PathManager:
                 if was and not now_up:
                     self.remote_probe_at[plane] = now + self.config.probe_initial_s
                     self.remote_probe_wait[plane] = self.config.probe_initial_s
+                    self._probe_from(self.remote_probe_at[plane])
             self.remote_up = remote
             self._planes_changed(now)
 

@@ -79,6 +79,11 @@ class Reliability:
         self.unsent: deque[Message] = deque()  # messages with packets never sent
         self.retx: deque[Packet] = deque()
         self.inflight = 0
+        # Every transmission, in the order it left: (sent_at, tx_seq, packet, EV). An
+        # entry whose packet was acknowledged, taken back or sent again since is stale
+        # (hosts/loss_detection.py `in_flight`), and dropped when it reaches the front:
+        # loss detection reads the oldest first.
+        self.flight: deque[tuple[float, int, Packet, Ev]] = deque()
         self.tx_count = 0  # transmissions so far (Packet.tx_seq)
         # DATA packets sent on each path so far: their `path_seq` (the receiver's view of
         # what each path should have brought it).
@@ -143,6 +148,7 @@ class Reliability:
         path_sent[key] = sent + 1
         ev.inflight += 1
         ev.outstanding.append(pkt)
+        self.flight.append((now, pkt.tx_seq, pkt, ev))
         self.inflight += 1
         stats = self.stats
         stats["data_tx"] += 1

@@ -128,10 +128,12 @@ class Sender(Reliability, LossDetection, PathManager):
         if now >= self.recheck_at:
             self._recheck_planes(now)
         if now >= self.next_check:
-            self.next_check = now + self.config.tick_s
-            self._check_losses(now)
+            self._check_losses(now)  # sets the next check
             if self.config.probes:
                 self._probe(now, out)
+                if self.evs.bad or not all(self.remote_up):
+                    # Probes of bad paths and of planes the peer said are down: every tick.
+                    self.next_check = min(self.next_check, now + self.config.tick_s)
         if self.suspects:
             self._confirm(now, out)
         retx, unsent, pick = self.retx, self.unsent, self.evs.pick
