@@ -43,14 +43,14 @@ from experiments.faults import parse_faults
 from experiments.run.bringup import running
 from experiments.run.workload_run import run_transport
 from experiments.scenarios.workloads import phases
-from hosts.baseline import SinglePathSender
+from hosts.baseline import RoceSender
 from hosts.config import ProtocolConfig
 from hosts.pacing import Pacer
 from hosts.protocol import DEFAULT_MTU_PAYLOAD, MRC_HEADER_BYTES
 from hosts.simnet import Chaos, Outage, SimNet
 from topologies.addressing import host_address
 from topologies.model import load_topology
-from topologies.paths import catalogue, choices_per_plane, path_for_ev
+from topologies.paths import catalogue, path_for_ev
 from topologies.shaping import as_emulated_here
 
 REPO = Path(__file__).resolve().parents[1]
@@ -134,9 +134,8 @@ def throughput(folder: Path) -> dict:
 def failed_path(fabric):
     """The path of the baseline's hashed flow h0 -> h3, which the recovery runs break,
     and `path_of(ev)`, naming any EV's path the same way: (plane, spine)."""
-    base = SinglePathSender(0, 3, 3, fabric.spec.planes, choices_per_plane(fabric, 0, 3),
-                            ProtocolConfig(), lambda e: None, lambda *a: None)
-    path = path_for_ev(fabric, 0, 3, base.ev)
+    base = RoceSender(0, 3, 3, fabric, ProtocolConfig(), lambda e: None, lambda *a: None)
+    path = path_for_ev(fabric, 0, 3, base.qps[0].ev)
 
     def path_of(ev: int) -> tuple[int, int | None]:
         p = path_for_ev(fabric, 0, 3, ev)
