@@ -21,14 +21,14 @@ deps: ## install apt packages and the Python venv (idempotent)
 deps-p4: ## also install BMv2 and p4c from the p4lang packages (Ubuntu 22.04)
 	@bash .ci/install.sh --with-p4
 
-run-experiment: deps ## build TOPO, run SCENARIO on DATAPLANE, write results/ (root; CAPTURE=1 for pcaps; RATE_CAP=off or Mbit/s)
+run-experiment: deps ## build TOPO, run SCENARIO on DATAPLANE, write results/ (root; CAPTURE=1 for pcaps; RATE_CAP=off or Mbit/s; MTU=4096)
 	@echo "== run-experiment: TOPO=$(TOPO) DATAPLANE=$(DATAPLANE) SCENARIO=$(SCENARIO)"
-	@$(PY) -m experiments run --topo $(TOPO) --dataplane $(DATAPLANE) --scenario $(SCENARIO) $(if $(CAPTURE),--capture $(CAPTURE)) $(if $(RATE_CAP),--rate-cap $(RATE_CAP))
+	@$(PY) -m experiments run --topo $(TOPO) --dataplane $(DATAPLANE) --scenario $(SCENARIO) $(if $(CAPTURE),--capture $(CAPTURE)) $(if $(RATE_CAP),--rate-cap $(RATE_CAP)) $(if $(MTU),--mtu $(MTU))
 
 cli: deps ## interactive fabric with agents and testbed commands (root; TWIN=1: the single-plane twin; LAB=02|03: your lab's P4 on BMv2; docs/cli.md)
 	@echo "== cli: TOPO=$(TOPO) DATAPLANE=$(if $(LAB),bmv2,$(DATAPLANE))$(if $(TWIN), (its single-plane twin))$(if $(LAB), with lab $(LAB)'s P4 program$(if $(SOLUTION), (solution)))"
 	@$(if $(LAB),$(PY) -m labs program $(LAB) $(BUILD)/labs/cli-$(LAB) $(if $(SOLUTION),--solution) >/dev/null &&) \
-	$(PY) -m experiments.interactive.cli --topo $(TOPO) --dataplane $(if $(LAB),bmv2,$(DATAPLANE)) $(if $(CAPTURE),--capture $(CAPTURE)) $(if $(TWIN),--twin) $(if $(LAB),--p4 $(BUILD)/labs/cli-$(LAB)/p4src/mrc_switch.p4)
+	$(PY) -m experiments.interactive.cli --topo $(TOPO) --dataplane $(if $(LAB),bmv2,$(DATAPLANE)) $(if $(CAPTURE),--capture $(CAPTURE)) $(if $(TWIN),--twin) $(if $(LAB),--p4 $(BUILD)/labs/cli-$(LAB)/p4src/mrc_switch.p4) $(if $(MTU),--mtu $(MTU))
 
 p4shell: deps ## read-only p4runtime-shell on SWITCH of the running BMv2 fabric
 	@test -n "$(SWITCH)" || { echo "p4shell: SWITCH=<name> needed, e.g. make p4shell SWITCH=p0t0r0" >&2; exit 2; }
@@ -96,9 +96,9 @@ lab-check: deps ## check your lab: make lab-check LAB=02 (SOLUTION=1: the lab's 
 .PHONY: paper
 paper: deps ## the MRC paper's section-5 experiments, 3 runs a row: results/<run>/paper.md (root; ONLY=row,...; QUICK=1: one run; SHAPES=paper: each on its cluster's shape)
 	@echo "== paper: TOPO=$(TOPO) DATAPLANE=$(or $(filter-out auto,$(DATAPLANE)),kernel)$(if $(SHAPES), SHAPES=$(SHAPES))"
-	@$(PY) -m experiments.paper --topo $(TOPO) --dataplane $(or $(filter-out auto,$(DATAPLANE)),kernel) $(if $(ONLY),--only $(ONLY)) $(if $(QUICK),--repetitions 1) $(if $(RATE_CAP),--rate-cap $(RATE_CAP)) $(if $(SHAPES),--shapes $(SHAPES))
+	@$(PY) -m experiments.paper --topo $(TOPO) --dataplane $(or $(filter-out auto,$(DATAPLANE)),kernel) $(if $(ONLY),--only $(ONLY)) $(if $(QUICK),--repetitions 1) $(if $(RATE_CAP),--rate-cap $(RATE_CAP)) $(if $(SHAPES),--shapes $(SHAPES)) $(if $(MTU),--mtu $(MTU))
 
 .PHONY: calibrate
 calibrate: deps ## measure what this machine's agents drive (build/calibration.json; runs cap their links to it)
 	@echo "== calibrate: python -m experiments.run.calibration"
-	@$(PY) -m experiments.run.calibration
+	@$(PY) -m experiments.run.calibration $(if $(MTU),--mtu $(MTU))

@@ -3,9 +3,13 @@
     sudo .venv/bin/python -m bench.agent_throughput        (or: make bench)
 
 1. Throughput, on a two-host, 8-plane fabric whose links are fast enough (1 Gbit/s)
-   that the CPU is the limit: a bare UDP blaster (bench/rawsock.py) between the two
-   namespaces, over one plane and over all planes; then the MRC agent moving one large
-   message over the same paths. Prints packets/s, Mbit/s and the agent/raw ratio.
+   that the CPU is the limit, at the default MTU (1,200-byte payloads) and at the
+   NICs' (4,096): a bare UDP blaster (bench/rawsock.py) between the two namespaces,
+   over one plane and over all planes; then the MRC agent moving one large message over
+   the same paths. Prints packets/s and Mbit/s, in all and per core (the machine's
+   cores drive the one agent pair: sender, receiver and the kernel between them), the
+   agent/raw ratio, the agents' largest resident memory, and the calibrated budget runs
+   cap their links to (experiments/run/calibration.py) at each MTU.
 2. Recovery, on 2tier-2plane at its emulated rates: a long transfer h0 -> h3; the link
    under the baseline's hashed path fails half a second in. For `mrc` and `single-path`
    (three runs each, medians) it prints, from per-packet events
@@ -28,6 +32,7 @@ Figures go to stdout (and bench/results.json); nothing here is a test.
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -40,13 +45,14 @@ from experiments.analysis.metrics import path_failure_recovery, read_events
 from experiments.analysis.similarity import delay_emulated, headline, proportions
 from experiments.dataplanes.targets import KernelTarget, apply_fault
 from experiments.faults import parse_faults
+from experiments.run import calibration
 from experiments.run.bringup import running
 from experiments.run.workload_run import run_transport
 from experiments.scenarios.workloads import phases
 from hosts.baseline import RoceSender
 from hosts.config import ProtocolConfig
 from hosts.pacing import Pacer
-from hosts.protocol import DEFAULT_MTU_PAYLOAD, MRC_HEADER_BYTES
+from hosts.protocol import DEFAULT_MTU_PAYLOAD, MRC_HEADER_BYTES, NIC_MTU_PAYLOAD
 from hosts.simnet import Chaos, Outage, SimNet
 from topologies.addressing import host_address
 from topologies.model import load_topology
@@ -55,15 +61,17 @@ from topologies.shaping import as_emulated_here
 
 REPO = Path(__file__).resolve().parents[1]
 SECONDS = 3.0
-PAYLOAD = DEFAULT_MTU_PAYLOAD
+MTUS = (DEFAULT_MTU_PAYLOAD, NIC_MTU_PAYLOAD)
+CORES = os.cpu_count() or 1
 
 
-def fast_topology(folder: Path) -> Path:
-    path = folder / "bench-fast.yaml"
+def fast_topology(folder: Path, mtu: int) -> Path:
+    path = folder / f"bench-fast-{mtu}.yaml"
     link = {"rate_mbit": 1000, "delay_ms": 0, "queue_pkts": 1000}
     path.write_text(yaml.safe_dump({
         "name": "bench-fast", "planes": 8, "racks": 2, "hosts_per_rack": 1, "t1_per_plane": 1,
-        "links": {"host_t0": link, "t0_t1": link}, "ecn_threshold_pkts": 100}))
+        "mtu_payload": mtu, "links": {"host_t0": link, "t0_t1": link},
+        "ecn_threshold_pkts": 100}))
     return path
 
 
@@ -76,7 +84,8 @@ def raw_limit(net, fabric, planes: int) -> dict:
     tx = net.get("h0").popen([sys.executable, "-m", "bench.rawsock", "send", "--address",
                               host_address(0), "--dst-addresses",
                               ",".join(p.address for p in paths), "--seconds", str(SECONDS),
-                              "--size", str(PAYLOAD + MRC_HEADER_BYTES)], cwd=str(REPO),
+                              "--size", str(fabric.spec.mtu_payload + MRC_HEADER_BYTES)],
+                             cwd=str(REPO),
                              stdout=subprocess.PIPE, text=True)
     tx.communicate()
     return json.loads(rx.communicate()[0])
@@ -91,7 +100,7 @@ def agent_goodput(net, fabric, folder: Path, planes: int) -> dict:
     run = run_transport(net, fabric, "mrc", plan, parse_faults(faults, fabric),
                         lambda a: apply_fault(net, fabric, a, KernelTarget()),
                         folder / f"agent-{planes}", 120.0,
-                        {"mtu_payload": PAYLOAD, "window": 256, "cc": False}, lambda m: None,
+                        {"window": 256, "cc": False}, lambda m: None,
                         progress_s=0.002)
     (t,) = run.transfers
     # Transport time: from the first payload byte placed to the last (progress samples of
@@ -104,12 +113,23 @@ def agent_goodput(net, fabric, folder: Path, planes: int) -> dict:
     took = last - first[0]
     return {"ok": t.done and t.verified, "seconds": round(took, 3),
             "end_to_end_s": round(t.fct(), 3),
-            "pps": round(moved / PAYLOAD / took), "mbps": round(moved * 8 / took / 1e6, 1)}
+            "pps": round(moved / fabric.spec.mtu_payload / took),
+            "mbps": round(moved * 8 / took / 1e6, 1),
+            "max_rss_mb": max(s.get("max_rss_mb", 0.0) for s in run.stats.values())}
 
 
 def throughput(folder: Path) -> dict:
-    fabric = load_topology(str(fast_topology(folder)))
+    return {str(mtu): throughput_at(folder, mtu) for mtu in MTUS}
+
+
+def throughput_at(folder: Path, mtu: int) -> dict:
+    fabric = load_topology(str(fast_topology(folder, mtu)))
     out = {}
+    budget = calibration.budget(mtu)
+    out["calibrated_mbit_per_core"] = budget.mbit_per_core
+    print(f"throughput at {mtu}-byte payloads ({fabric.spec.data_frame_bytes}-byte frames); "
+          f"runs cap their links to {budget.mbit_per_core:g} Mbit/s per core "
+          f"({budget.source})", flush=True)
     with running(fabric, KernelTarget()) as network:
         net = network.net
         for planes in (1, 8):
@@ -121,13 +141,17 @@ def throughput(folder: Path) -> dict:
             ratio = agent["pps"] / raw["pps"] if raw["pps"] else 0.0
             out[f"{planes}_plane"] = {"raw_pps": round(raw["pps"]),
                                       "raw_mbps": round(raw["mbps"], 1),
-                                      "agent": agent, "agent_over_raw": round(ratio, 3)}
-            print(f"throughput, {planes} plane(s): raw socket {raw['pps']:,.0f} pkt/s "
-                  f"{raw['mbps']:.0f} Mbit/s; agent {agent['pps']:,} pkt/s {agent['mbps']} "
-                  f"Mbit/s goodput ({'verified' if agent['ok'] else 'FAILED'}, "
+                                      "agent": agent, "agent_over_raw": round(ratio, 3),
+                                      "agent_pps_per_core": round(agent["pps"] / CORES),
+                                      "agent_mbps_per_core": round(agent["mbps"] / CORES, 1)}
+            print(f"throughput, {mtu}-byte payloads, {planes} plane(s): raw socket "
+                  f"{raw['pps']:,.0f} pkt/s {raw['mbps']:.0f} Mbit/s; agent "
+                  f"{agent['pps']:,} pkt/s {agent['mbps']} Mbit/s goodput "
+                  f"({'verified' if agent['ok'] else 'FAILED'}, "
                   f"{agent['end_to_end_s']} s end to end with making and checking the "
-                  f"message); "
-                  f"agent/raw = {ratio:.2f}", flush=True)
+                  f"message), per core {agent['pps'] / CORES:,.0f} pkt/s "
+                  f"{agent['mbps'] / CORES:.1f} Mbit/s; agent/raw = {ratio:.2f}; "
+                  f"at most {agent['max_rss_mb']:g} MB resident per agent", flush=True)
     return out
 
 
@@ -146,7 +170,7 @@ def failed_path(fabric):
 
 def plane_gap_ms(fabric) -> float:
     """Time between two full packets of one plane at the host link's rate (paced)."""
-    pacer = Pacer(1, fabric.spec.host_t0.rate_mbit, ProtocolConfig().mtu_payload + MRC_HEADER_BYTES)
+    pacer = Pacer(1, fabric.spec.host_t0.rate_mbit, fabric.spec.mtu_payload + MRC_HEADER_BYTES)
     return round(pacer.packet_s * 1000, 3)
 
 

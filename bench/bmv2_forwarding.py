@@ -323,11 +323,20 @@ def measure(setting: Setting, switches: int, fabric, program, seconds: float,
                                  "switch(es) within 5 s")
             time.sleep(0.05)
         sent, arrived = blast(frame, seconds, warmup_s=1.0)
+        memory = [rss_mb(proc.pid) for proc in procs]
     finally:
         stop_switches(procs)
         remove_links()
     return {"setting": setting.name, "switches": switches, "sent_pps": round(sent),
-            "pps": round(arrived)}
+            "pps": round(arrived), "rss_mb_per_switch": round(max(memory), 1)}
+
+
+def rss_mb(pid: int) -> float:
+    """A process's resident memory now, in MB (/proc/PID/status VmRSS)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
 
 
 def main() -> int:
@@ -365,8 +374,10 @@ def main() -> int:
                 row = {**results[0], "pps": round(statistics.median(r["pps"] for r in results)),
                        "sent_pps": round(statistics.median(r["sent_pps"] for r in results)),
                        "runs_pps": [r["pps"] for r in results]}
+                row["rss_mb_per_switch"] = max(r["rss_mb_per_switch"] for r in results)
                 print(f"{switches} switch(es)  {name:<40} {row['pps']:>8} pkt/s  "
-                      f"(runs: {', '.join(map(str, row['runs_pps']))})", flush=True)
+                      f"(runs: {', '.join(map(str, row['runs_pps']))}); "
+                      f"{row['rss_mb_per_switch']:g} MB resident per switch", flush=True)
                 rows.append(row)
     except (BenchError, Bmv2Error) as err:
         print(f"bmv2_forwarding: {err}", file=sys.stderr)

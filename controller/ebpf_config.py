@@ -185,11 +185,12 @@ def rate_bytes_per_s(link: LinkParams) -> int:
     return max(1, round(link.rate_mbit * 1e6 / 8))
 
 
-def port_config(tables: SwitchTables, role: PortRole, link: LinkParams, peer_ifindex: int = 0,
-                frame_bytes: int = protocol.DATA_FRAME_BYTES) -> PortConfig:
-    """A switch port's settings: the values the P4 program gets, in bytes of
-    `frame_bytes` frames (the priority queue's limit in trimmed headers), and the link
+def port_config(tables: SwitchTables, role: PortRole, link: LinkParams,
+                peer_ifindex: int = 0) -> PortConfig:
+    """A switch port's settings: the values the P4 program gets, in bytes of the
+    fabric's full frames (the priority queue's limit in trimmed headers), and the link
     rate."""
+    frame_bytes = tables.frame_bytes
     return PortConfig(
         rate_bytes_per_s=rate_bytes_per_s(link),
         ecn_kmin_bytes=role.ecn_kmin * frame_bytes,
@@ -310,19 +311,21 @@ def compile_command(source: Path = SOURCE, output: Path = OBJECT,
 
 
 def qdisc_commands(intf: str, link: LinkParams, priority_share: float | None = None,
-                   trim_size_bytes: int = protocol.TRIMMED_FRAME_BYTES) -> list[str]:
+                   trim_size_bytes: int = protocol.TRIMMED_FRAME_BYTES,
+                   frame_bytes: int = protocol.DATA_FRAME_BYTES) -> list[str]:
     """The root qdisc of a switch port (tc batch lines, without `tc`): htb at the link
     rate with a priority leaf (1:10, prio 0), a lossless leaf (1:30) and a data leaf
     (1:20, both prio 1); the program picks the leaf through skb->priority. The data leaf
     holds `queue_pkts` packets; the priority leaf as many trimmed headers (of
     `trim_size_bytes`) as fit in the same bytes, as on BMv2; the lossless leaf so many
     that it never drops (PFC pauses its senders first). `priority_share` caps the
-    priority leaf's rate (a topology's `trimming.priority_share`)."""
+    priority leaf's rate (a topology's `trimming.priority_share`). `frame_bytes` is the
+    fabric's full DATA frame, the largest a port carries."""
     rate = f"{link.rate_mbit:g}mbit"
     leaf = f"{max(0.008, link.rate_mbit * LEAF_RATE_FRACTION):g}mbit"
     ceil = rate if priority_share is None else f"{link.rate_mbit * priority_share:g}mbit"
-    quantum = protocol.DATA_FRAME_BYTES
-    headers = priority_limit(link.queue_pkts, trim_size_bytes)
+    quantum = frame_bytes  # htb's quantum must cover the largest frame
+    headers = priority_limit(link.queue_pkts, trim_size_bytes, frame_bytes)
     link_class = tc_class(CLASS_LINK)
     priority, lossless, data = (tc_class(m) for m in (CLASS_PRIORITY, CLASS_LOSSLESS,
                                                       CLASS_DATA))

@@ -80,6 +80,7 @@ class SwitchTables:
     ports: tuple[PortRole, ...]
     dscp_behaviour: dict[int, int]  # DSCP -> behaviour, for the DSCPs the topology names
     trim_size_bytes: int  # frame bytes a trimmed packet keeps
+    frame_bytes: int = protocol.DATA_FRAME_BYTES  # a full DATA frame: the unit of `ports`
 
     @property
     def entry_count(self) -> int:
@@ -101,7 +102,7 @@ def switch_tables(fabric: Fabric, switch: Switch) -> SwitchTables:
     behaviour = {dscp: protocol.CLASS_BEHAVIOUR[cls]
                  for cls, dscp in enumerate(spec.traffic_classes)}
     return SwitchTables(switch.name, switch.usid, routes, roles, behaviour,
-                        spec.trim_size_bytes)
+                        spec.trim_size_bytes, spec.data_frame_bytes)
 
 
 def port_role(fabric: Fabric, port) -> PortRole:
@@ -124,13 +125,14 @@ def port_role(fabric: Fabric, port) -> PortRole:
                     trim_threshold=(spec.trim_lasthop if host_facing
                                     else spec.trim_threshold_pkts),
                     queue=queue, xoff=xoff, xon=xoff // 2, dscp_trimmed=classes[trimmed],
-                    priority_limit=priority_limit(queue, spec.trim_size_bytes))
+                    priority_limit=priority_limit(queue, spec.trim_size_bytes,
+                                                  spec.data_frame_bytes))
 
 
-def priority_limit(queue: int, trim_size_bytes: int) -> int:
+def priority_limit(queue: int, trim_size_bytes: int, frame_bytes: int) -> int:
     """The priority queue's limit in trimmed headers: the data queue's buffer in bytes,
     as in a switch whose buffer is counted in bytes (`queue` full frames' worth)."""
-    return queue * protocol.DATA_FRAME_BYTES // trim_size_bytes
+    return queue * frame_bytes // trim_size_bytes
 
 
 def lossless_queue(queue: int) -> int:

@@ -34,6 +34,9 @@ def main(argv: list[str] | None = None) -> int:
                      help="cap the links to what the agents drive here (calibrated, or "
                           "cached: experiments/run/calibration.py), to a link rate in Mbit/s "
                           "(e.g. 4), or not (off: the topology's rate)")
+    run.add_argument("--mtu", type=int, default=None,
+                     help="payload bytes per DATA packet instead of the topology's "
+                          "mtu_payload (e.g. 4096, as the NICs carry)")
     run.add_argument("--no-fault-free", dest="fault_free", action="store_false",
                      help="do not play a scenario with faults a second time without them "
                           "(no slowdown figures; half the time)")
@@ -54,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
             return USAGE_ERROR
         return 0
     try:
-        fabric = load_topology(args.topo)
+        fabric = load_topology(args.topo, getattr(args, "mtu", None))
         if args.command == "validate":
             print(f"{fabric.spec.source}: ok: {len(fabric.hosts)} hosts, "
                   f"{len(fabric.switches)} switches, {len(fabric.links)} links")

@@ -47,6 +47,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import select
 import sys
 import time
@@ -280,9 +281,12 @@ class Agent:
 
     def stats(self) -> dict:
         """The agent's counters, its endpoint's, its event loop's lag (`event_loop`:
-        hosts/looplag.py) and the CPU time its process used so far (`cpu_s`)."""
+        hosts/looplag.py), the CPU time its process used so far (`cpu_s`) and the most
+        memory it held (`max_rss_mb`)."""
         return dict(self.counters, truncated=self.sockets.truncated,
                     **self.endpoint.stats(), cpu_s=round(time.process_time(), 3),
+                    max_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+                                     / 1024, 1),
                     event_loop=self.lag.summary())
 
     # ----------------------------------------------------------------- loop

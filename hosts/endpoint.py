@@ -31,7 +31,7 @@ from dataclasses import replace
 
 from hosts import protocol, wire
 from hosts.baseline import RoceSender, Routes, qp_flow_port
-from hosts.config import REVERSE_PROBE_S, ProtocolConfig
+from hosts.config import REVERSE_PROBE_S, ConfigError, ProtocolConfig
 from hosts.pacing import Pacer
 from hosts.protocol import (
     EP_PROBE_CONN,
@@ -70,11 +70,19 @@ def link_adjusted(config: ProtocolConfig, fabric: Fabric, trims: bool = True) ->
     allow raised to what the host link's rate (and its queues) need. `trims`: the
     transport's data is trimmed by switches (mrc), not dropped (mrc-no-trim)."""
     link = fabric.spec.host_t0
-    frame_s = 1 / protocol.link_pps(link.rate_mbit, protocol.DATA_FRAME_BYTES)
+    frame_s = 1 / protocol.link_pps(link.rate_mbit, fabric.spec.data_frame_bytes)
     # How much later than a sibling a healthy path may deliver: a path held because a
     # packet of it was late is retired only if its probe finds no answer within its
     # round trip plus that (hosts/sender.py `_late`).
     default = ProtocolConfig()
+    # Packets of the fabric's MTU unless the scenario asks for smaller ones: a larger
+    # packet would not leave its port whole.
+    if config.mtu_payload == default.mtu_payload:
+        config = replace(config, mtu_payload=fabric.spec.mtu_payload)
+    elif config.mtu_payload > fabric.spec.mtu_payload:
+        raise ConfigError(f"protocol.mtu_payload: {config.mtu_payload} bytes, more than "
+                          f"the fabric's {fabric.spec.mtu_payload} (its topology's "
+                          "mtu_payload): use at most that")
     if config.path_skew_s == default.path_skew_s:
         config = replace(config, path_skew_s=path_skew_s(fabric, trims))
     # A packet may wait behind a full queue at a hop, so a timeout shorter than one
@@ -124,7 +132,7 @@ def path_skew_s(fabric: Fabric, trims: bool = True) -> float:
     its link's rate."""
     spec = fabric.spec
     frames = spec.trim_threshold_pkts if trims else spec.t0_t1.queue_pkts
-    return 2 * frames / protocol.link_pps(spec.t0_t1.rate_mbit, protocol.DATA_FRAME_BYTES)
+    return 2 * frames / protocol.link_pps(spec.t0_t1.rate_mbit, spec.data_frame_bytes)
 
 
 def worst_round_trip_s(fabric: Fabric) -> float:
@@ -136,7 +144,7 @@ def worst_round_trip_s(fabric: Fabric) -> float:
     spec = fabric.spec
     drain = 0.0
     for link in (spec.t0_t1, spec.t0_t1, spec.host_t0):
-        drain += link.queue_pkts / protocol.link_pps(link.rate_mbit, protocol.DATA_FRAME_BYTES)
+        drain += link.queue_pkts / protocol.link_pps(link.rate_mbit, spec.data_frame_bytes)
     return drain + 2 * (2 * spec.host_t0.delay_ms + 2 * spec.t0_t1.delay_ms) / 1000
 
 

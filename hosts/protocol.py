@@ -37,8 +37,17 @@ CONTROL_PACKET_BYTES = MRC_HEADER_BYTES + CONTROL_BODY_BYTES
 # What the network adds around each MRC datagram (UDP payload) on an Ethernet link.
 WIRE_OVERHEAD = ETHERNET_HEADER_BYTES + IPV6_HEADER_BYTES + UDP_HEADER_BYTES
 
-# Payload bytes per DATA packet unless a scenario says otherwise (ProtocolConfig).
+# Payload bytes per DATA packet: the fabric's, which its topology file may set
+# (`mtu_payload`, topologies/model.py), by default what fills the IPv6 minimum MTU
+# (1,294-byte frames); a scenario may send smaller packets (ProtocolConfig.mtu_payload),
+# never larger.
 DEFAULT_MTU_PAYLOAD = 1200
+# What RoCE and MRC NICs carry: a 4 KiB payload (4,190-byte frames, interfaces of MTU
+# 4,176), a topology's `mtu_payload: 4096`.
+NIC_MTU_PAYLOAD = 4096
+# What a topology's mtu_payload may be: from a quarter of a kilobyte to a payload whose
+# frame fits a 9,216-byte jumbo MTU.
+MTU_PAYLOAD_RANGE = (256, 9000)
 # The largest payload of one DATA packet: the IPv6 payload length (16 bits) covers the
 # UDP header, the MRC header and the payload.
 MAX_PAYLOAD = 0xFFFF - UDP_HEADER_BYTES - MRC_HEADER_BYTES
@@ -54,9 +63,20 @@ def frame_bytes(datagram_bytes: int) -> int:
     return datagram_bytes + WIRE_OVERHEAD
 
 
+def data_frame_bytes(mtu_payload: int) -> int:
+    """A full DATA frame for this payload size."""
+    return frame_bytes(MRC_HEADER_BYTES + mtu_payload)
+
+
+def interface_mtu(mtu_payload: int) -> int:
+    """The interface MTU (IPv6 packet bytes) a fabric's ports need so that a full DATA
+    packet leaves whole; never below Ethernet's 1,500."""
+    return max(1500, data_frame_bytes(mtu_payload) - ETHERNET_HEADER_BYTES)
+
+
 # A full DATA frame at the default payload: the frame whose packet rate matches a
 # link's bit rate when switches count their queues in packets.
-DATA_FRAME_BYTES = frame_bytes(MRC_HEADER_BYTES + DEFAULT_MTU_PAYLOAD)
+DATA_FRAME_BYTES = data_frame_bytes(DEFAULT_MTU_PAYLOAD)
 # What a trimming switch keeps of a DATA packet by default, and the least it may keep:
 # every header up to MRC's, which is what the receiver needs to NACK it. A topology may
 # keep more (`trim_size_bytes`, as SONiC's trimming `size`).

@@ -84,11 +84,12 @@ class LinkQueue:
     bytes: `busy_until` is when what has joined so far is sent)."""
 
     __slots__ = ("bytes_per_s", "ecn", "trim", "capacity", "last_hop", "busy_until",
-                 "marked", "max_depth")
+                 "marked", "max_depth", "frame")
 
     def __init__(self, rate_mbit: float, ecn: int | None, trim: int, capacity: int,
-                 last_hop: bool):
+                 last_hop: bool, frame: int = DATA_FRAME_BYTES):
         self.bytes_per_s = rate_mbit * 1e6 / 8
+        self.frame = frame  # a full DATA frame: the unit of the thresholds
         self.ecn, self.trim, self.capacity, self.last_hop = ecn, trim, capacity, last_hop
         self.busy_until = 0.0
         self.marked = 0  # packets CE-marked here
@@ -96,7 +97,7 @@ class LinkQueue:
 
     def depth(self, t: float) -> float:
         """Full-size DATA frames waiting at time t."""
-        return max(0.0, self.busy_until - t) * self.bytes_per_s / DATA_FRAME_BYTES
+        return max(0.0, self.busy_until - t) * self.bytes_per_s / self.frame
 
     def join(self, t: float, size: int) -> float:
         """A frame of `size` bytes joins at t; returns when it has been sent."""
@@ -253,7 +254,7 @@ class SimNet:
             link = spec.host_t0 if last_hop else spec.t0_t1
             queue = self.link_queues[key] = LinkQueue(
                 link.rate_mbit, None if last_hop else spec.ecn_threshold_pkts,
-                spec.trim_threshold_pkts, link.queue_pkts, last_hop)
+                spec.trim_threshold_pkts, link.queue_pkts, last_hop, spec.data_frame_bytes)
         return queue
 
     def _carrier(self) -> None:

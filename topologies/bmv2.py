@@ -55,7 +55,8 @@ BUFFER_HEADROOM = 2
 
 def queue_commands(port: int, rate_mbit: float, queue: int,
                    trim_size_bytes: int = TRIMMED_FRAME_BYTES,
-                   priority_share: float | None = None) -> list[str]:
+                   priority_share: float | None = None,
+                   frame_bytes: int = DATA_FRAME_BYTES) -> list[str]:
     """simple_switch_CLI commands that make `port` a link of `rate_mbit` with a data
     queue of `queue` full frames. BMv2 paces each priority queue on its own, in
     packets: the data and lossless queues at the packet rate of full frames, the
@@ -64,16 +65,18 @@ def queue_commands(port: int, rate_mbit: float, queue: int,
     the data queue's bytes, the lossless queue is never dropped); BMv2's own buffers
     are BUFFER_HEADROOM times deeper, so that the program decides every drop. `priority_share`
     caps the priority queue at that share of the link (a topology's
-    `trimming.priority_share`), as the eBPF switch's htb caps its priority class."""
-    data_pps = max(1, round(link_pps(rate_mbit, DATA_FRAME_BYTES)))
+    `trimming.priority_share`), as the eBPF switch's htb caps its priority class.
+    `frame_bytes` is the fabric's full DATA frame."""
+    data_pps = max(1, round(link_pps(rate_mbit, frame_bytes)))
     share = 1.0 if priority_share is None else priority_share
     header_pps = max(1, round(link_pps(rate_mbit * share, trim_size_bytes)))
+    headers = priority_limit(queue, trim_size_bytes, frame_bytes)
     return [f"set_queue_rate {data_pps} {port} {PRIORITY_DATA}",
             f"set_queue_depth {queue * BUFFER_HEADROOM} {port} {PRIORITY_DATA}",
             f"set_queue_rate {data_pps} {port} {PRIORITY_LOSSLESS}",
             f"set_queue_depth {lossless_queue(queue)} {port} {PRIORITY_LOSSLESS}",
             f"set_queue_rate {header_pps} {port} {PRIORITY_CONTROL}",
-            f"set_queue_depth {priority_limit(queue, trim_size_bytes) * BUFFER_HEADROOM} "
+            f"set_queue_depth {headers * BUFFER_HEADROOM} "
             f"{port} {PRIORITY_CONTROL}"]
 
 

@@ -82,11 +82,19 @@ class TopologySpec:
     # The threshold fields the topology file set; the others follow the fabric's BDP
     # (topologies/scale.py).
     explicit: frozenset = field(default=frozenset(), compare=False)
+    # Payload bytes of a full DATA packet: the fabric's MTU (its ports' MTU follows,
+    # protocol.interface_mtu). Queues and thresholds count frames of this size.
+    mtu_payload: int = protocol.DEFAULT_MTU_PAYLOAD
 
     @property
     def data_frame_bytes(self) -> int:
         """A full DATA frame of this fabric: the unit of its queues and thresholds."""
-        return protocol.DATA_FRAME_BYTES
+        return protocol.data_frame_bytes(self.mtu_payload)
+
+    @property
+    def interface_mtu(self) -> int:
+        """The MTU of every port of the fabric (hosts' and switches')."""
+        return protocol.interface_mtu(self.mtu_payload)
 
     @property
     def ecn_kmax(self) -> int:
@@ -275,26 +283,46 @@ def without_delay(fabric: Fabric) -> Fabric:
                     dataclasses.replace(spec.t0_t1, delay_ms=0.0))
 
 
+def with_mtu(fabric: Fabric, mtu_payload: int) -> Fabric:
+    """`fabric` carrying DATA packets of `mtu_payload` payload bytes, in the same
+    proportions: its queues and thresholds, counted in frames of the new size, the same
+    number of BDPs (about the same bytes of buffer)."""
+    low, high = protocol.MTU_PAYLOAD_RANGE
+    if not low <= mtu_payload <= high:
+        raise TopologyError(fabric.spec.source, "mtu_payload (MTU=)", f"{mtu_payload} is "
+                            "out of range", f"use a payload size from {low} to {high} bytes")
+    if mtu_payload == fabric.spec.mtu_payload:
+        return fabric
+    return _rescaled(fabric, dataclasses.replace(fabric.spec, mtu_payload=mtu_payload))
+
+
 def rescaled(fabric: Fabric, host_t0: LinkParams, t0_t1: LinkParams) -> Fabric:
     """`fabric` with new link rates or delays and every queue and threshold scaled by
     the change of its BDP (topologies/scale.py), so that each stays the same number of
     BDPs (docs/similarity.md). The links' queues are taken from `fabric`, not from
     `host_t0` and `t0_t1`."""
+    return _rescaled(fabric, dataclasses.replace(fabric.spec, host_t0=host_t0, t0_t1=t0_t1))
+
+
+def _rescaled(fabric: Fabric, changed: TopologySpec) -> Fabric:
+    """`changed` (the spec of `fabric` with new links or a new MTU) with every queue
+    and threshold of `fabric` scaled by the change of its BDP in frames."""
     spec = fabric.spec
-    changed = dataclasses.replace(spec, host_t0=host_t0, t0_t1=t0_t1)
     ratio = changed.bdp_frames / spec.bdp_frames
-    limits = dataclasses.replace(
-        changed, ecn_threshold_pkts=scale.scaled(spec.ecn_threshold_pkts, ratio),
-        ecn_kmax_pkts=scale.scaled(spec.ecn_kmax, ratio),
-        trim_threshold_pkts=scale.scaled(spec.trim_threshold_pkts, ratio),
-        trim_lasthop_pkts=scale.scaled(spec.trim_lasthop, ratio))
-    least = limits.trim_lasthop + 1  # a queue still holds its thresholds
+    # Each threshold keeps its order against the one before (as a topology file must):
+    # rounded up on its own, a shrinking Kmax could reach trimming's start.
+    kmin = scale.scaled(spec.ecn_threshold_pkts, ratio)
+    kmax = max(kmin, scale.scaled(spec.ecn_kmax, ratio))
+    trim = max(kmax + 1, scale.scaled(spec.trim_threshold_pkts, ratio))
+    lasthop = max(trim, scale.scaled(spec.trim_lasthop, ratio))
+    least = lasthop + 1  # a queue still holds its thresholds
     return build_fabric(dataclasses.replace(
-        limits,
+        changed, ecn_threshold_pkts=kmin, ecn_kmax_pkts=kmax, trim_threshold_pkts=trim,
+        trim_lasthop_pkts=lasthop,
         host_t0=dataclasses.replace(
-            host_t0, queue_pkts=scale.scaled(spec.host_t0.queue_pkts, ratio, least)),
+            changed.host_t0, queue_pkts=scale.scaled(spec.host_t0.queue_pkts, ratio, least)),
         t0_t1=dataclasses.replace(
-            t0_t1, queue_pkts=scale.scaled(spec.t0_t1.queue_pkts, ratio, least))))
+            changed.t0_t1, queue_pkts=scale.scaled(spec.t0_t1.queue_pkts, ratio, least))))
 
 
 # --------------------------------------------------------------------------- loading
@@ -302,7 +330,7 @@ def rescaled(fabric: Fabric, host_t0: LinkParams, t0_t1: LinkParams) -> Fabric:
 _TOP_FIELDS = {
     "name", "description", "planes", "racks", "hosts_per_rack", "t1_per_plane", "links",
     "ecn_threshold_pkts", "ecn_kmax_pkts", "trim_threshold_pkts", "trim_lasthop_pkts",
-    "traffic_classes", "trimming",
+    "traffic_classes", "trimming", "mtu_payload",
 }
 # The threshold fields, in the order they must grow (each at least the one before).
 _THRESHOLDS = ("ecn_threshold_pkts", "ecn_kmax_pkts", "trim_threshold_pkts",
@@ -353,8 +381,10 @@ def read_yaml(path: Path, error: type[UserError]) -> object:
                     "write flat mappings and lists as in the shipped files") from None
 
 
-def load_topology(name_or_path: str) -> Fabric:
-    """Read, validate and build a topology. Raises TopologyError on any user mistake."""
+def load_topology(name_or_path: str, mtu_payload: int | None = None) -> Fabric:
+    """Read, validate and build a topology; with `mtu_payload` (an entry point's MTU=),
+    at that MTU instead of the file's (`with_mtu`). Raises TopologyError on any user
+    mistake."""
     path = resolve_topology_path(name_or_path)
     source = str(path)
     if not path.is_file():
@@ -362,7 +392,8 @@ def load_topology(name_or_path: str) -> Fabric:
         raise TopologyError(source, "TOPO", "no such topology file",
                             f"use one of: {names}, or a path to a YAML file")
     data = read_yaml(path, TopologyError)
-    return build_fabric(parse_spec(data, source, default_name=path.stem))
+    fabric = build_fabric(parse_spec(data, source, default_name=path.stem))
+    return fabric if mtu_payload is None else with_mtu(fabric, mtu_payload)
 
 
 def parse_spec(data: object, source: str, default_name: str = "topology") -> TopologySpec:
@@ -400,19 +431,22 @@ def parse_spec(data: object, source: str, default_name: str = "topology") -> Top
         raise TopologyError(source, f"links.{unknown[0]}", "unknown tier",
                             f"use only {' and '.join(TIERS)}")
     params = {tier: _link(links.get(tier), f"links.{tier}", source) for tier in TIERS}
-    limits = _thresholds(data, params, source)
+    mtu_payload = _int(data, "mtu_payload", source, *protocol.MTU_PAYLOAD_RANGE,
+                       default=protocol.DEFAULT_MTU_PAYLOAD)
+    frame = protocol.data_frame_bytes(mtu_payload)
+    limits = _thresholds(data, params, source, frame)
     return TopologySpec(name, planes, racks, hosts_per_rack, t1_per_plane,
                         params["host_t0"], params["t0_t1"], limits["ecn_threshold_pkts"],
                         limits["trim_threshold_pkts"], source,
                         _traffic_classes(data.get("traffic_classes"), source),
-                        **_trimming(data.get("trimming"), source),
+                        **_trimming(data.get("trimming"), source, frame),
                         ecn_kmax_pkts=limits["ecn_kmax_pkts"],
                         trim_lasthop_pkts=limits["trim_lasthop_pkts"],
-                        explicit=frozenset(f for f in _THRESHOLDS if f in data))
+                        explicit=frozenset(f for f in _THRESHOLDS if f in data),
+                        mtu_payload=mtu_payload)
 
 
-def _thresholds(data: dict, params: dict, source: str,
-                frame: int = protocol.DATA_FRAME_BYTES) -> dict[str, int]:
+def _thresholds(data: dict, params: dict, source: str, frame: int) -> dict[str, int]:
     """The four thresholds (packets): each as the file sets it, or by the fabric's BDP
     (topologies/scale.py), raised where needed so that each is at least the one before
     (a Kmax the file leaves out never falls below the Kmin it sets); all below the
@@ -466,7 +500,7 @@ def _traffic_classes(data: object, source: str) -> tuple[int, ...]:
     return tuple(dscp)
 
 
-def _trimming(data: object, source: str, frame: int = protocol.DATA_FRAME_BYTES) -> dict:
+def _trimming(data: object, source: str, frame: int) -> dict:
     """`trimming: {size_bytes: 128, dscp: asymmetric, priority_share: 0.5}`."""
     if data is None:
         return {}

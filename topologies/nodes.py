@@ -16,6 +16,8 @@ in `restore_port()` when that port comes up again.
 
 from __future__ import annotations
 
+import re
+import shlex
 from collections.abc import Callable
 
 from mininet.node import Host
@@ -37,14 +39,81 @@ class CommandError(RuntimeError):
     """A command run in a node failed; the message names the node and the command."""
 
 
+# The longest line handed to a node's shell at once: Mininet writes commands to the
+# shell's terminal, whose line discipline keeps at most 4,095 characters of a line.
+LINE_CHARS = 3000
+
+
+def _steps(commands: list[str]) -> list[tuple[int, str]]:
+    """The shell steps that run `commands`, each with the index of its first command:
+    a run of `ip` (or `tc`) commands with the same options goes to one `ip -batch` (`tc
+    -batch`): a process costs a few milliseconds, and a node's tables and queues are
+    dozens of commands), up to half a line; any other command alone."""
+    steps: list[tuple[int, str]] = []
+    group: list[str] = []
+    start, tool = 0, None  # the tool and its options, as the group's command line
+
+    def close() -> None:
+        if group:
+            lines = " ".join(shlex.quote(line) for line in group)
+            steps.append((start, f"printf '%s\\n' {lines} | {tool} -batch -"))
+
+    for index, command in enumerate(commands):
+        words = command.split()
+        if words[:1] in (["ip"], ["tc"]) and not set(command) & _SHELL_CHARS:
+            flags = []
+            for word in words[1:]:
+                if not word.startswith("-"):
+                    break
+                flags.append(word)
+            rest = " ".join(words[1 + len(flags):])
+            fits = sum(map(len, group)) + len(rest) < LINE_CHARS // 2
+            if " ".join(words[:1 + len(flags)]) != tool or not fits:
+                close()
+                group, start, tool = [], index, " ".join(words[:1 + len(flags)])
+            group.append(rest)
+            continue
+        close()
+        group, tool = [], None
+        steps.append((index, command))
+    close()
+    return steps
+
+
+# Characters that make a command more than one `ip` invocation.
+_SHELL_CHARS = set(";&|<>$`'\"\\(){}")
+_BATCH_FAILED = re.compile(r"Command failed -:(\d+)")
+
+
 def run_commands(commands: list[str], run: Callable[[str], str], node: str) -> int:
-    """Run the commands through `run` (a node's shell); raise on the first failure.
-    Returns how many ran, so a run can report its table writes."""
-    for command in commands:
-        output = run(f"{command} 2>&1; echo __status=$?").strip()
-        text, _, status = output.rpartition("__status=")
-        if status.strip() != "0":
-            raise CommandError(f"{node}: '{command}' failed: {text.strip() or status}")
+    """Run the commands through `run` (a node's shell), in order, stopping at the
+    first that fails, and raise CommandError naming it with its output. Many commands
+    go in one line (up to LINE_CHARS), `ip` and `tc` commands in batches (_steps): each turn
+    through a node's shell, and each process, costs a few milliseconds, and a fabric's
+    bring-up runs thousands of commands. Returns how many ran, so a run can report its
+    table writes."""
+    steps = [f'[ -n "$__f" ] || {{ echo __cmd={i}; {{ {step}; }} 2>&1 || __f={i}; }}'
+             for i, step in _steps(commands)]
+    line, length = [], 0
+    for index, step in enumerate(steps):
+        line.append(step)
+        length += len(step) + 2
+        if index + 1 < len(steps) and length + len(steps[index + 1]) < LINE_CHARS:
+            continue
+        output = run("__f=; " + "; ".join(line) + '; echo "__failed=$__f"')
+        line, length = [], 0
+        head, _, failed = output.rpartition("__failed=")
+        failed = failed.strip()
+        if failed:
+            text = head.rpartition(f"__cmd={failed}")[2]
+            index = int(failed)
+            batch = _BATCH_FAILED.search(text)
+            if batch:  # `ip -batch` says which of its lines failed, from 1
+                index += int(batch.group(1)) - 1
+                # its error is the last it printed; the lines before it printed the rest
+                text = "".join(text[:batch.start()].strip().splitlines()[-1:])
+            raise CommandError(f"{node}: '{commands[index]}' failed: "
+                               f"{text.strip() or 'exit status not 0'}")
     return len(commands)
 
 

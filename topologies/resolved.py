@@ -120,6 +120,7 @@ def spec_document(fabric: Fabric) -> dict:
         trimming["priority_share"] = spec.priority_share
     return {"name": spec.name, "planes": spec.planes, "racks": spec.racks,
             "hosts_per_rack": spec.hosts_per_rack, "t1_per_plane": spec.t1_per_plane,
+            "mtu_payload": spec.mtu_payload,
             "links": {tier: dataclasses.asdict(fabric.link_params(tier)) for tier in TIERS},
             "ecn_threshold_pkts": spec.ecn_threshold_pkts,
             "ecn_kmax_pkts": spec.ecn_kmax,

@@ -8,9 +8,9 @@ The htb class limits the rate, so the backlog builds in the queue below it, whic
 at most `queue_pkts` packets. On ports that do not face a host, a RED qdisc with
 probability 1 between min and max marks ECT packets CE once the backlog passes the ECN
 threshold (its byte limit is far above the queue limit, so RED itself never drops).
-RED counts bytes: a threshold of N packets is N full DATA frames (hosts/protocol.py
-DATA_FRAME_BYTES), the unit BMv2's queues count in, so "N packets" means the same
-backlog on both data planes.
+RED counts bytes: a threshold of N packets is N full DATA frames of the fabric's MTU
+(TopologySpec.data_frame_bytes), the unit BMv2's queues count in, so "N packets" means
+the same backlog on both data planes.
 Ports facing a host are never ECN-marked: in MRC a mark means "this path is busier than
 its siblings", which the last hop cannot tell.
 
@@ -26,11 +26,7 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from hosts.protocol import DATA_FRAME_BYTES, ETHERNET_HEADER_BYTES
 from topologies.model import Fabric, LinkParams, without_delay
-
-# The interfaces' MTU: htb's quantum must cover the largest frame (MTU + Ethernet).
-MTU_BYTES = 1500
 
 
 @dataclass(frozen=True)
@@ -89,21 +85,23 @@ def probe_features(run: Callable[[str], str]) -> ShapingFeatures:
 
 
 def tc_commands(intf: str, params: LinkParams, ecn_threshold_pkts: int | None,
-                features: ShapingFeatures) -> list[str]:
-    """The tc commands for one interface. ecn_threshold_pkts=None: no ECN marking."""
+                features: ShapingFeatures, frame: int) -> list[str]:
+    """The tc commands for one interface whose largest frame is `frame` bytes (a full
+    DATA frame of the fabric). ecn_threshold_pkts=None: no ECN marking."""
     rate = f"{params.rate_mbit:g}mbit"
     cmds = [
         f"tc qdisc replace dev {intf} root handle 1: htb default 1",
+        # htb's quantum must cover the largest frame.
         f"tc class replace dev {intf} parent 1: classid 1:1 htb rate {rate} ceil {rate} "
-        f"quantum {MTU_BYTES + ETHERNET_HEADER_BYTES}",
+        f"quantum {frame}",
     ]
     parent = "1:1"
     if ecn_threshold_pkts is not None and features.red:
-        low = ecn_threshold_pkts * DATA_FRAME_BYTES
-        limit = (params.queue_pkts + 8) * DATA_FRAME_BYTES * 8
+        low = ecn_threshold_pkts * frame
+        limit = (params.queue_pkts + 8) * frame * 8
         cmds.append(
             f"tc qdisc replace dev {intf} parent {parent} handle 2: red limit {limit} "
-            f"min {low} max {low + DATA_FRAME_BYTES} avpkt {DATA_FRAME_BYTES} "
+            f"min {low} max {low + frame} avpkt {frame} "
             f"burst {ecn_threshold_pkts + 1} bandwidth {rate} probability 1 ecn"
         )
         parent = "2:1"

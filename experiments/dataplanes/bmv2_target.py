@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 from controller.p4info import P4Info
 from controller.program import program_switch, read_counters
 from controller.tables import switch_tables
-from hosts.protocol import DATA_FRAME_BYTES, link_mbit
+from hosts.protocol import link_mbit
 from topologies.bmv2 import Bmv2Error, Bmv2Switch, queue_commands
 from topologies.model import Fabric, with_rate_cap
 
@@ -113,7 +113,7 @@ def choose_rate(fabric: Fabric, capacity_pps: float, source: str) -> RateChoice:
     spec = fabric.spec
     topology_mbit = max(spec.host_t0.rate_mbit, spec.t0_t1.rate_mbit)
     per_link_pps = CPU_SHARE * capacity_pps / (spec.hosts * spec.planes * MAX_SWITCH_HOPS)
-    return RateChoice(min(round_down(link_mbit(per_link_pps, DATA_FRAME_BYTES)),
+    return RateChoice(min(round_down(link_mbit(per_link_pps, spec.data_frame_bytes)),
                           topology_mbit), topology_mbit, capacity_pps, source)
 
 
@@ -189,7 +189,8 @@ class Bmv2Target:
         for port in fabric.ports(name):
             link = fabric.link_params(port.tier)
             commands += queue_commands(port.number, link.rate_mbit, link.queue_pkts,
-                                       tables.trim_size_bytes, fabric.spec.priority_share)
+                                       tables.trim_size_bytes, fabric.spec.priority_share,
+                                       tables.frame_bytes)
         node.set_queues(commands)
         return result.entries
 

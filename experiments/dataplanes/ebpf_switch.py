@@ -43,17 +43,21 @@ class EbpfStatus:
     reason: str
 
 
-def prepare(pid: int | None) -> EbpfStatus:
+def prepare(pid: int | None, net: FabricNet | None = None) -> EbpfStatus:
     """Build the program if its sources changed, and try it in the namespace of `pid`
-    (a scratch node). A failed build is a reason, not an error: the run then goes on
-    without the program."""
+    (a scratch node of `net`, whose program it then stays: `_program`). A failed build
+    is a reason, not an error: the run then goes on without the program."""
     try:
         build(cfg.compile_command(), cfg.OBJECT, cfg.BUILD_INPUTS)
     except EbpfError as err:
         # One line for the summary: what failed and the compiler's first complaint.
         return EbpfStatus(False, "no eBPF switch program: "
                           + " ".join(str(err).splitlines()[:2]).strip())
-    return EbpfStatus(*ebpf_available(cfg.OBJECT, pid))
+    program = EbpfProgram(cfg.OBJECT) if net is not None and net.ebpf is None else None
+    status = EbpfStatus(*ebpf_available(cfg.OBJECT, pid, keep=program))
+    if status.available and program is not None:
+        net.ebpf = program
+    return status
 
 
 def _program(net: FabricNet) -> EbpfProgram:
@@ -90,7 +94,8 @@ def load_fabric(net: FabricNet, fabric: Fabric, priority_share: float | None = N
         for port in fabric.ports(switch.name):
             link = fabric.link_params(port.tier)
             qdiscs += cfg.qdisc_commands(port.intf, link, priority_share,
-                                         fabric.spec.trim_size_bytes)
+                                         fabric.spec.trim_size_bytes,
+                                         fabric.spec.data_frame_bytes)
             peer = index[(port.peer, fabric.ports(port.peer)[port.peer_port].intf)]
             writes.append(cfg.port_config(tables, roles[port.number], link, peer)
                           .write(index[(switch.name, port.intf)]))

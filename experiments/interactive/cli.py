@@ -716,6 +716,9 @@ def main(argv: list[str] | None = None) -> int:
                              "ports, or nodes and node:port, comma separated "
                              "(docs/wireshark.md)")
     parser.add_argument("--results", default="results", help="folder for the session folder")
+    parser.add_argument("--mtu", type=int, default=None,
+                        help="payload bytes per DATA packet instead of the topology's "
+                             "mtu_payload (e.g. 4096)")
     parser.add_argument("--twin", action="store_true",
                         help="build the topology's single-plane twin, where the RoCE "
                              "transports run (experiments/dataplanes/twin.py)")
@@ -729,7 +732,7 @@ def main(argv: list[str] | None = None) -> int:
     from topologies.model import load_topology
 
     try:
-        fabric = load_topology(args.topo)
+        fabric = load_topology(args.topo, args.mtu)
         if args.twin:
             fabric = twin_of(fabric)
         # A session caps its links from the machine's measured budget, or the default

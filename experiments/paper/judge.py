@@ -17,7 +17,7 @@ from experiments.analysis.metrics import flow_mbps, goodput_series, path_failure
 from experiments.analysis.slowdown import slowdown
 from experiments.paper.rows import BASELINE, Row, payload_rate_mbit
 from experiments.run.play import Pass
-from hosts.protocol import DEFAULT_MTU_PAYLOAD, ev_plane
+from hosts.protocol import ev_plane
 from topologies.model import Fabric
 from topologies.paths import catalogue, path_index, path_nodes
 
@@ -334,7 +334,7 @@ def line_rate(m: Measured) -> Verdict:
     """MRC's goodput in the row's pass and in its reference against the most payload
     a host's ports carry."""
     ceiling = payload_rate_mbit(m.fabric, m.row.scenario.get("protocol", {}).get(
-        "mtu_payload", DEFAULT_MTU_PAYLOAD))
+        "mtu_payload"))
     shares = {name: round(p.block("mrc")["goodput_mbps"] / ceiling, 4)
               for name, p in (("cross-T1", m.faulty), ("T0-local", m.reference))}
     passed = (m.faulty.block("mrc")["ok"] and m.reference.block("mrc")["ok"]

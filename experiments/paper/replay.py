@@ -226,7 +226,8 @@ def run_rows(run: Run, table: list[CheckedRow], features: dict,
             continue
         similar = delay_emulated(run.fabric, netem)
 
-        def regime(pairs: list[tuple[Pass, Pass | None]]) -> dict:
+        def regime(pairs: list[tuple[Pass, Pass | None]], scenario=scenario,
+                   similar=similar) -> dict:
             # the agents' lag over these repetitions: one that fell behind measured the machine
             return proportions(run.fabric, scenario.protocol, scenario.faults, scenario.plan,
                                similar, mrc_lag_p99_ms([b for f, _ in pairs for b in f.blocks]))
@@ -439,6 +440,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate-cap", default="calibrated",
                         help="cap the links to what the agents drive here (default), to a "
                              "link rate in Mbit/s (e.g. 4), or not (off)")
+    parser.add_argument("--mtu", type=int, default=None,
+                        help="payload bytes per DATA packet instead of each topology's "
+                             "mtu_payload (e.g. 4096, as the NICs carry)")
     parser.add_argument("--repetitions", type=int, default=REPETITIONS,
                         help=f"runs of each row (default {REPETITIONS}; 1: QUICK=1)")
     parser.add_argument("--shapes", choices=("one", "paper"), default="one",
@@ -448,8 +452,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         only = {k.strip() for k in args.only.split(",") if k.strip()} or None
-        plan = shape_plan(args.topo, only) if args.shapes == "paper" else [
-            (load_topology(args.topo), only)]
+        plan = shape_plan(args.topo, only, args.mtu) if args.shapes == "paper" else [
+            (load_topology(args.topo, args.mtu), only)]
         for fabric, keys in plan:
             checked_rows(fabric, keys)  # a mistake in a row is said before anything runs
     except PREFLIGHT_ERRORS as err:
@@ -482,18 +486,19 @@ def main(argv: list[str] | None = None) -> int:
     return status
 
 
-def shape_plan(topo: str, only: set[str] | None) -> list[tuple[Fabric, set[str]]]:
+def shape_plan(topo: str, only: set[str] | None,
+               mtu: int | None = None) -> list[tuple[Fabric, set[str]]]:
     """`make paper SHAPES=paper`: each row on the shape of the cluster it ran on in the
     paper (rows.py SHAPES; `topo` stands for Cluster B), as (fabric, its rows) in the
     order of SHAPES, shapes without a chosen row left out."""
-    cluster_b = load_topology(topo)
+    cluster_b = load_topology(topo, mtu)
     by_shape: dict[str, set[str]] = {}
     for row in rows(cluster_b):
         if only is None or row.key in only:
             by_shape.setdefault(row.shape, set()).add(row.key)
     if only:
         checked_rows(cluster_b, only)  # an unknown key: one line, as without SHAPES
-    return [(cluster_b if shape == "B" else load_topology(name), by_shape[shape])
+    return [(cluster_b if shape == "B" else load_topology(name, mtu), by_shape[shape])
             for shape, name in SHAPES.items() if shape in by_shape]
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from hosts.protocol import DEFAULT_MTU_PAYLOAD, MRC_HEADER_BYTES, frame_bytes
+from hosts.protocol import data_frame_bytes
 from topologies.model import Fabric
 
 WORKLOAD_S = 3.0  # a workload's duration at the hosts' line rate
@@ -62,10 +62,12 @@ def line_rate_mbit(fabric: Fabric) -> float:
     return fabric.spec.planes * fabric.spec.host_t0.rate_mbit
 
 
-def payload_rate_mbit(fabric: Fabric, mtu_payload: int = DEFAULT_MTU_PAYLOAD) -> float:
+def payload_rate_mbit(fabric: Fabric, mtu_payload: int | None = None) -> float:
     """The most payload a host can send: its line rate times the payload's share of a
-    full DATA frame (headers, as on the wire)."""
-    return line_rate_mbit(fabric) * mtu_payload / frame_bytes(mtu_payload + MRC_HEADER_BYTES)
+    full DATA frame (headers, as on the wire), of the fabric's MTU unless a scenario
+    sends smaller packets."""
+    mtu_payload = mtu_payload or fabric.spec.mtu_payload
+    return line_rate_mbit(fabric) * mtu_payload / data_frame_bytes(mtu_payload)
 
 
 def bytes_in(fabric: Fabric, seconds: float) -> int:
@@ -332,7 +334,7 @@ def rows(fabric: Fabric, only: Callable[[str], bool] = lambda key: True) -> list
             f"A transfer h{cross[0]} -> h{cross[1]} (cross-T1), measured against the same "
             f"from h{local[0]} to h{local[1]} (T0-local); the ceiling is the line rate "
             f"times the payload's share of a DATA frame "
-            f"({DEFAULT_MTU_PAYLOAD} of {frame_bytes(DEFAULT_MTU_PAYLOAD + MRC_HEADER_BYTES)} "
+            f"({fabric.spec.mtu_payload} of {fabric.spec.data_frame_bytes} "
             f"bytes; the paper's 32 KB writes at 96%); {DIFFERS_EMULATION}.",
             {**one, "transports": ["mrc"]},
             "line_rate",

@@ -93,7 +93,7 @@ def bring_up(fabric: Fabric, target: Target,
     try:
         scratch = net.get(fabric.hosts[0].name)
         features = probe_features(scratch.cmd)
-        ebpf = ebpf_switch.prepare(scratch.pid)
+        ebpf = ebpf_switch.prepare(scratch.pid, net)
         on_switches = target.shape_switch_ports and ebpf.available
         tc = shape_links(net, fabric, features,
                          hosts_only=on_switches or not target.shape_switch_ports)

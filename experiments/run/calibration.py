@@ -10,14 +10,17 @@ still keeping up.
 
 `calibrate()` measures it: a fault-free all-to-all on 2tier-8plane (the shipped
 workload with the most connections per agent, the heaviest per packet) at rising
-budgets (`LADDER`); a step passes when the agents' timers fire within half a round
-trip (p99) and fewer than 1% of the packets arrive twice with nothing dropped; the
-budget is the last step that passed. It takes about a minute and is cached in
+budgets (`LADDER`), each step's messages sized to keep the fabric busy for about
+STEP_S; a step passes when the agents' timers fire within half a round trip (p99) and
+fewer than 1% of the packets arrive twice with nothing dropped; the budget is the last
+step that passed. The agents' work is per packet, so the budget depends on the
+fabric's MTU (topologies/model.py `mtu_payload`): it is measured, and cached, for each
+MTU a run uses. A calibration takes about a minute and is cached in
 build/calibration.json under a key of the agents' code and the machine (CPU model and
 cores): `budget()` reads it, or gives DEFAULT_MBIT_PER_CORE, measured the same way on
-a 2-core VM, and says so. `make calibrate` measures again; `experiments run` and
-`make paper` measure when the cache is missing or stale and their fabric would be
-capped (`cap_for`).
+a 2-core VM (at the default MTU; scaled by the frame size for another), and says so.
+`make calibrate` measures again; `experiments run` and `make paper` measure when the
+cache is missing or stale and their fabric would be capped (`cap_for`).
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from topologies.model import Fabric, load_topology, with_rate_cap
+from hosts.protocol import DEFAULT_MTU_PAYLOAD, data_frame_bytes
+from topologies.model import Fabric, load_topology, with_mtu, with_rate_cap
 
 REPO = Path(__file__).resolve().parents[2]
 CACHE = REPO / "build" / "calibration.json"
@@ -43,7 +47,10 @@ LADDER = (20.0, 28.0, 40.0, 56.0, 80.0, 113.0, 160.0, 226.0, 320.0, 453.0, 640.0
 REFERENCE = "2tier-8plane"
 # An all-to-all: a ring all-reduce (one peer per host) kept up at twice the budget at
 # which the shipped all-to-all scenarios' agents fell half a round trip behind.
-WORKLOAD = ("all-to-all", {"message_bytes": 500_000})
+WORKLOAD = "all-to-all"
+# How long each step keeps the fabric busy: long enough that the agents' start (all
+# of them at once) is not the step's worst hundredth of timers.
+STEP_S = 3.0
 
 
 @dataclass(frozen=True)
@@ -64,25 +71,36 @@ def machine_key() -> str:
                     if line.startswith("model name")), "")
     except OSError:
         pass
-    digest.update(f"{cpu}|{os.cpu_count()}|{platform.machine()}|{WORKLOAD}".encode())
+    digest.update(f"{cpu}|{os.cpu_count()}|{platform.machine()}|{WORKLOAD}|{STEP_S}"
+                  .encode())
     return digest.hexdigest()[:16]
 
 
-def cached() -> dict | None:
-    """The cached calibration of this code on this machine, if there is one."""
+def _cache() -> dict:
+    """The cache of this code on this machine: MTU payload (text) -> calibration."""
     try:
         data = json.loads(CACHE.read_text())
     except (OSError, ValueError):
-        return None
-    return data if data.get("key") == machine_key() else None
+        return {}
+    if data.get("key") != machine_key() or not isinstance(data.get("by_mtu"), dict):
+        return {}
+    return data["by_mtu"]
 
 
-def budget() -> Budget:
-    data = cached()
+def cached(mtu_payload: int = DEFAULT_MTU_PAYLOAD) -> dict | None:
+    """The cached calibration of this code on this machine at this MTU, if any."""
+    return _cache().get(str(mtu_payload))
+
+
+def budget(mtu_payload: int = DEFAULT_MTU_PAYLOAD) -> Budget:
+    data = cached(mtu_payload)
     if data is not None:
-        return Budget(data["mbit_per_core"], f"calibrated here {data['measured_at']} "
-                      "(make calibrate measures again)")
-    return Budget(DEFAULT_MBIT_PER_CORE, "not calibrated on this machine: the default "
+        return Budget(data["mbit_per_core"], f"calibrated here {data['measured_at']} at "
+                      f"{mtu_payload}-byte payloads (make calibrate measures again)")
+    # The default, measured at the default MTU: the agents' work is per packet.
+    scaled = DEFAULT_MBIT_PER_CORE * (data_frame_bytes(mtu_payload)
+                                      / data_frame_bytes(DEFAULT_MTU_PAYLOAD))
+    return Budget(round(scaled, 1), "not calibrated on this machine: the default "
                   "(make calibrate measures it)")
 
 
@@ -101,8 +119,9 @@ def no_faults(step) -> None:
     raise AssertionError("the calibration plays no fault")
 
 
-def calibrate(progress=print) -> Budget:
-    """Measure the budget (module docstring) and cache it. Needs root and Mininet."""
+def calibrate(progress=print, mtu_payload: int = DEFAULT_MTU_PAYLOAD) -> Budget:
+    """Measure the budget at this MTU (module docstring) and cache it. Needs root and
+    Mininet."""
     import tempfile
 
     from experiments.analysis.health import MAX_LATE_SHARE
@@ -114,11 +133,14 @@ def calibrate(progress=print) -> Budget:
     from experiments.scenarios.workloads import phases
     from topologies.model import without_delay
 
-    reference = without_delay(load_topology(REFERENCE))
+    reference = without_delay(with_mtu(load_topology(REFERENCE), mtu_payload))
     steps, passed = [], None
     for per_core in LADDER:
         fabric = capped(reference, per_core)
-        plan = [list(p) for p in phases(WORKLOAD[0], WORKLOAD[1], fabric)]
+        # Each host sends to every other at the host's line rate shared among them.
+        line_bytes = fabric.spec.planes * fabric.spec.host_t0.rate_mbit * 1e6 / 8
+        message = int(STEP_S * line_bytes / (len(fabric.hosts) - 1))
+        plan = [list(p) for p in phases(WORKLOAD, {"message_bytes": message}, fabric)]
         with running(fabric, KernelTarget()) as network, \
                 tempfile.TemporaryDirectory() as folder:
             run = run_transport(network.net, fabric, "mrc", plan, [], no_faults,
@@ -139,27 +161,38 @@ def calibrate(progress=print) -> Budget:
                       "retired": block["path_events"].get("retire", 0),
                       "workload_s": block["workload_s"]})
         progress(f"calibration: {per_core:g} Mbit/s per core ({fabric.spec.host_t0.rate_mbit:g} "
-                 f"Mbit/s links): {'ok' if ok else 'too much'} (timers {lag:g} ms late p99, "
+                 f"Mbit/s links, {mtu_payload}-byte payloads): "
+                 f"{'ok' if ok else 'too much'} (timers {lag:g} ms late p99, "
                  f"round trip {rtt_ms:.2f} ms, {steps[-1]['retired']} paths retired)")
         if not ok:
             break
         passed = per_core
     chosen = passed or LADDER[0] / 2
-    CACHE.parent.mkdir(parents=True, exist_ok=True)
-    CACHE.write_text(json.dumps({
-        "key": machine_key(), "mbit_per_core": chosen, "cores": os.cpu_count(),
+    by_mtu = _cache()
+    by_mtu[str(mtu_payload)] = {
+        "mbit_per_core": chosen, "cores": os.cpu_count(),
         "measured_at": datetime.now().isoformat(timespec="seconds"),
-        "reference": REFERENCE, "workload": WORKLOAD[0], "steps": steps}, indent=2) + "\n")
+        "reference": REFERENCE, "workload": WORKLOAD,
+        "frame_bytes": reference.spec.data_frame_bytes, "steps": steps}
+    CACHE.parent.mkdir(parents=True, exist_ok=True)
+    CACHE.write_text(json.dumps({"key": machine_key(), "by_mtu": by_mtu}, indent=2) + "\n")
     return Budget(chosen, f"calibrated here now ({len(steps)} steps)")
 
 
-def main() -> int:
-    """`make calibrate`."""
+def main(argv: list[str] | None = None) -> int:
+    """`make calibrate` (MTU=4096: at that payload size)."""
+    import argparse
+
     from experiments.run.fabric_lock import FabricLock
 
+    parser = argparse.ArgumentParser(prog="python3 -m experiments.run.calibration")
+    parser.add_argument("--mtu", type=int, default=DEFAULT_MTU_PAYLOAD,
+                        help="payload bytes per DATA packet (a topology's mtu_payload)")
+    args = parser.parse_args(argv)
     with FabricLock("calibrate"):
-        found = calibrate()
-    print(f"calibration: {found.mbit_per_core:g} Mbit/s per core ({CACHE})")
+        found = calibrate(mtu_payload=args.mtu)
+    print(f"calibration: {found.mbit_per_core:g} Mbit/s per core at {args.mtu}-byte "
+          f"payloads ({CACHE})")
     return 0
 
 

@@ -151,14 +151,16 @@ def _agents_cap(fabric: Fabric, cap: str, progress: Progress) -> tuple[Fabric, s
         return with_rate_cap(fabric, rate), (
             f"links capped from {fabric.spec.host_t0.rate_mbit:g} to {rate:g} Mbit/s "
             f"(RATE_CAP={cap}); RATE_CAP=off runs at the topology's rate")
-    found = calibration.budget()
+    mtu = fabric.spec.mtu_payload  # the agents' work is per packet: a budget per MTU
+    found = calibration.budget(mtu)
     rate = calibration.cap_for(fabric, found.mbit_per_core)
     if rate >= fabric.spec.host_t0.rate_mbit:
         return fabric, ""
-    if cap == "calibrated" and calibration.cached() is None:
-        progress("the agents' budget is not measured on this machine yet: calibrating "
-                 "(about a minute; make calibrate measures it again)")
-        found = calibration.calibrate(progress)
+    if cap == "calibrated" and calibration.cached(mtu) is None:
+        progress(f"the agents' budget at {mtu}-byte payloads is not measured on this "
+                 "machine yet: calibrating (about a minute; make calibrate measures it "
+                 "again)")
+        found = calibration.calibrate(progress, mtu)
         rate = calibration.cap_for(fabric, found.mbit_per_core)
         if rate >= fabric.spec.host_t0.rate_mbit:
             return fabric, ""

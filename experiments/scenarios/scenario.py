@@ -173,7 +173,7 @@ def check_scenario(data: object, source: str, fabric: Fabric,
     plan = phases(workload, params, fabric, source, resolved)
     timeline = read_timeline(data.get("faults"), fabric, source, horizon_s=float(timeout))
     return Scenario(**common, plan=tuple(map(tuple, plan)), transports=tuple(transports),
-                    timeout_s=float(timeout), protocol=_protocol(data, source),
+                    timeout_s=float(timeout), protocol=_protocol(data, source, fabric),
                     faults=tuple(timeline.steps),
                     resolved=tuple(resolved + timeline.resolved))
 
@@ -188,8 +188,13 @@ def _mapping(data: dict, key: str, source: str) -> dict:
     return value
 
 
-def _protocol(data: dict, source: str) -> dict:
+def _protocol(data: dict, source: str, fabric: Fabric) -> dict:
     overrides = _mapping(data, "protocol", source)
+    mtu = overrides.get("mtu_payload")
+    if isinstance(mtu, int) and mtu > fabric.spec.mtu_payload:
+        raise ScenarioError(source, "protocol.mtu_payload", f"{mtu} bytes, more than "
+                            f"{fabric.name}'s {fabric.spec.mtu_payload}",
+                            "use at most the topology's mtu_payload, or raise that")
     for key, value in overrides.items():
         # YAML's .nan and .inf would slip through range checks that compare.
         if isinstance(value, float) and not math.isfinite(value):

@@ -11,6 +11,7 @@ import pytest
 
 from experiments.dataplanes import choice as dataplane
 from experiments.scenarios.scenario import ScenarioError, load_scenario
+from hosts.protocol import DATA_FRAME_BYTES, NIC_MTU_PAYLOAD, data_frame_bytes
 from topologies import size
 from topologies.bmv2 import queue_commands
 from topologies.model import LinkParams, load_topology
@@ -42,13 +43,20 @@ def test_dataplane_errors_are_one_line(monkeypatch):
 
 def test_tc_commands_full_and_minimal_kernels():
     params = LinkParams(rate_mbit=10, delay_ms=0.5, queue_pkts=64)
-    full = tc_commands("x-eth0", params, 16, ShapingFeatures(netem=True, red=True))
+    full = tc_commands("x-eth0", params, 16, ShapingFeatures(netem=True, red=True),
+                       DATA_FRAME_BYTES)
     assert "red limit 745344 min 20704 max 21998" in full[2] and full[2].endswith("ecn")
     assert full[3].endswith("netem delay 0.5ms limit 64")
-    minimal = tc_commands("x-eth0", params, 16, ShapingFeatures(netem=False, red=False))
+    minimal = tc_commands("x-eth0", params, 16, ShapingFeatures(netem=False, red=False),
+                      DATA_FRAME_BYTES)
     assert minimal[-1] == "tc qdisc replace dev x-eth0 parent 1:1 handle 10: pfifo limit 64"
     assert not any("red" in c for c in tc_commands("x-eth0", params, None,
-                                                    ShapingFeatures(True, True)))
+                                                    ShapingFeatures(True, True), DATA_FRAME_BYTES))
+    # A jumbo frame: htb's quantum covers it, RED counts its bytes.
+    jumbo = tc_commands("x-eth0", params, 16, ShapingFeatures(netem=True, red=True),
+                        data_frame_bytes(NIC_MTU_PAYLOAD))
+    assert jumbo[1].endswith("quantum 4190")
+    assert "min 67040 max 71230 avpkt 4190" in jumbo[2]
 
 
 def test_bmv2_queues_follow_the_link_rate_in_frames_and_headers():

@@ -8,6 +8,7 @@ targets offer every member of the `Target` protocol with the same parameters.
 from __future__ import annotations
 
 import inspect
+import subprocess
 
 import pytest
 
@@ -24,7 +25,7 @@ from experiments.dataplanes.bmv2_target import Bmv2Target
 from experiments.dataplanes.kernel_target import KernelTarget
 from experiments.dataplanes.targets import TARGETS, Target, make_target
 from experiments.run.bringup import host_params
-from topologies.nodes import CommandError, run_commands
+from topologies.nodes import LINE_CHARS, CommandError, run_commands
 
 
 def test_blackhole_replaces_the_end_route_and_puts_it_back(fabric):
@@ -109,15 +110,35 @@ def test_make_target_names_the_targets_it_knows():
         make_target("p4")
 
 
-def test_run_commands_counts_and_stops_at_the_first_failure():
-    ran = []
+def test_run_commands_counts_and_stops_at_the_first_failure(tmp_path):
+    lines = []
 
-    def shell(line: str) -> str:
-        ran.append(line)
-        return ("RTNETLINK answers: File exists\n__status=2" if "bad" in line
-                else "__status=0")
+    def shell(line: str) -> str:  # a node's shell: what it prints, stdout and stderr
+        lines.append(line)
+        return subprocess.run(["bash", "-c", line], capture_output=True, text=True,
+                              cwd=tmp_path).stdout
 
-    assert run_commands(["ip link set a up", "ip link set b up"], shell, "r1") == 2
-    with pytest.raises(CommandError, match="r1: 'ip bad' failed: RTNETLINK answers: File"):
-        run_commands(["ip ok", "ip bad", "ip never"], shell, "r1")
-    assert not any("never" in line for line in ran)
+    assert run_commands(["true", "touch a", "echo ok; true"], shell, "r1") == 3
+    assert len(lines) == 1 and (tmp_path / "a").exists()  # one turn through the shell
+    bad = "echo 'RTNETLINK answers: File exists' >&2; false"
+    with pytest.raises(CommandError, match="r1: '.*false' failed: RTNETLINK answers: File"):
+        run_commands(["echo noise", bad, "touch never"], shell, "r1")
+    assert not (tmp_path / "never").exists()
+    # A long list goes in several lines, each short enough for a terminal's line.
+    lines.clear()
+    assert run_commands([f"touch f{i}" for i in range(400)], shell, "r1") == 400
+    assert len(lines) > 1 and all(len(line) < LINE_CHARS + 200 for line in lines)
+    assert len(list(tmp_path.glob("f*"))) == 400
+    with pytest.raises(CommandError, match="'false' failed: exit status not 0"):
+        run_commands([*(f"true {i}" for i in range(300)), "false", "touch late"], shell, "r1")
+    assert not (tmp_path / "late").exists()
+    # `ip` commands go to one `ip -batch`, which names the line that failed.
+    lines.clear()
+    assert run_commands(["ip link show lo", "ip -6 route show table 7", "ip link show lo"],
+                        shell, "r1") == 3
+    assert len(lines) == 1 and lines[0].count("-batch") == 3  # options differ: 3 batches
+    with pytest.raises(CommandError,
+                       match="'ip link show nosuch0' failed: Device \"nosuch0\" does not exist"):
+        run_commands(["ip link show lo", "ip link show nosuch0", "ip link show lo",
+                      "touch after"], shell, "r1")
+    assert not (tmp_path / "after").exists()
