@@ -320,9 +320,10 @@ def _rescaled(fabric: Fabric, changed: TopologySpec) -> Fabric:
         changed, ecn_threshold_pkts=kmin, ecn_kmax_pkts=kmax, trim_threshold_pkts=trim,
         trim_lasthop_pkts=lasthop,
         host_t0=dataclasses.replace(
-            changed.host_t0, queue_pkts=scale.scaled(spec.host_t0.queue_pkts, ratio, least)),
+            changed.host_t0,
+            queue_pkts=scale.scaled_queue(spec.host_t0.queue_pkts, ratio, least)),
         t0_t1=dataclasses.replace(
-            changed.t0_t1, queue_pkts=scale.scaled(spec.t0_t1.queue_pkts, ratio, least))))
+            changed.t0_t1, queue_pkts=scale.scaled_queue(spec.t0_t1.queue_pkts, ratio, least))))
 
 
 # --------------------------------------------------------------------------- loading

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from hosts.protocol import CONTROL_PACKET_BYTES, DATA_FRAME_BYTES, frame_bytes
+from hosts.protocol import CONTROL_PACKET_BYTES, frame_bytes
 
 # The rule's proportions, in BDPs.
 ECN_KMIN_BDP = 0.25
@@ -43,9 +43,9 @@ def serialization_s(frame: int, rate_mbit: float) -> float:
 
 
 def base_rtt_s(host_rate_mbit: float, fabric_rate_mbit: float, host_delay_ms: float,
-               fabric_delay_ms: float, frame: int = DATA_FRAME_BYTES) -> float:
+               fabric_delay_ms: float, frame: int) -> float:
     """The longest path's round trip with empty queues (module docstring), for full
-    DATA frames of `frame` bytes (the topology's mtu_payload)."""
+    DATA frames of `frame` bytes (TopologySpec.data_frame_bytes)."""
     ack = frame_bytes(CONTROL_PACKET_BYTES)
     propagation = 2 * (2 * host_delay_ms + 2 * fabric_delay_ms) / 1000
     out = 2 * serialization_s(frame, host_rate_mbit) \
@@ -54,7 +54,7 @@ def base_rtt_s(host_rate_mbit: float, fabric_rate_mbit: float, host_delay_ms: fl
     return propagation + out + back
 
 
-def bdp_frames(host_rate_mbit: float, rtt_s: float, frame: int = DATA_FRAME_BYTES) -> float:
+def bdp_frames(host_rate_mbit: float, rtt_s: float, frame: int) -> float:
     """What one NIC port sends in a round trip, in full DATA frames of `frame` bytes."""
     return host_rate_mbit * 1e6 / 8 * rtt_s / frame
 
@@ -75,6 +75,13 @@ def thresholds(bdp: float) -> Thresholds:
     kmax = max(kmin + 1, round(ECN_KMAX_BDP * bdp))
     trim = max(kmax + 1, round(TRIM_BDP * bdp))
     return Thresholds(kmin, kmax, trim, max(trim, round(TRIM_LASTHOP_BDP * bdp)))
+
+
+def scaled_queue(packets: int, ratio: float, least: int) -> int:
+    """A queue kept as near as can be to the same number of BDPs when the BDP changes by
+    `ratio`, never below `least`: rounded, not up, as a fabric may be rescaled several
+    times over (an MTU, no delay, a rate cap) and rounding up each time adds a frame."""
+    return max(least, round(packets * ratio))
 
 
 def scaled(packets: int, ratio: float, least: int = 1) -> int:

@@ -91,8 +91,9 @@ def proportions(fabric: Fabric, protocol: dict | None, steps=(), plan=(),
     spec = fabric.spec
     rtt = spec.base_rtt_s
     if not delay_emulated:  # the links carry no delay: only serialization is left
-        rtt = scale.base_rtt_s(spec.host_t0.rate_mbit, spec.t0_t1.rate_mbit, 0.0, 0.0)
-    bdp = scale.bdp_frames(spec.host_t0.rate_mbit, rtt)
+        rtt = scale.base_rtt_s(spec.host_t0.rate_mbit, spec.t0_t1.rate_mbit, 0.0, 0.0,
+                               spec.data_frame_bytes)
+    bdp = scale.bdp_frames(spec.host_t0.rate_mbit, rtt, spec.data_frame_bytes)
     config = link_adjusted(ProtocolConfig.with_overrides(protocol), fabric)
     queue = min(spec.host_t0.queue_pkts, spec.t0_t1.queue_pkts)
     transfers = [t for phase in plan for t in phase]

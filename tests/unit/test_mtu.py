@@ -68,7 +68,7 @@ def test_at_another_mtu_a_fabric_keeps_its_proportions_and_its_file_round_trips(
     for tier in ("host_t0", "t0_t1"):
         before = base.link_params(tier).queue_pkts / base.spec.bdp_frames
         after = nic.link_params(tier).queue_pkts / nic.spec.bdp_frames
-        assert before <= after <= before + 1 / nic.spec.bdp_frames
+        assert after == pytest.approx(before, abs=0.5 / nic.spec.bdp_frames)
         assert nic.link_params(tier).queue_pkts < base.link_params(tier).queue_pkts
     built = nic if cap is None else with_rate_cap(nic, cap)
     spec = built.spec
@@ -120,3 +120,16 @@ def test_a_transfer_at_the_nics_mtu_on_the_simulated_network():
     assert net.all_done([(0, 3, 0)])
     sends = [e for e in net.events if e.get("event") == "send" and not e.get("retransmit")]
     assert len(sends) == -(-1_000_000 // NIC_MTU_PAYLOAD)
+
+
+def test_a_runs_proportions_count_the_fabrics_frames():
+    from experiments.analysis.similarity import proportions
+    from topologies.model import without_delay
+
+    for mtu in (DEFAULT_MTU_PAYLOAD, NIC_MTU_PAYLOAD):
+        fabric = with_rate_cap(without_delay(load_topology("2tier-8plane", mtu)), 2.5)
+        numbers = proportions(fabric, {}, delay_emulated=False)["numbers"]
+        assert numbers["bdp_frames"]["value"] == pytest.approx(fabric.spec.bdp_frames, 1e-3)
+        assert numbers["trim_bdp"]["value"] == pytest.approx(
+            fabric.spec.trim_threshold_pkts / fabric.spec.bdp_frames, 1e-3)
+        assert not proportions(fabric, {}, delay_emulated=False).get("out_of_band")

@@ -33,18 +33,19 @@ def test_the_numbers_of_2tier_2plane_worked_by_hand():
     # Every link 20 Mbit/s, no delay; a DATA frame is 1,294 bytes on the wire, an ack
     # 118. A frame takes 1294 * 8 / 20e6 = 0.5176 ms on a link, an ack 0.0472 ms.
     # The round trip crosses 4 links out and 4 back: 4 * 0.5176 + 4 * 0.0472 = 2.2592 ms.
-    # BDP: 20e6 / 8 * 2.2592e-3 = 5,648 bytes = 4.3648 frames. The queue, 24 frames,
-    # is 24 / 4.3648 = 5.4985 BDP; ECN from 2 frames = 0.4582 BDP; trimming at 5 frames
-    # = 1.1455 BDP. The timeout floor is one full queue drained at the host's rate:
-    # 24 * 0.5176 = 12.4224 ms = 5.4985 RTT.
+    # BDP: 20e6 / 8 * 2.2592e-3 = 5,648 bytes = 4.3648 frames. The queue, 64 frames of
+    # 12.09 BDP with delay, is 64 * 4.3648 / 12.09 = 23.1, so 23 frames: 23 / 4.3648 =
+    # 5.2694 BDP; ECN from 2 frames = 0.4582 BDP; trimming at 5 frames = 1.1455 BDP. The
+    # timeout floor is one full queue drained at the host's rate: 23 * 0.5176 = 11.9048
+    # ms = 5.2694 RTT.
     block = proportions(without_delay(load_topology("2tier-2plane")), {})
     numbers = {name: entry["value"] for name, entry in block["numbers"].items()}
     assert block["base_rtt_ms"] == pytest.approx(2.2592, abs=1e-3)
     assert numbers["bdp_frames"] == pytest.approx(4.3648, abs=1e-3)
-    assert numbers["queue_bdp"] == pytest.approx(5.4985, abs=1e-3)
+    assert numbers["queue_bdp"] == pytest.approx(5.2694, abs=1e-3)
     assert numbers["ecn_kmin_bdp"] == pytest.approx(0.4582, abs=1e-3)
     assert numbers["trim_bdp"] == pytest.approx(1.1455, abs=1e-3)
-    assert numbers["rto_min_rtt"] == pytest.approx(5.4985, abs=1e-3)
+    assert numbers["rto_min_rtt"] == pytest.approx(5.2694, abs=1e-3)
 
 
 def test_a_capped_fabric_keeps_its_proportions():
