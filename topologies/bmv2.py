@@ -173,14 +173,36 @@ class Bmv2Switch(Switch):
                 if intf.name != "lo"]
 
     def start(self, controllers=None) -> None:
+        """Start the switch, unless `launch` did already, and wait until it listens.
+        A fabric launches all its switches first (FabricNet.start), so that they come
+        up together: one after the other, 48 took 5.7 s on 2 cores."""
+        if self.proc is None or self.proc.poll() is not None:
+            self.launch()
+        self.wait_ready()
+
+    def launch(self) -> None:
+        """Start the switch process, without waiting for it."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
         prepare_ports([intf for _, intf in self.port_intfs()])
         args = switch_argv(self.device_id, self.thrift_port, self.grpc_port,
                            self.port_intfs(), self.json_path, self.log_dir / self.name)
         out = open(self.log_dir / f"{self.name}.out", "w")
         self.proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
+
+    def wait_ready(self) -> None:
         wait_for_port(self.grpc_port, self.proc, self.start_timeout_s,
                       f"simple_switch_grpc for {self.name}")
+
+    @classmethod
+    def batchShutdown(cls, switches, run=None):  # noqa: N802 - Mininet's
+        """Mininet's stop of a fabric's switches: every process asked to end first,
+        then each waited for (one after the other, 48 took 5.8 s)."""
+        for switch in switches:
+            if switch.proc is not None and switch.proc.poll() is None:
+                switch.proc.terminate()
+        for switch in switches:
+            switch.stop(deleteIntfs=False)
+        return switches
 
     def cli(self, commands: list[str]) -> str:
         """Run simple_switch_CLI commands on this switch; raise on an error reply."""

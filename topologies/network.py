@@ -12,6 +12,7 @@ owns stopping it (experiments/run/bringup.py does so, also when a step fails).
 from __future__ import annotations
 
 import itertools
+import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
 from mininet.link import Intf, Link
@@ -58,12 +59,17 @@ class FabricLink(Link):
         super().__init__(*args, **kwargs)
 
     def stop(self) -> None:
-        """Delete the pair, unless both ends live in nodes' namespaces: those go with
-        their namespaces when the nodes stop, together, where deleting each port first
-        took 22 ms a port (6 s of a 2tier-8plane teardown)."""
-        if self.intf1.node.inNamespace and self.intf2.node.inNamespace:
-            return
-        super().stop()
+        """Nothing: FabricNet.stop deleted the pair already, or it goes with the nodes'
+        namespaces when they stop, together (deleting each port on its own took 22 ms a
+        port: 6 s of a 2tier-8plane teardown)."""
+
+    def in_root(self) -> str | None:
+        """An end of the pair in the root namespace (BMv2's switches live there), which
+        must be deleted for the pair to go; None if both ends are in nodes' namespaces."""
+        for intf in (self.intf1, self.intf2):
+            if not intf.node.inNamespace:
+                return intf.name
+        return None
 
     def makeIntfPair(self, intfname1, intfname2, addr1=None, addr2=None,  # noqa: N802
                      node1=None, node2=None, deleteIntfs=True):  # noqa: N803 - Mininet's
@@ -154,6 +160,9 @@ class FabricNet(Mininet):
         return node
 
     def start(self) -> None:
+        for switch in self.switches:  # switch processes start together (topologies/bmv2.py)
+            if hasattr(switch, "launch"):
+                switch.launch()
         super().start()
         for node in self.hosts + self.switches:
             self.link_state.open(node.pid)
@@ -162,6 +171,13 @@ class FabricNet(Mininet):
         if self.pfc is not None:
             self.pfc.stop()
             self.pfc = None
+        # Links with an end in the root namespace, deleted in one batch (one end takes
+        # its peer with it); the others go with their namespaces (FabricLink.stop).
+        ends = [end for end in (link.in_root() for link in self.links
+                                if isinstance(link, FabricLink)) if end]
+        if ends:
+            subprocess.run(["ip", "-force", "-batch", "-"], capture_output=True,
+                           input="".join(f"link del dev {end}\n" for end in ends), text=True)
         # Netlink sockets hold their namespaces alive: close them before the nodes go.
         self.link_state.close()
         super().stop()

@@ -28,6 +28,7 @@ import dataclasses
 import json
 import math
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -63,6 +64,8 @@ MAX_SWITCH_HOPS = 3
 # Rates are rounded down to this many significant digits, so that the summary shows
 # a plain number.
 RATE_DIGITS = 2
+# Switches programmed at once at bring-up (`program`): their processes do the work.
+PROGRAM_AT_ONCE = 8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -179,12 +182,17 @@ class Bmv2Target:
                 for i, s in enumerate(fabric.switches)}
 
     def _program_one(self, net: FabricNet, fabric: Fabric, name: str) -> int:
+        entries, batches = self._program_switch(net, fabric, name)
+        self.write_batches += batches
+        return entries
+
+    def _program_switch(self, net: FabricNet, fabric: Fabric, name: str) -> tuple[int, int]:
+        """Write one switch's tables and queue settings: (entries, write batches)."""
         node = net.get(name)
         tables = switch_tables(fabric, fabric.node(name))
         result = program_switch(node.grpc_address, node.device_id, self.p4info,
                                 self.device_config, tables,
                                 log_path=self.build / "logs" / f"{name}.p4runtime.log")
-        self.write_batches += result.write_batches
         commands = []
         for port in fabric.ports(name):
             link = fabric.link_params(port.tier)
@@ -192,10 +200,17 @@ class Bmv2Target:
                                        tables.trim_size_bytes, fabric.spec.priority_share,
                                        tables.frame_bytes)
         node.set_queues(commands)
-        return result.entries
+        return result.entries, result.write_batches
 
     def program(self, net: FabricNet, fabric: Fabric) -> int:
-        return sum(self._program_one(net, fabric, s.name) for s in fabric.switches)
+        """Every switch's tables, PROGRAM_AT_ONCE switches at a time: each write waits on
+        its switch's process (the pipeline, then the queues' CLI), one after the other
+        48 took 7.3 s on 2 cores."""
+        with ThreadPoolExecutor(max_workers=PROGRAM_AT_ONCE) as pool:
+            done = list(pool.map(lambda s: self._program_switch(net, fabric, s.name),
+                                 fabric.switches))
+        self.write_batches += sum(batches for _, batches in done)
+        return sum(entries for entries, _ in done)
 
     def reboot(self, net: FabricNet, fabric: Fabric, switch: str, up: bool) -> int:
         """The switch process dies with its tables and its ports go dark; coming back,
