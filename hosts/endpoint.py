@@ -81,8 +81,8 @@ def link_adjusted(config: ProtocolConfig, fabric: Fabric, trims: bool = True) ->
         config = replace(config, mtu_payload=fabric.spec.mtu_payload)
     elif config.mtu_payload > fabric.spec.mtu_payload:
         raise ConfigError(f"protocol.mtu_payload: {config.mtu_payload} bytes, more than "
-                          f"the fabric's {fabric.spec.mtu_payload} (its topology's "
-                          "mtu_payload): use at most that")
+                          f"{fabric.name}'s {fabric.spec.mtu_payload}: at most that, or a "
+                          "topology mtu_payload (MTU=) that large")
     if config.path_skew_s == default.path_skew_s:
         config = replace(config, path_skew_s=path_skew_s(fabric, trims))
     # A packet may wait behind a full queue at a hop, so a timeout shorter than one

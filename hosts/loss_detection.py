@@ -131,19 +131,33 @@ class LossDetection:
         """After acks: bring `next_check` forward to when the oldest transmission in
         flight may be due now that the acks moved the reordering cutoff and the RTT
         estimate (at once if it is behind the cutoff already)."""
-        flight = self.flight
-        while flight and not in_flight(flight[0]):
-            flight.popleft()
+        flight = self._live_flight()
         if not flight:
             return
         sent_at = flight[0][0]
-        window = max(self.config.reorder_min_s, 2 * self.srtt + 4 * self.rttvar)
-        if self.srtt and sent_at < self.rack_sent_at - window:
+        if sent_at < self._reorder_cutoff():
             self.next_check = now
         else:
             due = max(now + self.config.tick_s, sent_at + self.rto(0))
             if due < self.next_check:
                 self.next_check = due
+
+    def _live_flight(self):
+        """`flight` with its stale front dropped: its first entry, if any, is the
+        oldest transmission still in flight."""
+        flight = self.flight
+        while flight and not in_flight(flight[0]):
+            flight.popleft()
+        return flight
+
+    def _reorder_cutoff(self) -> float:
+        """RACK's line across the connection: a transmission sent before it is late
+        (_check_losses). The window is two smoothed RTTs plus four variations, at least
+        `reorder_min_s`; before the first RTT sample nothing is late."""
+        if not self.srtt:
+            return float("-inf")
+        return self.rack_sent_at - max(self.config.reorder_min_s,
+                                       2 * self.srtt + 4 * self.rttvar)
 
     # ------------------------------------------------------------------ gaps
     def _detect_gaps(self, ev: Ev, acked: Packet, now: float, judge: bool) -> None:
@@ -366,8 +380,7 @@ class LossDetection:
         the loop only when something may be (`_arm_check` brings it forward when an
         ack moves the reordering cutoff).
         """
-        window = max(self.config.reorder_min_s, 2 * self.srtt + 4 * self.rttvar)
-        cutoff = self.rack_sent_at - window if self.srtt else float("-inf")
+        cutoff = self._reorder_cutoff()
         rto, first = self.rto, self.rto(0)
         # Not capped by rto_max_s, the ceiling of the backoff: RFC 6298's initial
         # timeout (1 s) is not bounded by its maximum either.
@@ -381,9 +394,7 @@ class LossDetection:
             draining[:] = [ev for ev in draining if ev.inflight > 0 and not ev.active]
         judged = {id(ev) for ev in draining}
         horizon = max(cutoff, now - first)  # sent since: neither late nor timed out
-        flight = self.flight
-        while flight and not in_flight(flight[0]):
-            flight.popleft()
+        flight = self._live_flight()
         # Whatever leaves after now is due no sooner than a first transmission's timeout.
         suspects, soonest = [], now + first
         for suspect in self.suspects.values():  # a held path's verdict (_confirm)

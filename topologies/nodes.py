@@ -67,10 +67,11 @@ def _steps(commands: list[str]) -> list[tuple[int, str]]:
                     break
                 flags.append(word)
             rest = " ".join(words[1 + len(flags):])
+            line_tool = " ".join(words[:1 + len(flags)])
             fits = sum(map(len, group)) + len(rest) < LINE_CHARS // 2
-            if " ".join(words[:1 + len(flags)]) != tool or not fits:
+            if line_tool != tool or not fits:
                 close()
-                group, start, tool = [], index, " ".join(words[:1 + len(flags)])
+                group, start, tool = [], index, line_tool
             group.append(rest)
             continue
         close()

@@ -85,6 +85,6 @@ def scaled_queue(packets: int, ratio: float, least: int) -> int:
 
 
 def scaled(packets: int, ratio: float, least: int = 1) -> int:
-    """A queue or threshold of `packets` kept at the same number of BDPs when the BDP
+    """A threshold of `packets` kept at the same number of BDPs when the BDP
     changes by `ratio`, never below `least`."""
     return max(least, math.ceil(packets * ratio - 1e-9))

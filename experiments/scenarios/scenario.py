@@ -42,6 +42,7 @@ from experiments.faults.base import MAX_TIME_S
 from experiments.scenarios.workloads import WORKLOADS as TRANSFER_WORKLOADS
 from experiments.scenarios.workloads import Transfer, phases
 from hosts.config import ConfigError, ProtocolConfig
+from hosts.endpoint import link_adjusted
 from hosts.protocol import TRANSPORTS
 from topologies.errors import UserError, shown
 from topologies.model import Fabric, read_yaml
@@ -190,18 +191,14 @@ def _mapping(data: dict, key: str, source: str) -> dict:
 
 def _protocol(data: dict, source: str, fabric: Fabric) -> dict:
     overrides = _mapping(data, "protocol", source)
-    mtu = overrides.get("mtu_payload")
-    if isinstance(mtu, int) and mtu > fabric.spec.mtu_payload:
-        raise ScenarioError(source, "protocol.mtu_payload", f"{mtu} bytes, more than "
-                            f"{fabric.name}'s {fabric.spec.mtu_payload}",
-                            "use at most the topology's mtu_payload, or raise that")
     for key, value in overrides.items():
         # YAML's .nan and .inf would slip through range checks that compare.
         if isinstance(value, float) and not math.isfinite(value):
             raise ScenarioError(source, f"protocol.{key}", f"must be a finite number "
                                 f"(got {value})", "see the settings in docs/protocol.md")
     try:
-        ProtocolConfig.with_overrides(overrides)
+        # As the agents will take them on this fabric (a packet no larger than its MTU).
+        link_adjusted(ProtocolConfig.with_overrides(overrides), fabric)
     except ConfigError as err:
         where, _, problem = str(err).partition(": ")
         raise ScenarioError(source, where, problem,

@@ -133,3 +133,14 @@ def test_a_runs_proportions_count_the_fabrics_frames():
         assert numbers["trim_bdp"]["value"] == pytest.approx(
             fabric.spec.trim_threshold_pkts / fabric.spec.bdp_frames, 1e-3)
         assert not proportions(fabric, {}, delay_emulated=False).get("out_of_band")
+
+
+def test_the_default_budget_is_the_one_measured_at_no_larger_a_packet():
+    from experiments.run.calibration import DEFAULT_MBIT_PER_CORE, default_mbit_per_core
+
+    assert default_mbit_per_core(DEFAULT_MTU_PAYLOAD) == DEFAULT_MBIT_PER_CORE == 56.0
+    assert default_mbit_per_core(NIC_MTU_PAYLOAD) == 113.0
+    assert default_mbit_per_core(2000) == 56.0  # not measured: never more than below it
+    assert default_mbit_per_core(9000) == 113.0
+    # Smaller packets: the same packets a second, fewer bits.
+    assert default_mbit_per_core(600) < 56.0
