@@ -263,8 +263,8 @@ class Bmv2Target:
             counts = read_counters(node.grpc_address, node.device_id, self.p4info)
             for port in fabric.ports(name):
                 ours = found.setdefault(name, {}).setdefault(port.intf, {})
-                for name, by_port in counts.items():
-                    ours[name] = by_port.get(port.number, 0)
+                for counter, by_port in counts.items():
+                    ours[counter] = by_port.get(port.number, 0)
         return found
 
     def summary_fields(self) -> dict[str, object]:

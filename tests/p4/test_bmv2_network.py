@@ -32,6 +32,11 @@ def test_every_path_works_and_each_switch_got_one_write_batch(bmv2_network):
     # one WriteRequest per switch.
     assert network.table_writes == 4 * 21 + 4 * 15 == 144
     assert target.write_batches == len(fabric.switches) == 8
+    # Every path crossed every port of its switches: each port counted what it forwarded.
+    counters = target.switch_counters(network.net, fabric)
+    quiet = [(s.name, p.intf) for s in fabric.switches for p in fabric.ports(s.name)
+             if counters[s.name][p.intf].get("forwarded", 0) == 0]
+    assert not quiet, quiet
 
 
 def test_switch_reboot_and_blackhole_fail_exactly_the_paths_through_the_switch(bmv2_network):
