@@ -72,8 +72,11 @@ ANSWER_S = 5.0
 MAIL_KEPT = 500
 # The columns of `counters`, as SONiC's `show interfaces counters` and `... trim` name
 # them (each shown where the data plane counts it).
-COUNTER_COLUMNS = ("forwarded", "dropped", "ecn_marked", "trim_pkts", "tx_trim_pkts",
-                   "dropped_trim_pkts", "pfc_xoff_tx", "pfc_xoff_rx", "fault_dropped")
+# `unroutable` (the P4 program's) counts by the port a packet came in on, the others
+# by the port it left on or was dropped at.
+COUNTER_COLUMNS = ("forwarded", "dropped", "unroutable", "ecn_marked", "trim_pkts",
+                   "tx_trim_pkts", "dropped_trim_pkts", "pfc_xoff_tx", "pfc_xoff_rx",
+                   "fault_dropped")
 COUNTER_COLUMNS_TRIM = ("trim_pkts", "tx_trim_pkts", "dropped_trim_pkts")
 
 
@@ -658,9 +661,9 @@ class FabricCLI(CLI):
 
     def do_counters(self, line: str) -> None:
         """A switch's per-port counters, as the data plane counts them (forwarded,
-        dropped, ECN-marked, trimmed under SONiC's names TRIM_PKTS, TX_TRIM_PKTS and
-        DROPPED_TRIM_PKTS, PFC pauses); `trim` shows SONiC's `show interfaces counters
-        trim` alone.
+        dropped, unroutable on BMv2 by the port it came in on, ECN-marked, trimmed
+        under SONiC's names TRIM_PKTS, TX_TRIM_PKTS and DROPPED_TRIM_PKTS, PFC
+        pauses); `trim` shows SONiC's `show interfaces counters trim` alone.
         Usage: counters S [trim]    e.g. counters p0t1s0 trim"""
         args = line.split()
         trim_only = args[-1:] == ["trim"]
