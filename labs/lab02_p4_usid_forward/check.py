@@ -1,6 +1,6 @@
 """Check Lab 02: the uSID shift and the forwarding steps of the ingress control.
 
-Graded by behaviour (labs/p4lab.py check_lab): no TODO left, the lab's program (p4src/
+Graded by behaviour (labs/p4lab.py check_lab): the lab's program (p4src/
 with the student's pieces) compiles with p4c-bm2-ss, and the project's PTF tests of
 shift-and-forward, last hop, drops and hop limit pass on it on BMv2
 (tests/p4/test_labs_p4.py); without BMv2 the lab is "not verified". The rules below are

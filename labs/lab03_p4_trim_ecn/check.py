@@ -1,6 +1,6 @@
 """Check Lab 03: trimming and ECN marking in the egress control.
 
-Graded by behaviour (labs/p4lab.py check_lab): no TODO left, the lab's program compiles
+Graded by behaviour (labs/p4lab.py check_lab): the lab's program compiles
 with p4c-bm2-ss, and the project's PTF tests of ECN and trimming pass on it on BMv2
 (tests/p4/test_labs_p4.py): a busy uplink marks, the last hop and Not-ECT packets are
 never marked, a saturated queue trims with exact expected bytes, a trim facing a host

@@ -220,8 +220,9 @@ def check(folder: Path, options=None) -> Report:
     path = folder / ENTRIES
     if not report.add(path.is_file(), f"{ENTRIES} exists", "copy it back from skeleton/"):
         return report
-    report.add("TODO" not in path.read_text(), f"{ENTRIES}: no TODO left",
-               "a TODO is still there")
+    if "TODO" in path.read_text():
+        # A note: a "TODO" value fails in the replay below, a TODO comment harms nothing.
+        report.note(f"hint, {ENTRIES}: a TODO is still there")
     borrowed = own_work(path)
     if not report.add(borrowed is None, f"{ENTRIES} is typed by hand", borrowed or ""):
         return report
