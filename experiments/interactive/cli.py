@@ -358,14 +358,22 @@ class FabricSession:
         def mine(m: dict) -> bool:
             return (m["event"] == "exited"
                     or (m["event"] == "error" and m["agent"] in (req.src, req.dst))
+                    or (m["event"] == "qp_error" and m["agent"] == req.src
+                        and m["dst"] == req.dst)
                     or (m.get("msg_id") == msg_id and (m["agent"], m["event"]) in (
                         (req.dst, "delivered"), (req.src, "completed"))))
 
+        failed_qp = False
         while took is None or acked is None:
             message = self._next(deadline, mine)
             if message is None:
                 break
             kind, agent = message["event"], message["agent"]
+            if kind == "qp_error":
+                # A queue pair of this message passed its retry count: its work requests
+                # fail, so the message never completes (a run aborts here too).
+                failed_qp = True
+                break
             if (kind == "delivered" and agent == req.dst and message["src"] == req.src
                     and message["msg_id"] == msg_id):
                 took, verified = message["t"] - start, bool(message["verified"])
@@ -376,7 +384,10 @@ class FabricSession:
                 self._agent_failed(message)
         after = self._answer(req.src, "stats", cmd="stats")
         lines = send_report(req, self.fabric, took, acked, verified, before, after)
-        if took is None or acked is None:
+        if failed_qp:
+            lines.append(f"  stopped waiting {time.monotonic() - start:.1f} s in: a queue pair "
+                         "of the message failed, so it cannot complete")
+        elif took is None or acked is None:
             lines.append(f"  gave up after {timeout_s:.0f} s; a late answer is dropped")
         return lines
 

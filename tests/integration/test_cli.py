@@ -99,12 +99,20 @@ def test_send_fail_a_link_send_again_paths_exit(tmp_path):
     finish(child, tmp_path, "exit")
 
 
-def test_end_of_input_tears_down(tmp_path):
+def test_end_of_input_tears_down_and_a_failed_queue_pair_ends_its_send(tmp_path):
     child = start_cli(tmp_path)
     out = command(child, "send h1 h2 100k single-path")  # RoCE runs on the twin
     assert "single-path runs on the single-plane twin of 2tier-2plane" in out, out
     out = command(child, "send h1 h2 100k single-path@planes")
     assert "h1 -> h2 over single-path@planes: 100000 bytes delivered" in out, out
+    # A queue pair that fails ends the wait for its message at once (Lab 08, step 5).
+    out = command(child, "send h0 h3 20M roce-8@planes &")
+    assert "in the background" in out, out
+    command(child, "link down p0t0r0 p0t1s0")
+    child.expect(r"20000000 bytes NOT delivered", timeout=SEND_S)
+    child.expect(r"stopped waiting [\d.]+ s in: a queue pair of the message failed",
+                 timeout=SEND_S)
+    command(child, "link up p0t0r0 p0t1s0")
     finish(child, tmp_path, "eof")
 
 
