@@ -66,6 +66,12 @@ def _skip_once(make) -> str | None:
 
 
 def _loss_retires(make) -> str | None:
+    busy = make(INITIAL, CAP)
+    for t in (0.1, 0.2, 0.3):  # congestion again and again: skipped, never retired
+        busy.on_congestion(t)
+        if busy.state == ASSUMED_BAD:
+            return f"ECN echoes retired a GOOD path (state {busy.state} at {t} s)"
+        busy.take_turn()
     path = make(INITIAL, CAP)
     path.on_loss(1.0)
     if (problem := _expect(path, ASSUMED_BAD, "a loss")) is not None:
