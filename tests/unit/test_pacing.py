@@ -6,7 +6,7 @@ from collections import Counter
 
 from hosts import protocol
 from hosts.config import ProtocolConfig
-from hosts.endpoint import Endpoint
+from hosts.endpoint import CONNECTION_PACKETS_MIN, TURN_PACKETS, Endpoint
 from hosts.pacing import BURST_PACKETS, Pacer
 from topologies.model import load_topology
 
@@ -58,5 +58,11 @@ def test_a_retransmission_goes_ahead_of_new_data_by_one_packet():
 def test_without_pacing_a_poll_sends_what_the_sender_allows():
     host = endpoint(pace=False)
     host.send_message(3, 0, bytes(1_000_000), 0.0)
-    assert len(host.poll(0.0)) == 32  # one sender's batch
+    assert len(host.poll(0.0)) == TURN_PACKETS  # a lone sender gets the turn's batch
+    # Three connections share a turn: each its part, and never less than the minimum.
+    host = endpoint(pace=False)
+    for peer in (1, 2, 3):
+        host.send_message(peer, 0, bytes(1_000_000), 0.0)
+    share = max(CONNECTION_PACKETS_MIN, TURN_PACKETS // 3)
+    assert Counter(dst for _, dst, *_ in host.poll(0.0)) == {1: share, 2: share, 3: share}
     assert Pacer(1, 10, 1000, enabled=False).ready(0)
