@@ -122,6 +122,15 @@ class TopologySpec:
     def hosts(self) -> int:
         return self.racks * self.hosts_per_rack
 
+    @property
+    def host_line_rate_mbit(self) -> float:
+        """A host's capacity: one port per plane at the host link's rate."""
+        return self.planes * self.host_t0.rate_mbit
+
+    def host_bytes_in(self, seconds: float) -> int:
+        """Bytes a host sends in `seconds` at its line rate."""
+        return int(seconds * self.host_line_rate_mbit * 1e6 / 8)
+
 
 @dataclass(frozen=True)
 class Host:

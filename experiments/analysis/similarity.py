@@ -133,7 +133,7 @@ def _faults(steps: list, rtt: float, transfers, spec) -> list[dict]:
     round trips and as a share of the time the largest transfer takes at the host's
     full rate."""
     largest = max((t.size for t in transfers), default=0)
-    transfer_s = largest * 8 / (spec.host_t0.rate_mbit * 1e6 * spec.planes) if largest else 0
+    transfer_s = largest * 8 / (spec.host_line_rate_mbit * 1e6) if largest else 0
     out = []
     for i, step in enumerate(steps):
         if step.up:

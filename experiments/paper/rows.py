@@ -57,22 +57,12 @@ class Row:
     curve: tuple[str, str] | None = None  # (figure, this row's curve): throughput by size
 
 
-def line_rate_mbit(fabric: Fabric) -> float:
-    """A host's capacity: one port per plane at the host link's rate."""
-    return fabric.spec.planes * fabric.spec.host_t0.rate_mbit
-
-
 def payload_rate_mbit(fabric: Fabric, mtu_payload: int | None = None) -> float:
     """The most payload a host can send: its line rate times the payload's share of a
     full DATA frame (headers, as on the wire), of the fabric's MTU unless a scenario
     sends smaller packets."""
     mtu_payload = mtu_payload or fabric.spec.mtu_payload
-    return line_rate_mbit(fabric) * mtu_payload / data_frame_bytes(mtu_payload)
-
-
-def bytes_in(fabric: Fabric, seconds: float) -> int:
-    """Bytes a host sends in `seconds` at its line rate."""
-    return int(seconds * line_rate_mbit(fabric) * 1e6 / 8)
+    return fabric.spec.host_line_rate_mbit * mtu_payload / data_frame_bytes(mtu_payload)
 
 
 def _link(fabric: Fabric, plane: int, rack: int, spine: int) -> list[str]:
@@ -88,7 +78,7 @@ def rows(fabric: Fabric, only: Callable[[str], bool] = lambda key: True) -> list
     d = WORKLOAD_S
     timeout = max(MIN_TIMEOUT_S, TIMEOUT_FACTOR * d)
     # all-to-all: every host sends to n-1 others; sized to take d at line rate.
-    a2a = {"workload": "all-to-all", "params": {"message_bytes": bytes_in(fabric, d) // (n - 1)},
+    a2a = {"workload": "all-to-all", "params": {"message_bytes": spec.host_bytes_in(d) // (n - 1)},
            "transports": ["mrc", BASELINE], "timeout_s": timeout}
     # Bidirectional cross-T1 flows, one out of and one into every host (each host with
     # the host in its place in the next rack): the paper's fault experiments ran
@@ -96,14 +86,14 @@ def rows(fabric: Fabric, only: Callable[[str], bool] = lambda key: True) -> list
     # and each agent serves one peer, so its CPU measures the network, not itself.
     pairs = [[h, (h + spec.hosts_per_rack) % n] for h in range(n)]
     cross_flows = {"workload": "flows",
-                   "params": {"flows": pairs, "message_bytes": bytes_in(fabric, d)},
+                   "params": {"flows": pairs, "message_bytes": spec.host_bytes_in(d)},
                    "transports": ["mrc", BASELINE], "timeout_s": timeout}
     # Ring all-reduce over three sizes (a curve, as Fig. 16), each host sending
     # 2(n-1)/n of the data; the ring alternates racks, so that every hop crosses the
     # spine as in the paper's 64-GPU ring (in host order, all but two hops of a ring
     # on two racks would stay in a rack and prove nothing about load balancing).
     # The 1-QP baseline has one path, 1/planes of a host: give it time to finish.
-    ring_total = bytes_in(fabric, d) * n // (2 * (n - 1))
+    ring_total = spec.host_bytes_in(d) * n // (2 * (n - 1))
     # The ring's largest step in a NIC's bandwidth-delay products: a loss in a step's
     # tail waits for a timeout, which a step of a few BDPs cannot hide.
     step_bdps = ring_total / n / (planes * spec.bdp_frames * spec.data_frame_bytes)
@@ -118,7 +108,7 @@ def rows(fabric: Fabric, only: Callable[[str], bool] = lambda key: True) -> list
             "timeout_s": max(timeout, 3 * planes * d)}
     cross = [0, n - 1] if spec.racks > 1 else [0, 1]  # a cross-T1 pair
     one = {"workload": "transfer",
-           "params": {"src": cross[0], "dst": cross[1], "message_bytes": bytes_in(fabric, d)},
+           "params": {"src": cross[0], "dst": cross[1], "message_bytes": spec.host_bytes_in(d)},
            "transports": ["mrc", BASELINE], "timeout_s": timeout}
     flaps = [_link(fabric, p, p, p) for p in range(min(4, planes * spec.racks))]
     flap_every = 0.3
@@ -126,18 +116,19 @@ def rows(fabric: Fabric, only: Callable[[str], bool] = lambda key: True) -> list
     failing = min(MAX_LINKS_FAILING, links_total // 3)
     victim = [n - 1, 1]
     fan_in = max(1, min(7, n - 3))  # the paper's 7:1, where the hosts allow it
-    incast_bytes = bytes_in(fabric, d) // fan_in
+    incast_bytes = spec.host_bytes_in(d) // fan_in
     # ECN migration in the paper's sequence, on one plane: flow 1 alone, then flow 2
     # joins on flow 1's path; each moves a plane's worth of data.
     pinned_flows = {"flows": [[0, cross[1]], [1, cross[1] - 1]],
-                    "message_bytes": bytes_in(fabric, d) // planes,
+                    "message_bytes": spec.host_bytes_in(d) // planes,
                     "start_s": [0.0, round(0.3 * d, 3)]}
     pinned = {"workload": "flows", "params": pinned_flows, "transports": ["mrc"],
               "timeout_s": timeout}
     # T0-local, both ways, between the first two hosts of a rack (Fig. 9a, 9b).
     local = [0, 1] if spec.hosts_per_rack > 1 else cross
     local_flows = {"workload": "flows",
-                   "params": {"flows": [local, local[::-1]], "message_bytes": bytes_in(fabric, d)},
+                   "params": {"flows": [local, local[::-1]],
+                              "message_bytes": spec.host_bytes_in(d)},
                    "transports": ["mrc", BASELINE], "timeout_s": timeout}
     half = list(range(max(1, planes // 2)))
 

@@ -149,8 +149,7 @@ def calibrate(progress=print, mtu_payload: int = DEFAULT_MTU_PAYLOAD) -> Budget:
     for per_core in LADDER:
         fabric = capped(reference, per_core)
         # Each host sends to every other at the host's line rate shared among them.
-        line_bytes = fabric.spec.planes * fabric.spec.host_t0.rate_mbit * 1e6 / 8
-        message = int(STEP_S * line_bytes / (len(fabric.hosts) - 1))
+        message = fabric.spec.host_bytes_in(STEP_S) // (len(fabric.hosts) - 1)
         plan = [list(p) for p in phases(WORKLOAD, {"message_bytes": message}, fabric)]
         with running(fabric, KernelTarget()) as network, \
                 tempfile.TemporaryDirectory() as folder:
