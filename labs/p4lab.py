@@ -314,8 +314,8 @@ def check_lab(number: str, title: str, folder: Path, rules: tuple[Rule, ...],
               options, ptf_tests: str):
     """The student's files are there, the lab's program builds and compiles, and the
     project's PTF tests pass on it on BMv2; hints from `rules` and a TODO left in a
-    file are notes. Without p4c or BMv2 the lab is not verified: a failed item, so that a grade
-    never rests on the text alone. Returns the Report."""
+    file are notes. Without p4c or BMv2 the lab is not verified: a failed item, so
+    that a grade never rests on the text alone. Returns the Report."""
     report = Report(f"{title} ({folder})")
     texts = {}
     for piece in PIECES[number]:
@@ -324,9 +324,7 @@ def check_lab(number: str, title: str, folder: Path, rules: tuple[Rule, ...],
             report.add(False, f"{piece.student_file} exists", "copy it back from skeleton/")
             continue
         texts[piece.student_file] = path.read_text()
-        if "TODO" in texts[piece.student_file]:
-            # A note, not a grade: correct code under the skeleton's comments passes.
-            report.note(f"hint, {piece.student_file}: a TODO comment is still there")
+        report.note_todo(piece.student_file, texts[piece.student_file])
     for rule in rules:
         if rule.student_file in texts and not rule.holds(texts[rule.student_file]):
             report.note(f"hint, {rule.student_file}: {rule.what}? {rule.hint}")
