@@ -139,18 +139,18 @@ def throughput_at(folder: Path, mtu: int) -> dict:
             agent = sorted((agent_goodput(net, fabric, folder, planes) for _ in range(3)),
                            key=lambda r: r["pps"])[1]
             ratio = agent["pps"] / raw["pps"] if raw["pps"] else 0.0
-            out[f"{planes}_plane"] = {"raw_pps": round(raw["pps"]),
-                                      "raw_mbps": round(raw["mbps"], 1),
-                                      "agent": agent, "agent_over_raw": round(ratio, 3),
-                                      "agent_pps_per_core": round(agent["pps"] / CORES),
-                                      "agent_mbps_per_core": round(agent["mbps"] / CORES, 1)}
+            row = out[f"{planes}_plane"] = {
+                "raw_pps": round(raw["pps"]), "raw_mbps": round(raw["mbps"], 1),
+                "agent": agent, "agent_over_raw": round(ratio, 3),
+                "agent_pps_per_core": round(agent["pps"] / CORES),
+                "agent_mbps_per_core": round(agent["mbps"] / CORES, 1)}
             print(f"throughput, {mtu}-byte payloads, {planes} plane(s): raw socket "
                   f"{raw['pps']:,.0f} pkt/s {raw['mbps']:.0f} Mbit/s; agent "
                   f"{agent['pps']:,} pkt/s {agent['mbps']} Mbit/s goodput "
                   f"({'verified' if agent['ok'] else 'FAILED'}, "
                   f"{agent['end_to_end_s']} s end to end with making and checking the "
-                  f"message), per core {agent['pps'] / CORES:,.0f} pkt/s "
-                  f"{agent['mbps'] / CORES:.1f} Mbit/s; agent/raw = {ratio:.2f}; "
+                  f"message), per core {row['agent_pps_per_core']:,} pkt/s "
+                  f"{row['agent_mbps_per_core']} Mbit/s; agent/raw = {ratio:.2f}; "
                   f"at most {agent['max_rss_mb']:g} MB resident per agent", flush=True)
     return out
 

@@ -47,8 +47,8 @@ LINE_CHARS = 3000
 def _steps(commands: list[str]) -> list[tuple[int, str]]:
     """The shell steps that run `commands`, each with the index of its first command:
     a run of `ip` (or `tc`) commands with the same options goes to one `ip -batch` (`tc
-    -batch`): a process costs a few milliseconds, and a node's tables and queues are
-    dozens of commands), up to half a line; any other command alone."""
+    -batch`), up to half a line, since a process costs a few milliseconds and a node's
+    tables and queues are dozens of commands; any other command goes alone."""
     steps: list[tuple[int, str]] = []
     group: list[str] = []
     start, tool = 0, None  # the tool and its options, as the group's command line
