@@ -7,53 +7,17 @@ goes on), Mininet's own commands, then exit or Ctrl-D: nothing may be left behin
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
-
-import pytest
 
 from experiments.run.cleanup import find_leftovers
-
-pexpect = pytest.importorskip("pexpect", reason="pexpect drives the CLI (requirements-dev)")
-
-REPO = Path(__file__).resolve().parents[2]
-PROMPT = "mininet> "
-UP_S, SEND_S, DOWN_S = 180, 60, 120
+from tests.cli_session import DOWN_S, SEND_S, command, finish, pexpect, start_cli
 
 
-def start_cli(tmp_path):
-    child = pexpect.spawn(sys.executable, ["-m", "experiments.interactive.cli",
-                                           "--topo", "2tier-2plane",
-                                           "--dataplane", "kernel", "--results", str(tmp_path)],
-                          cwd=str(REPO), encoding="utf-8", timeout=SEND_S,
-                          dimensions=(50, 200))
-    child.logfile_read = open(tmp_path / "cli-session.log", "w")
-    child.expect("an mrc agent on every host", timeout=UP_S)
-    child.expect_exact(PROMPT)
-    return child
-
-
-def command(child, line: str) -> str:
-    """Type one command; return what it printed before the next prompt."""
-    child.sendline(line)
-    child.expect_exact(PROMPT)
-    return child.before.replace("\r\n", "\n")
-
-
-def finish(child, tmp_path, how: str) -> None:
-    if how == "exit":
-        child.sendline("exit")
-    else:
-        child.sendeof()
-    child.expect("torn down", timeout=DOWN_S)
-    child.expect(pexpect.EOF, timeout=DOWN_S)
-    child.close()
-    assert child.exitstatus == 0, (tmp_path / "cli-session.log").read_text()[-2000:]
-    assert not find_leftovers()
+def kernel_cli(tmp_path):
+    return start_cli(tmp_path, "--dataplane", "kernel")
 
 
 def test_send_fail_a_link_send_again_paths_exit(tmp_path):
-    child = start_cli(tmp_path)
+    child = kernel_cli(tmp_path)
     try:
         out = command(child, "send h0 h3 200k mrc")
         assert re.search(r"h0 -> h3 over mrc: 200000 bytes delivered in [\d.]+ s "
@@ -100,7 +64,7 @@ def test_send_fail_a_link_send_again_paths_exit(tmp_path):
 
 
 def test_end_of_input_tears_down_and_a_failed_queue_pair_ends_its_send(tmp_path):
-    child = start_cli(tmp_path)
+    child = kernel_cli(tmp_path)
     out = command(child, "send h1 h2 100k single-path")  # RoCE runs on the twin
     assert "single-path runs on the single-plane twin of 2tier-2plane" in out, out
     out = command(child, "send h1 h2 100k single-path@planes")
@@ -117,7 +81,7 @@ def test_end_of_input_tears_down_and_a_failed_queue_pair_ends_its_send(tmp_path)
 
 
 def test_exit_during_a_background_send_says_it_was_cut_short(tmp_path):
-    child = start_cli(tmp_path)
+    child = kernel_cli(tmp_path)
     out = command(child, "send h1 h0 50M &")
     assert "in the background" in out, out
     child.sendline("exit")
@@ -131,7 +95,7 @@ def test_exit_during_a_background_send_says_it_was_cut_short(tmp_path):
 
 
 def test_the_cli_lists_denies_and_probes_evs(tmp_path):
-    child = start_cli(tmp_path)
+    child = kernel_cli(tmp_path)
     try:
         out = command(child, "send h0 h3 200k mrc")
         assert "delivered" in out, out
