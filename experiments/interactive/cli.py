@@ -6,6 +6,7 @@ Builds, shapes and programs the fabric as an experiment run does
 with the testbed's commands added (`help <command>` explains each):
 
     send h0 h3 [bytes] [transport]    one message through the agents, and what happened
+                                      (h1,h2,h3 h0: three at once, an incast)
     link down|up a b                  fail or restore a link (also Mininet's `link a b down`)
     switch down|up|blackhole|restore s    reboot a switch (down, then up) or blackhole it
     port down|up h plane              a host's NIC port of one plane
@@ -93,6 +94,20 @@ class SendRequest:
     transport: str
 
 
+@dataclass
+class Outcome:
+    """What became of one message of a `send`: when it was delivered (verified or
+    not) and acknowledged, in seconds from the start; None until then."""
+    req: SendRequest
+    took: float | None = None
+    acked: float | None = None
+    verified: bool | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.took is not None and self.acked is not None
+
+
 def host_index(fabric: Fabric, name: str, command: str, what: str = "host") -> int:
     hosts = {h.name: h.index for h in fabric.hosts}
     if name not in hosts:
@@ -121,15 +136,21 @@ def parse_size(text: str, command: str = "send") -> int:
     return size
 
 
-def parse_send(fabric: Fabric, args: list[str], transports: tuple[str, ...]) -> SendRequest:
-    """`send SRC DST [BYTES] [TRANSPORT]`, in any order after the two hosts."""
+def parse_send(fabric: Fabric, args: list[str],
+               transports: tuple[str, ...]) -> tuple[SendRequest, ...]:
+    """`send SRC[,SRC...] DST [BYTES] [TRANSPORT]`, in any order after the hosts: one
+    request per source, all to the same destination (several sources: an incast)."""
     usage = "send h0 h3 [bytes] [transport]"
     if not 2 <= len(args) <= 4:
         raise CommandError("send", "arguments", f"expected 2 to 4, got {len(args)}",
-                           f"use `{usage}`")
-    src = host_index(fabric, args[0], "send", "source")
+                           f"use `{usage}`, or `send h1,h2,h3 h0 ...` for an incast")
+    names = args[0].split(",")
+    srcs = [host_index(fabric, name, "send", "source") for name in names]
+    if len(set(srcs)) != len(srcs):
+        raise CommandError("send", "source", f"{args[0]!r} names a host twice",
+                           "name each source once, e.g. h1,h2,h3")
     dst = host_index(fabric, args[1], "send", "destination")
-    if src == dst:
+    if dst in srcs:
         raise CommandError("send", "destination", "is the source itself",
                            "name two different hosts")
     size, transport = DEFAULT_BYTES, transports[0]
@@ -146,7 +167,7 @@ def parse_send(fabric: Fabric, args: list[str], transports: tuple[str, ...]) -> 
         else:
             raise CommandError("send", "transport", f"{arg!r} is not a transport",
                                f"use one of {', '.join(transports)}")
-    return SendRequest(src, dst, size, transport)
+    return tuple(SendRequest(src, dst, size, transport) for src in srcs)
 
 
 def _state(word: str, command: str, states: dict[str, bool]) -> bool:
@@ -343,51 +364,57 @@ class FabricSession:
                 return message
             self._agent_failed(message)
 
-    def send(self, req: SendRequest) -> list[str]:
-        agents = self.agents_for(req.transport)
-        before = self._answer(req.src, "stats", cmd="stats")
-        msg_id = next(self.msg_ids)
-        # A generous bound: ten times the time the message takes on one plane.
+    def send(self, reqs: tuple[SendRequest, ...]) -> list[str]:
+        """Send the messages of `reqs` (one transport, one per source) all at once, wait
+        for each to be delivered and acknowledged, and report each (send_report)."""
+        agents = self.agents_for(reqs[0].transport)
+        before = {r.src: self._answer(r.src, "stats", cmd="stats") for r in reqs}
+        # A generous bound: ten times the time the messages take on one plane.
         rate_bps = self.fabric.spec.host_t0.rate_mbit * 1e6
-        timeout_s = 10.0 + 10 * req.size * 8 / rate_bps
+        timeout_s = 10.0 + 10 * sum(r.size for r in reqs) * 8 / rate_bps
+        waiting = {next(self.msg_ids): Outcome(r) for r in reqs}
         start = time.monotonic()
-        agents.command(req.src, cmd="send", dst=req.dst, msg_id=msg_id, bytes=req.size)
-        took = acked = verified = None
+        for msg_id, outcome in waiting.items():
+            agents.command(outcome.req.src, cmd="send", dst=outcome.req.dst, msg_id=msg_id,
+                           bytes=outcome.req.size)
+        srcs, dst = {r.src for r in reqs}, reqs[0].dst
         deadline = start + timeout_s
 
         def mine(m: dict) -> bool:
             return (m["event"] == "exited"
-                    or (m["event"] == "error" and m["agent"] in (req.src, req.dst))
-                    or (m["event"] == "qp_error" and m["agent"] == req.src
-                        and m["dst"] == req.dst)
-                    or (m.get("msg_id") == msg_id and (m["agent"], m["event"]) in (
-                        (req.dst, "delivered"), (req.src, "completed"))))
+                    or (m["event"] == "error" and (m["agent"] in srcs or m["agent"] == dst))
+                    or (m["event"] == "qp_error" and m["agent"] in srcs and m["dst"] == dst)
+                    or (m.get("msg_id") in waiting and (m["event"] == "delivered"
+                                                        or m["event"] == "completed")))
 
         failed_qp = False
-        while took is None or acked is None:
+        while any(not o.done for o in waiting.values()):
             message = self._next(deadline, mine)
             if message is None:
                 break
-            kind, agent = message["event"], message["agent"]
+            kind = message["event"]
             if kind == "qp_error":
-                # A queue pair of this message passed its retry count: its work requests
+                # A queue pair of a message passed its retry count: its work requests
                 # fail, so the message never completes (a run aborts here too).
                 failed_qp = True
                 break
-            if (kind == "delivered" and agent == req.dst and message["src"] == req.src
-                    and message["msg_id"] == msg_id):
-                took, verified = message["t"] - start, bool(message["verified"])
-            elif (kind == "completed" and agent == req.src and message["dst"] == req.dst
-                  and message["msg_id"] == msg_id):
-                acked = message["t"] - start
-            elif kind == "exited" or (kind == "error" and agent in (req.src, req.dst)):
+            if kind == "exited" or kind == "error":
                 self._agent_failed(message)
-        after = self._answer(req.src, "stats", cmd="stats")
-        lines = send_report(req, self.fabric, took, acked, verified, before, after)
+            outcome = waiting[message["msg_id"]]
+            if kind == "delivered" and message["agent"] == dst:
+                outcome.took = message["t"] - start
+                outcome.verified = bool(message["verified"])
+            elif kind == "completed" and message["agent"] == outcome.req.src:
+                outcome.acked = message["t"] - start
+        lines = []
+        for outcome in waiting.values():
+            after = self._answer(outcome.req.src, "stats", cmd="stats")
+            lines += send_report(outcome.req, self.fabric, outcome.took, outcome.acked,
+                                 outcome.verified, before[outcome.req.src], after)
         if failed_qp:
             lines.append(f"  stopped waiting {time.monotonic() - start:.1f} s in: a queue pair "
                          "of the message failed, so it cannot complete")
-        elif took is None or acked is None:
+        elif any(not o.done for o in waiting.values()):
             lines.append(f"  gave up after {timeout_s:.0f} s; a late answer is dropped")
         return lines
 
@@ -542,14 +569,14 @@ class FabricCLI(CLI):
         except Exception as err:  # noqa: BLE001 - one line, the fabric stays up for the next
             self.say(f"error: {err.__class__.__name__}: {err}")
 
-    def _background(self, req, what: str) -> None:
+    def _background(self, reqs: tuple[SendRequest, ...], what: str) -> None:
         """A background send (`send ... &`): its report, or one line on failure. Cut
         short by the fabric's teardown (exit while it runs), it says so, not why its
         agents went away."""
 
         def work() -> str:
             try:
-                return self.session.send(req)
+                return self.session.send(reqs)
             except Exception:
                 if self.session.closing:
                     return f"the background send {what} was cut short: the fabric is going down"
@@ -560,6 +587,8 @@ class FabricCLI(CLI):
     def do_send(self, line: str) -> None:
         """Send one message through the agents and print what happened.
         Usage: send SRC DST [BYTES] [TRANSPORT] [&]    e.g. send h0 h3 1M mrc
+        Several sources, comma separated, start together towards DST, a message each:
+        an incast (send h1,h2,h3 h0 2M fills h0's last hops and trims).
         With & at the end the transfer goes on in the background and prints its report
         when done, so that `link down`, `port down` or `paths` can be typed during it
         (one background send at a time).
@@ -579,13 +608,14 @@ class FabricCLI(CLI):
             if session.background is not None and session.background.is_alive():
                 raise CommandError("send", "&", "a background send is still running",
                                    "wait for its report (one at a time)")
-            req = parse_send(self.fabric, args[:-1], session.transports)
-            session.agents_for(req.transport)  # a transport change fails here, not later
+            reqs = parse_send(self.fabric, args[:-1], session.transports)
+            session.agents_for(reqs[0].transport)  # a transport change fails here, not later
             session.background = threading.Thread(
-                target=self._background, args=(req, f"{args[0]} -> {args[1]}"), daemon=True)
+                target=self._background, args=(reqs, f"{args[0]} -> {args[1]}"), daemon=True)
             session.background.start()
-            return (f"sending {req.size} bytes {args[0]} -> {args[1]} over {req.transport} "
-                    "in the background; its report comes when it is done")
+            return (f"sending {reqs[0].size} bytes {args[0]} -> {args[1]} over "
+                    f"{reqs[0].transport} in the background; its report comes when it is "
+                    "done")
 
         self._run(start)
 

@@ -1,7 +1,8 @@
 """`make cli LAB=03 SOLUTION=1`, as a student runs it: the lab's program (p4src/ with
 Lab 03's solution spliced in, `python -m labs program`) in every BMv2 switch of
 2tier-2plane, an incast on h0, and the trimming seen in the program's own counters
-(`counters p0t0r0 trim`) and in h0's capture decoded by the Wireshark dissector.
+(`counters p0t0r0 trim`, and plane 1's p1t0r0) and in h0's capture decoded by the
+Wireshark dissector.
 Skipped, with the reason, where BMv2, p4c or root is missing (conftest.py), or tshark.
 """
 
@@ -29,14 +30,20 @@ def test_an_incast_trims_in_the_lab03_program_and_the_capture_shows_it(tmp_path)
     child = start_cli(tmp_path, "--dataplane", "bmv2", "--p4",
                       str(out / "p4src" / "mrc_switch.p4"), "--capture", "h0", timeout=SEND_S)
     try:
-        # Two senders into h0's ports: its last hops' queues fill and trim.
-        assert "in the background" in command(child, "send h1 h0 20M &")
-        said = command(child, "send h2 h0 5M")
-        assert re.search(r"h2 -> h0 over mrc: 5000000 bytes delivered .*verified", said), said
-        said = command(child, "counters p0t0r0 trim")
-        row = next(line for line in said.splitlines() if line.strip().startswith("p0t0r0-eth0"))
-        # IFACE PEER TRIM_PKTS TX_TRIM_PKTS DROPPED_TRIM_PKTS: h0's port trimmed and sent on.
-        trimmed, sent_on = (int(v) for v in row.split()[2:4])
+        # Three senders start together into h0's ports: their first windows meet in h0's
+        # last hops' queues, before any sender hears of them, and trim.
+        said = command(child, "send h1,h2,h3 h0 2M")
+        for src in ("h1", "h2", "h3"):
+            assert re.search(rf"{src} -> h0 over mrc: 2000000 bytes delivered .*verified",
+                             said), said
+        trimmed = sent_on = 0
+        for last_hop in ("p0t0r0", "p1t0r0"):  # h0's last hop in each plane
+            said = command(child, f"counters {last_hop} trim")
+            row = next(line for line in said.splitlines()
+                       if line.strip().startswith(f"{last_hop}-eth0"))
+            # IFACE PEER TRIM_PKTS TX_TRIM_PKTS DROPPED_TRIM_PKTS of h0's port.
+            trimmed += int(row.split()[2])
+            sent_on += int(row.split()[3])
         assert trimmed > 0 and sent_on > 0, said
     except BaseException:
         child.terminate(force=True)

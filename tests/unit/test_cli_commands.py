@@ -35,18 +35,26 @@ def one_line_error(call, *args) -> str:
 
 
 def test_send_defaults_sizes_and_transports(fabric):
-    assert parse_send(fabric, ["h0", "h3"], TRANSPORTS) == SendRequest(0, 3, 1_000_000, "mrc")
+    assert parse_send(fabric, ["h0", "h3"], TRANSPORTS) == (SendRequest(0, 3, 1_000_000, "mrc"),)
     assert parse_send(fabric, ["h1", "h2", "64k", "single-path"], TRANSPORTS) == \
-        SendRequest(1, 2, 64_000, "single-path")
+        (SendRequest(1, 2, 64_000, "single-path"),)
     assert parse_send(fabric, ["h1", "h2", "mrc-no-trim", "1500"], TRANSPORTS) == \
-        SendRequest(1, 2, 1500, "mrc-no-trim")
+        (SendRequest(1, 2, 1500, "mrc-no-trim"),)
     assert parse_size("2M") == 2_000_000
+
+
+def test_several_sources_are_an_incast_a_message_each(fabric):
+    assert parse_send(fabric, ["h1,h2,h3", "h0", "2M"], TRANSPORTS) == tuple(
+        SendRequest(src, 0, 2_000_000, "mrc") for src in (1, 2, 3))
 
 
 @pytest.mark.parametrize("args, names", [
     (["h0"], "send: arguments"),
     (["h0", "h9"], "send: destination: 'h9' is not a host"),
     (["h0", "h0"], "send: destination: is the source itself"),
+    (["h1,h0", "h0"], "send: destination: is the source itself"),
+    (["h1,h1", "h0"], "send: source: 'h1,h1' names a host twice"),
+    (["h1,h7", "h0"], "send: source: 'h7' is not a host"),
     (["h0", "h3", "tcp"], "send: transport: 'tcp' is not a transport"),
     (["h0", "h3", "0"], "send: bytes"),
     (["h0", "h3", "12q"], "send: bytes"),
@@ -61,7 +69,8 @@ def test_on_a_multi_plane_fabric_roce_is_sent_with_at_planes(fabric):
 
     here = tuple(t for t in TRANSPORTS if fabric_of(t, fabric) is fabric)
     assert "roce-8@planes" in here and "roce-8" not in here and "mrc" in here
-    assert parse_send(fabric, ["h0", "h3", "roce-8@planes"], here).transport == "roce-8@planes"
+    (req,) = parse_send(fabric, ["h0", "h3", "roce-8@planes"], here)
+    assert req.transport == "roce-8@planes"
     assert one_line_error(parse_send, fabric, ["h0", "h3", "roce-8"], here).startswith(
         "send: transport: roce-8 runs on the single-plane twin of 2tier-2plane, not on this "
         "fabric; fix: use roce-8@planes here, or start the CLI on the twin (make cli TWIN=1)")
