@@ -297,6 +297,8 @@ class FabricSession:
         new agents on every host (as a run does between transports)."""
         if self.agents is not None and self.agents.transport == transport:
             return self.agents
+        if self.closing:  # a background send that starts late must not start agents
+            raise AgentError("the fabric is going down")
         if self.background is not None and self.background.is_alive():
             raise CommandError("send", "transport", f"a background send over "
                                f"{self.agents.transport} is still running, and {transport} "
@@ -318,11 +320,19 @@ class FabricSession:
             self.agents.stop()
             self.agents = None
 
+    def close(self) -> None:
+        """Stop the agents; a background send ends with them, and its report (cut
+        short) is printed before the fabric goes down, not after."""
+        self.closing = True
+        self.stop_agents()
+        if self.background is not None:
+            self.background.join(timeout=ANSWER_S)
+
     def _agent_failed(self, message: dict) -> None:
         """An agent reported an error or died: say so; a dead agent means new agents
         for the next command."""
         text = f"agent h{message['agent']}: {message.get('message', message['event'])}"
-        if message["event"] == "exited":
+        if message["event"] == "exited" and not self.closing:  # closing: being stopped
             self.stop_agents()
             text += " (the next command starts new agents)"
         raise AgentError(text)
@@ -808,9 +818,8 @@ def _session(run, transports: tuple[str, ...]) -> int:
             print(TESTBED_HELP, flush=True)
             FabricCLI(session)
         finally:
-            session.closing = True
             with ctrl_c_held():  # from here to the end of the teardown
-                session.stop_agents()
+                session.close()
         run.status = 0
     print(f"torn down; session folder {run.folder}", flush=True)
     return run.status

@@ -11,6 +11,7 @@ import pytest
 
 from experiments.interactive.cli import (
     CommandError,
+    FabricSession,
     SendRequest,
     ev_summary,
     parse_link,
@@ -21,6 +22,7 @@ from experiments.interactive.cli import (
     path_faults,
     send_report,
 )
+from experiments.run.agents import AgentError
 from hosts.protocol import TRANSPORTS
 from tests.steps import step
 from topologies.paths import catalogue, path_nodes
@@ -142,3 +144,27 @@ def test_send_report_says_a_queue_pair_failed(fabric):
     assert not any("error state" in line for line in
                    send_report(req, fabric, None, None, None, {"qp_errors": 1},
                                {"qp_errors": 1}))
+
+
+def test_leaving_waits_for_the_background_send_and_starts_no_agents(fabric, tmp_path):
+    """`exit` during `send ... &`: the background send's report comes before the
+    teardown, and a background send that reaches its agents only after they were
+    stopped gets an error, not new agents on a fabric going down."""
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    network = SimpleNamespace(net=None, fabric=fabric, target=None)
+    session = FabricSession(network, tmp_path, TRANSPORTS)
+    reported = []
+
+    def background() -> None:
+        time.sleep(0.2)
+        with pytest.raises(AgentError, match="going down"):
+            session.agents_for("mrc")
+        reported.append("cut short")
+
+    session.background = threading.Thread(target=background)
+    session.background.start()
+    session.close()
+    assert session.closing and reported == ["cut short"]
