@@ -37,14 +37,15 @@ def test_an_incast_trims_in_the_lab03_program_and_the_capture_shows_it(tmp_path)
             assert re.search(rf"{src} -> h0 over mrc: 2000000 bytes delivered .*verified",
                              said), said
         trimmed = sent_on = 0
+        shown = []
         for last_hop in ("p0t0r0", "p1t0r0"):  # h0's last hop in each plane
-            said = command(child, f"counters {last_hop} trim")
-            row = next(line for line in said.splitlines()
+            shown.append(command(child, f"counters {last_hop} trim"))
+            row = next(line for line in shown[-1].splitlines()
                        if line.strip().startswith(f"{last_hop}-eth0"))
             # IFACE PEER TRIM_PKTS TX_TRIM_PKTS DROPPED_TRIM_PKTS of h0's port.
-            trimmed += int(row.split()[2])
-            sent_on += int(row.split()[3])
-        assert trimmed > 0 and sent_on > 0, said
+            trims, sent = (int(v) for v in row.split()[2:4])
+            trimmed, sent_on = trimmed + trims, sent_on + sent
+        assert trimmed > 0 and sent_on > 0, "".join(shown)
     except BaseException:
         child.terminate(force=True)
         raise

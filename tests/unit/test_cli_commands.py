@@ -7,6 +7,10 @@ fix, and each command must become the same fault step a scenario would use.
 
 from __future__ import annotations
 
+import threading
+import time
+from types import SimpleNamespace
+
 import pytest
 
 from experiments.interactive.cli import (
@@ -150,10 +154,6 @@ def test_leaving_waits_for_the_background_send_and_starts_no_agents(fabric, tmp_
     """`exit` during `send ... &`: the background send's report comes before the
     teardown, and a background send that reaches its agents only after they were
     stopped gets an error, not new agents on a fabric going down."""
-    import threading
-    import time
-    from types import SimpleNamespace
-
     network = SimpleNamespace(net=None, fabric=fabric, target=None)
     session = FabricSession(network, tmp_path, TRANSPORTS)
     reported = []
