@@ -47,6 +47,7 @@ from experiments.dataplanes.targets import KernelTarget, apply_fault
 from experiments.faults import parse_faults
 from experiments.run import calibration
 from experiments.run.bringup import running
+from experiments.run.fabric_lock import FabricBusy, FabricLock
 from experiments.run.workload_run import run_transport
 from experiments.scenarios.workloads import phases
 from hosts.baseline import RoceSender
@@ -118,11 +119,11 @@ def agent_goodput(net, fabric, folder: Path, planes: int) -> dict:
             "max_rss_mb": max(s.get("max_rss_mb", 0.0) for s in run.stats.values())}
 
 
-def throughput(folder: Path) -> dict:
-    return {str(mtu): throughput_at(folder, mtu) for mtu in MTUS}
+def throughput(folder: Path, lock: FabricLock) -> dict:
+    return {str(mtu): throughput_at(folder, mtu, lock) for mtu in MTUS}
 
 
-def throughput_at(folder: Path, mtu: int) -> dict:
+def throughput_at(folder: Path, mtu: int, lock: FabricLock) -> dict:
     fabric = load_topology(str(fast_topology(folder, mtu)))
     out = {}
     budget = calibration.budget(mtu)
@@ -130,7 +131,7 @@ def throughput_at(folder: Path, mtu: int) -> dict:
     print(f"throughput at {mtu}-byte payloads ({fabric.spec.data_frame_bytes}-byte frames); "
           f"runs cap their links to {budget.mbit_per_core:g} Mbit/s per core "
           f"({budget.source})", flush=True)
-    with running(fabric, KernelTarget()) as network:
+    with running(fabric, KernelTarget(), lock) as network:
         net = network.net
         for planes in (1, 8):
             # Median of three runs each: the machine's noise is larger than the effects.
@@ -185,7 +186,7 @@ def report(label: str, transport: str, r: dict, repeats: int, ok: bool) -> None:
           flush=True)
 
 
-def recovery(folder: Path, repeats: int = 3) -> dict:
+def recovery(folder: Path, lock: FabricLock, repeats: int = 3) -> dict:
     fabric = as_emulated_here(load_topology("2tier-2plane"))  # as a run does
     path, path_of = failed_path(fabric)
     t0, t1 = fabric.t0(path.plane, 0).name, fabric.t1(path.plane, path.spine).name
@@ -195,7 +196,7 @@ def recovery(folder: Path, repeats: int = 3) -> dict:
           f"{out['plane_packet_gap_ms']} ms at {fabric.spec.host_t0.rate_mbit:g} Mbit/s",
           flush=True)
 
-    with running(fabric, KernelTarget()) as network:
+    with running(fabric, KernelTarget(), lock) as network:
         net = network.net
         # The proportions that decide recovery (experiments/analysis/similarity.py), as every run
         # and every `make paper` row prints them.
@@ -286,12 +287,22 @@ def medians(runs: list[dict]) -> dict:
 
 
 def main() -> int:
+    """The parts named on the command line (all by default), under the machine's fabric
+    lock for the whole bench: a run or a CLI up now is left alone, and refused here."""
     parts = {"throughput": throughput, "recovery": recovery,
-             "recovery-simulated": recovery_simulated}
+             "recovery-simulated": lambda folder, lock: recovery_simulated(folder)}
     chosen = sys.argv[1:] or list(parts)
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
-        results = {name: parts[name](folder) for name in chosen}
+    try:
+        lock = FabricLock("make bench").acquire()
+    except FabricBusy as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            results = {name: parts[name](folder, lock) for name in chosen}
+    finally:
+        lock.release()
     (REPO / "bench" / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     return 0
 

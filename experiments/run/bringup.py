@@ -27,6 +27,7 @@ from experiments.dataplanes.ebpf_switch import EbpfStatus
 from experiments.dataplanes.pfc import PfcController
 from experiments.dataplanes.targets import Target
 from experiments.run.cleanup import cleanup
+from experiments.run.fabric_lock import FabricLock
 from topologies.addressing import host_address
 from topologies.model import Fabric
 from topologies.network import FabricNet, NodeParams, shape_links, start_network, stop_network
@@ -121,8 +122,28 @@ def tear_down(net: FabricNet) -> None:
         cleanup()
 
 
+def remove_remains(net: FabricNet) -> None:
+    """Remove what is left of a network whose nodes disappeared from under it: its
+    shells are gone, so Mininet's stop (a command in every node's shell) would wait
+    for answers that never come. The netlink sockets that hold its namespaces go
+    first, then whatever cleanup() finds (the caller holds the fabric lock, so all of
+    it is this run's)."""
+    try:
+        if net.pfc is not None:
+            net.pfc.stop()
+        net.link_state.close()
+    finally:
+        cleanup()
+
+
 @contextmanager
-def running(fabric: Fabric, target: Target) -> Iterator[Network]:
+def running(fabric: Fabric, target: Target, lock: FabricLock) -> Iterator[Network]:
+    """A fabric up for the `with` block, for tests, the benchmarks, the calibration and
+    the labs. The caller holds the machine's fabric lock (`lock`, taken before anything
+    else: the start-up cleanup removes every node of the testbed on the machine, which
+    only the lock's holder may do)."""
+    if not lock.held:
+        raise RuntimeError("running() needs the machine's fabric lock held by its caller")
     cleanup()
     network = bring_up(fabric, target)
     try:

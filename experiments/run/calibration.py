@@ -4,9 +4,10 @@ every run takes from it.
 The agents are Python processes sharing the machine's cores with the kernel's
 forwarding: past some packet rate their event loops fall behind, their timers measure
 the CPU rather than the network, and a run's result is the machine's
-(experiments/analysis/health.py). The budget is the traffic, in Mbit/s per core, that all hosts
-of a fabric may send at once (every host on every plane at line rate) with the agents
-still keeping up.
+(experiments/analysis/health.py). The budget is the traffic, in Mbit/s per core, that the
+hosts of a fabric may send at once with the agents still keeping up: measured with every
+host sending on every plane at line rate, and applied to as many hosts as a run has
+sending at once (`cap_for`).
 
 `calibrate()` measures it: a fault-free all-to-all on 2tier-8plane (the shipped
 workload with the most connections per agent, the heaviest per packet) at rising
@@ -21,6 +22,16 @@ cores): `budget()` reads it, or gives the figure measured the same way on a 2-co
 (`default_mbit_per_core`), and says so.
 `make calibrate` measures again; `experiments run` and `make paper` measure when the
 cache is missing or stale and their fabric would be capped (`cap_for`).
+
+The figure is the machine's only if nothing else ran on it (experiments/run/quietness.py):
+a calibration beside another program measures what the agents keep up with in the CPU
+that program left them. So the machine is watched for a second before the ladder, and
+the other programs' CPU during each step's traffic; when either is past its limit
+(quietness.Limits) nothing is stored, one line names what was busy, and the run goes on
+with the last quiet figure in the cache, else the default. A stored figure carries when
+it was measured and how quiet the machine was (`idle_share_before`,
+`others_share_during`); a cached figure without them is not known to be quiet and is
+measured again.
 """
 
 from __future__ import annotations
@@ -29,10 +40,12 @@ import hashlib
 import json
 import os
 import platform
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from experiments.run import quietness
 from hosts.protocol import DEFAULT_MTU_PAYLOAD, NIC_MTU_PAYLOAD, data_frame_bytes
 from topologies.model import Fabric, load_topology, with_mtu, with_rate_cap
 
@@ -60,6 +73,22 @@ STEP_S = 3.0
 class Budget:
     mbit_per_core: float
     source: str  # where the figure comes from, for the run's summary
+    stored: bool = False  # measured by this call on a quiet machine, and cached
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the ladder as its measurement saw it."""
+
+    ok: bool  # the agents kept up
+    record: dict  # what the cache keeps of the step, beside its budget and verdict
+    detail: str  # its account in the progress line
+
+
+# A step's measurement: the budget in Mbit/s per core, and the quietness window it opens
+# around its traffic (not around the fabric's bring-up and teardown, whose interfaces
+# keep the machine's own daemons busy).
+Measure = Callable[[float, quietness.Window], Step]
 
 
 def machine_key() -> str:
@@ -79,10 +108,10 @@ def machine_key() -> str:
     return digest.hexdigest()[:16]
 
 
-def _cache() -> dict:
+def _cache(path: Path | None = None) -> dict:
     """The cache of this code on this machine: MTU payload (text) -> calibration."""
     try:
-        data = json.loads(CACHE.read_text())
+        data = json.loads((path or CACHE).read_text())
     except (OSError, ValueError):
         return {}
     if data.get("key") != machine_key() or not isinstance(data.get("by_mtu"), dict):
@@ -90,13 +119,17 @@ def _cache() -> dict:
     return data["by_mtu"]
 
 
-def cached(mtu_payload: int = DEFAULT_MTU_PAYLOAD) -> dict | None:
-    """The cached calibration of this code on this machine at this MTU, if any."""
-    return _cache().get(str(mtu_payload))
+def cached(mtu_payload: int = DEFAULT_MTU_PAYLOAD, cache: Path | None = None) -> dict | None:
+    """The cached calibration of this code on this machine at this MTU, if it was
+    measured on a quiet machine (a figure that does not say so is not known to be)."""
+    found = _cache(cache).get(str(mtu_payload))
+    if not isinstance(found, dict) or "idle_share_before" not in found:
+        return None
+    return found
 
 
-def budget(mtu_payload: int = DEFAULT_MTU_PAYLOAD) -> Budget:
-    data = cached(mtu_payload)
+def budget(mtu_payload: int = DEFAULT_MTU_PAYLOAD, cache: Path | None = None) -> Budget:
+    data = cached(mtu_payload, cache)
     if data is not None:
         return Budget(data["mbit_per_core"], f"calibrated here {data['measured_at']} at "
                       f"{mtu_payload}-byte payloads (make calibrate measures again)")
@@ -115,24 +148,41 @@ def default_mbit_per_core(mtu_payload: int) -> float:
                  / data_frame_bytes(DEFAULT_MTU_PAYLOAD), 1)
 
 
-def cap_for(fabric: Fabric, mbit_per_core: float, cores: int | None = None) -> float:
-    """The link rate at which every host sending on every plane at line rate asks the
-    agents for no more than the budget."""
+def cap_for(fabric: Fabric, mbit_per_core: float, cores: int | None = None,
+            active_hosts: int | None = None) -> float:
+    """The link rate at which `active_hosts` hosts (all of the fabric's unless given),
+    each sending on every plane at line rate, ask the agents for no more than the budget.
+
+    The budget was measured on the all-to-all, where every agent sends to all the others
+    and receives from them: the most connections per agent, the heaviest work per
+    packet. A run with fewer hosts sending at once (a row that drives one NIC pair on a
+    wide fabric) asks less of each packet, so the same budget shared among the hosts
+    that send is conservative per packet: its links run faster than the all-hosts cap,
+    and the agents still keep up."""
+    hosts = len(fabric.hosts)
+    if active_hosts is None:
+        active_hosts = hosts
+    if not 1 <= active_hosts <= hosts:
+        raise ValueError(f"active_hosts={active_hosts}: {fabric.spec.name} has {hosts} hosts; "
+                         f"give 1 to {hosts} (the hosts that send at once)")
     cores = cores or os.cpu_count() or 1
-    return round(mbit_per_core * cores / (len(fabric.hosts) * fabric.spec.planes), 3)
+    return round(mbit_per_core * cores / (active_hosts * fabric.spec.planes), 3)
 
 
-def capped(fabric: Fabric, mbit_per_core: float) -> Fabric:
-    return with_rate_cap(fabric, cap_for(fabric, mbit_per_core))
+def capped(fabric: Fabric, mbit_per_core: float, cores: int | None = None,
+           active_hosts: int | None = None) -> Fabric:
+    """`fabric` with its links capped to `cap_for` (same arguments)."""
+    return with_rate_cap(fabric, cap_for(fabric, mbit_per_core, cores, active_hosts))
 
 
 def no_faults(step) -> None:
     raise AssertionError("the calibration plays no fault")
 
 
-def calibrate(progress=print, mtu_payload: int = DEFAULT_MTU_PAYLOAD) -> Budget:
-    """Measure the budget at this MTU (module docstring) and cache it. Needs root and
-    Mininet."""
+def fabric_step(mtu_payload: int, lock) -> Measure:
+    """The ladder's step on the reference fabric at this MTU (module docstring), its
+    fabrics built under `lock`, the machine's fabric lock held by the caller. Needs root
+    and Mininet."""
     import tempfile
 
     from experiments.analysis.health import MAX_LATE_SHARE
@@ -145,16 +195,17 @@ def calibrate(progress=print, mtu_payload: int = DEFAULT_MTU_PAYLOAD) -> Budget:
     from topologies.model import without_delay
 
     reference = without_delay(with_mtu(load_topology(REFERENCE), mtu_payload))
-    steps, passed = [], None
-    for per_core in LADDER:
+
+    def measure(per_core: float, window: quietness.Window) -> Step:
         fabric = capped(reference, per_core)
         # Each host sends to every other at the host's line rate shared among them.
         message = fabric.spec.host_bytes_in(STEP_S) // (len(fabric.hosts) - 1)
         plan = [list(p) for p in phases(WORKLOAD, {"message_bytes": message}, fabric)]
-        with running(fabric, KernelTarget()) as network, \
+        with running(fabric, KernelTarget(), lock) as network, \
                 tempfile.TemporaryDirectory() as folder:
-            run = run_transport(network.net, fabric, "mrc", plan, [], no_faults,
-                                Path(folder), 60.0, {}, lambda line: None)
+            with window:
+                run = run_transport(network.net, fabric, "mrc", plan, [], no_faults,
+                                    Path(folder), 60.0, {}, lambda line: None)
             block = summarize(run, read_events(run.event_files))
             netem = network.features.netem
         rtt_ms = fabric.spec.base_rtt_s * 1000
@@ -166,41 +217,111 @@ def calibrate(progress=print, mtu_payload: int = DEFAULT_MTU_PAYLOAD) -> Budget:
         # timers on time), reported with every step and every run.
         ok = (block["ok"] and lag <= 0.5 * rtt_ms and not late
               and delay_emulated(fabric, netem))
-        steps.append({"mbit_per_core": per_core, "rate_mbit": fabric.spec.host_t0.rate_mbit,
-                      "ok": ok, "lag_p99_ms": lag, "rtt_ms": round(rtt_ms, 3),
-                      "retired": block["path_events"].get("retire", 0),
-                      "workload_s": block["workload_s"]})
-        progress(f"calibration: {per_core:g} Mbit/s per core ({fabric.spec.host_t0.rate_mbit:g} "
-                 f"Mbit/s links, {mtu_payload}-byte payloads): "
-                 f"{'ok' if ok else 'too much'} (timers {lag:g} ms late p99, "
-                 f"round trip {rtt_ms:.2f} ms, {steps[-1]['retired']} paths retired)")
-        if not ok:
+        retired = block["path_events"].get("retire", 0)
+        rate = fabric.spec.host_t0.rate_mbit
+        return Step(ok, {"rate_mbit": rate, "lag_p99_ms": lag, "rtt_ms": round(rtt_ms, 3),
+                         "retired": retired, "workload_s": block["workload_s"]},
+                    f"{rate:g} Mbit/s links, {mtu_payload}-byte payloads: timers {lag:g} ms "
+                    f"late p99, round trip {rtt_ms:.2f} ms, {retired} paths retired")
+
+    return measure
+
+
+def calibrate(progress=print, mtu_payload: int = DEFAULT_MTU_PAYLOAD, lock=None, *,
+              measure: Measure | None = None, cache: Path | None = None,
+              limits: quietness.Limits = quietness.LIMITS) -> Budget:
+    """Measure the budget at this MTU (module docstring) and cache it, if the machine
+    was quiet before and during the measurement; else keep the cache as it is and
+    give its last quiet figure, or the default. `measure` is one step of the ladder
+    (unless given, `fabric_step`, which needs root, Mininet and `lock`, the machine's
+    fabric lock held by the caller); `cache` is the cache file (build/calibration.json
+    unless given)."""
+    if measure is None and lock is None:
+        raise RuntimeError("a calibration builds fabrics: it needs the machine's fabric "
+                           "lock held by its caller (experiments/run/fabric_lock.py)")
+    path = cache or CACHE
+    before = quietness.before(quietness.BEFORE_S)
+    busy = quietness.busy_before(before, limits)
+    if busy:  # a figure measured now would not be stored: save the minute
+        return _disturbed(progress, mtu_payload, path, busy)
+    measure = measure or fabric_step(mtu_payload, lock)
+    steps, passed, others = [], None, 0.0
+    for per_core in LADDER:
+        window = quietness.Window()
+        step = measure(per_core, window)
+        if window.load is None:
+            raise RuntimeError("a calibration step opened no quietness window around its "
+                               "traffic")
+        share = window.load.others_share
+        others = max(others, share)
+        steps.append({"mbit_per_core": per_core, "ok": step.ok, **step.record,
+                      "others_share": round(share, 3)})
+        progress(f"calibration: {per_core:g} Mbit/s per core ({step.detail}): "
+                 f"{'ok' if step.ok else 'too much'}; other programs {share:.0%} of the CPU")
+        busy = quietness.busy_during(window.load, limits)
+        if busy:
+            return _disturbed(progress, mtu_payload, path, busy)
+        if not step.ok:
             break
         passed = per_core
     chosen = passed or LADDER[0] / 2
-    by_mtu = _cache()
+    by_mtu = _cache(path)
     by_mtu[str(mtu_payload)] = {
         "mbit_per_core": chosen, "cores": os.cpu_count(),
         "measured_at": datetime.now().isoformat(timespec="seconds"),
+        "idle_share_before": round(before.idle_share, 3),
+        "others_share_during": round(others, 3),
         "reference": REFERENCE, "workload": WORKLOAD,
-        "frame_bytes": reference.spec.data_frame_bytes, "steps": steps}
-    CACHE.parent.mkdir(parents=True, exist_ok=True)
-    CACHE.write_text(json.dumps({"key": machine_key(), "by_mtu": by_mtu}, indent=2) + "\n")
-    return Budget(chosen, f"calibrated here now ({len(steps)} steps)")
+        "frame_bytes": data_frame_bytes(mtu_payload), "steps": steps}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"key": machine_key(), "by_mtu": by_mtu}, indent=2) + "\n")
+    return Budget(chosen, f"calibrated here now ({len(steps)} steps, the machine "
+                  f"{before.idle_share:.0%} idle before, other programs at most "
+                  f"{others:.0%} of the CPU during)", stored=True)
+
+
+def _disturbed(progress, mtu_payload: int, path: Path, busy: str) -> Budget:
+    """The budget a run goes on with when the machine was busy, and a line saying so."""
+    last = cached(mtu_payload, path)
+    if last is not None:
+        where = f"the last quiet calibration here, {last['measured_at']},"
+        found = Budget(last["mbit_per_core"], f"{where} at {mtu_payload}-byte payloads: the "
+                       "machine was busy when it calibrated again")
+    else:
+        where = "the default"
+        found = Budget(default_mbit_per_core(mtu_payload), "the default: the machine was "
+                       "busy when it calibrated (make calibrate on a quiet machine measures "
+                       "it)")
+    progress(f"calibration: not stored, the machine was busy ({busy}); going on with "
+             f"{found.mbit_per_core:g} Mbit/s per core, {where.rstrip(',')}")
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`make calibrate` (MTU=4096: at that payload size)."""
+    """`make calibrate` (MTU=4096: at that payload size). Exits 1 when the machine was
+    too busy to store a figure."""
     import argparse
+    import sys
 
-    from experiments.run.fabric_lock import FabricLock
+    from experiments.run.fabric_lock import FabricBusy, FabricLock
 
     parser = argparse.ArgumentParser(prog="python3 -m experiments.run.calibration")
     parser.add_argument("--mtu", type=int, default=DEFAULT_MTU_PAYLOAD,
                         help="payload bytes per DATA packet (a topology's mtu_payload)")
     args = parser.parse_args(argv)
-    with FabricLock("calibrate"):
-        found = calibrate(mtu_payload=args.mtu)
+    try:
+        lock = FabricLock("calibrate").acquire()
+    except FabricBusy as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    try:
+        found = calibrate(mtu_payload=args.mtu, lock=lock)
+    finally:
+        lock.release()
+    if not found.stored:
+        print(f"calibration: nothing stored at {args.mtu}-byte payloads; make calibrate "
+              "again once the machine is quiet")
+        return 1
     print(f"calibration: {found.mbit_per_core:g} Mbit/s per core at {args.mtu}-byte "
           f"payloads ({CACHE})")
     return 0

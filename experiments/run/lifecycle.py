@@ -51,6 +51,12 @@ class Interrupted(Exception):
     """SIGTERM or SIGHUP arrived; handled like Ctrl-C."""
 
 
+class NetworkGone(Interrupted):
+    """The fabric's nodes disappeared from under the run (experiments/run/fabric_watch.py):
+    it ends as on an interruption, with an error, and its teardown only removes what is
+    left."""
+
+
 class TargetError(Exception):
     """The data-plane target could not be created (e.g. the P4 program did not compile)."""
 
@@ -136,9 +142,12 @@ def rate_cap_choice(text: str) -> str:
     return f"{rate:g}"
 
 
-def _agents_cap(fabric: Fabric, cap: str, progress: Progress) -> tuple[Fabric, str]:
+def _agents_cap(fabric: Fabric, cap: str, progress: Progress, lock=None,
+                active_hosts: int | None = None) -> tuple[Fabric, str]:
     """`fabric` with its links capped to what the agents drive on this machine (or to
-    the link rate `cap` names), and a line saying so (experiments/run/calibration.py)."""
+    the link rate `cap` names), and a line saying so (experiments/run/calibration.py).
+    `active_hosts`: how many hosts send at once (all unless given): the budget is shared
+    among those. A calibration it starts builds fabrics under `lock`, the run's own."""
     from experiments.run import calibration
     from topologies.model import with_rate_cap
 
@@ -153,22 +162,24 @@ def _agents_cap(fabric: Fabric, cap: str, progress: Progress) -> tuple[Fabric, s
             f"(RATE_CAP={cap}); RATE_CAP=off runs at the topology's rate")
     mtu = fabric.spec.mtu_payload  # the agents' work is per packet: a budget per MTU
     found = calibration.budget(mtu)
-    rate = calibration.cap_for(fabric, found.mbit_per_core)
+    rate = calibration.cap_for(fabric, found.mbit_per_core, active_hosts=active_hosts)
     if rate >= fabric.spec.host_t0.rate_mbit:
         return fabric, ""
     if cap == "calibrated" and calibration.cached(mtu) is None:
         progress(f"the agents' budget at {mtu}-byte payloads is not measured on this "
                  "machine yet: calibrating (about a minute; make calibrate measures it "
                  "again)")
-        found = calibration.calibrate(progress, mtu)
-        rate = calibration.cap_for(fabric, found.mbit_per_core)
+        found = calibration.calibrate(progress, mtu, lock)
+        rate = calibration.cap_for(fabric, found.mbit_per_core, active_hosts=active_hosts)
         if rate >= fabric.spec.host_t0.rate_mbit:
             return fabric, ""
+    senders = (f" shared by the {active_hosts} hosts that send at once"
+               if active_hosts and active_hosts < len(fabric.hosts) else "")
     note = (f"links capped from {fabric.spec.host_t0.rate_mbit:g} to {rate:g} Mbit/s: the "
-            f"agents drive {found.mbit_per_core:g} Mbit/s per core here ({found.source}); "
-            "RATE_CAP=off runs at the topology's rate")
+            f"agents drive {found.mbit_per_core:g} Mbit/s per core here ({found.source})"
+            f"{senders}; RATE_CAP=off runs at the topology's rate")
     progress(note)
-    return calibration.capped(fabric, found.mbit_per_core), note
+    return with_rate_cap(fabric, rate), note
 
 
 class Run:
@@ -192,6 +203,7 @@ class Run:
         # entry point shrinks its transfers (experiments/scenarios/scenario.py `scaled`).
         self.data_scale = 1.0
         self._capture = None
+        self._watch = None  # experiments/run/fabric_watch.py, while a fabric is up
         self._signals: dict = {}
 
     # ------------------------------------------------------------ pre-flight
@@ -199,7 +211,7 @@ class Run:
     def prepare(cls, name: str, fabric: Fabric, dataplane: str = "auto",
                 results: str | Path = "results", capture: str | None = None,
                 progress: Progress | None = None, program: Path | None = None,
-                cap: str = "calibrated") -> Run:
+                cap: str = "calibrated", active_hosts: int | None = None) -> Run:
         """Everything that can fail for a reason the user can fix, before the machine
         changes; raises one of PREFLIGHT_ERRORS. The lock is held from here to the end
         of the `with` block (released here if a later step fails). `program`: a P4 main
@@ -207,7 +219,10 @@ class Run:
         `cap`: the links are capped to what the agents drive here
         (experiments/run/calibration.py), measuring it first when the cache is stale
         ("calibrated"), from the cache or the default ("cached"), not ("off"), or to a
-        link rate in Mbit/s ("4": `rate_cap_choice`)."""
+        link rate in Mbit/s ("4": `rate_cap_choice`). `active_hosts`: how many hosts the
+        entry point's workloads have sending at once (all unless given), among which
+        the calibrated budget is shared: a one-pair experiment runs its links faster
+        than an all-to-all on the same fabric."""
         from experiments.dataplanes.choice import choose
         from experiments.dataplanes.targets import make_target
         from experiments.run.fabric_lock import FabricLock
@@ -233,7 +248,8 @@ class Run:
             root = results_root(results)
             running = target.fabric_for(fabric)  # BMv2: links no faster than its CPU keeps up
             running = as_emulated_here(running)
-            running, cap_note = _agents_cap(running, cap, progress or Progress())
+            running, cap_note = _agents_cap(running, cap, progress or Progress(), lock,
+                                            active_hosts)
         except BaseException:
             lock.release()
             raise
@@ -268,6 +284,7 @@ class Run:
         ports `faults` will use. Returns the network (experiments/run/bringup.py Network)."""
         from experiments.dataplanes import ebpf_switch
         from experiments.run.bringup import bring_up
+        from experiments.run.fabric_watch import FabricWatch
         from topologies.resolved import write_resolved_topology
 
         fabric = fabric or self.fabric
@@ -280,6 +297,8 @@ class Run:
                       f"{len(fabric.switches)} switches, {len(fabric.links)} links")
         network = bring_up(fabric, self.target, self.progress)
         self.network = network
+        self._watch = FabricWatch(((n.name, n.pid) for n in network.net.hosts
+                                   + network.net.switches), NetworkGone).start()
         self.facts["fabrics"].append({"topology": fabric.name, "planes": fabric.spec.planes,
                                       "bringup_s": network.bringup_s,
                                       "table_writes": network.table_writes,
@@ -304,11 +323,18 @@ class Run:
     def down(self) -> None:
         """Tear the fabric that is up down (if any): the capture stopped first, so that
         every tcpdump can flush, and the switch ports' counters read; a failed stop is
-        reported and cleanup() removes what is left."""
-        from experiments.run.bringup import tear_down
+        reported and cleanup() removes what is left. A network that disappeared from
+        under the run is not stopped node by node: what is left of it is removed."""
+        from experiments.run.bringup import remove_remains, tear_down
 
+        gone = self._stop_watch()
         network, self.network = self.network, None
         if network is None:
+            return
+        if gone:
+            self.progress("removing what is left of the network")
+            with ctrl_c_held():
+                remove_remains(network.net)
             return
         with ctrl_c_held():
             if self._capture is not None:
@@ -330,9 +356,21 @@ class Run:
             except Exception as err:  # noqa: BLE001 - reported; cleanup() removed the rest
                 self.progress(f"teardown: {err.__class__.__name__} {err}; removed leftovers")
 
+    def _stop_watch(self) -> str | None:
+        """End the watch of the fabric up now (its teardown is on purpose); what it
+        found gone, if anything."""
+        watch, self._watch = self._watch, None
+        if watch is None:
+            return None
+        watch.stop()
+        return watch.gone
+
     def __exit__(self, kind, error, trace) -> bool:
         handled = False
-        if kind is not None and issubclass(kind, (KeyboardInterrupt, Interrupted)):
+        if kind is not None and issubclass(kind, NetworkGone):
+            self.progress(f"error: {error}")
+            self.status, self.error, handled = 1, str(error), True
+        elif kind is not None and issubclass(kind, (KeyboardInterrupt, Interrupted)):
             self.progress(f"interrupted ({error or 'Ctrl-C'}): tearing down")
             self.status, self.error, handled = INTERRUPTED, "interrupted", True
         elif kind is not None and issubclass(kind, Exception):

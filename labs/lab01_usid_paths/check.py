@@ -68,8 +68,8 @@ def live(fabric: Fabric, address: str) -> str:
     from experiments.run.checks import check_paths
     from experiments.run.fabric_lock import FabricLock
 
-    with FabricLock(command="make lab-check LAB=01 --live"), running(
-            fabric, make_target("kernel")) as network:
+    with FabricLock(command="make lab-check LAB=01 --live") as lock, running(
+            fabric, make_target("kernel"), lock) as network:
         result = check_paths(network.net, fabric, copies=1, timeout_s=1.0)
     path = next(p for p in catalogue(fabric, 0, 3) if p.address == address)
     ok = all(p.ev != path.ev or (p.src, p.dst) != (0, 3) for p in result.failed)

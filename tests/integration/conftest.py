@@ -50,9 +50,11 @@ def kernel_network():
     from experiments.dataplanes.targets import KernelTarget
     from experiments.run.bringup import running
     from experiments.run.cleanup import find_leftovers
+    from experiments.run.fabric_lock import FabricLock
     from topologies.model import load_topology
 
-    with running(load_topology("2tier-2plane"), KernelTarget()) as network:
+    with FabricLock("pytest: kernel fabric") as lock, \
+            running(load_topology("2tier-2plane"), KernelTarget(), lock) as network:
         yield network.net, network.fabric
     assert not find_leftovers()
 

@@ -29,8 +29,10 @@ from topologies.model import load_topology
 def twin_network():
     from experiments.run.bringup import running
     from experiments.run.cleanup import find_leftovers
+    from experiments.run.fabric_lock import FabricLock
 
-    with running(twin_of(load_topology("2tier-2plane")), KernelTarget()) as network:
+    with FabricLock("pytest: the twin's PFC") as lock, \
+            running(twin_of(load_topology("2tier-2plane")), KernelTarget(), lock) as network:
         if not network.net.ebpf_ports:
             pytest.skip(network.ebpf.reason)
         yield network.net, network.fabric

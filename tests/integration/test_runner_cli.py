@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import yaml
@@ -130,6 +132,64 @@ def test_a_second_run_while_one_is_active_stops_at_once_and_the_first_completes(
     assert len(lines) == 1 and f"pid {first.pid}" in lines[0], lines
     assert str(tmp_path / "first") in lines[0]  # the active run's results folder
     assert not (tmp_path / "second").exists() or not any((tmp_path / "second").iterdir())
+    # The other entry points that build fabrics are refused the same way, at once,
+    # and take nothing of the first run's fabric with them.
+    shells = set(find_leftovers().shells)
+    for module in ("bench.agent_throughput", "experiments.run.calibration"):
+        started = time.monotonic()
+        other = subprocess.run([sys.executable, "-m", module], cwd=REPO, capture_output=True,
+                               text=True, timeout=60)
+        took = time.monotonic() - started
+        assert other.returncode == 2, (module, other.stdout + other.stderr)
+        lines = other.stderr.strip().splitlines()
+        assert len(lines) == 1 and f"pid {first.pid}" in lines[0], (module, lines)
+        assert took < 1.0 + import_s(module), (module, took)
+    assert set(find_leftovers().shells) == shells
     rest = first.communicate(timeout=240)[0]
     assert first.returncode == 0, rest
     assert "results: " in rest and not find_leftovers()
+
+
+def import_s(module: str) -> float:
+    """How long this machine takes now to start Python and import `module`: a refusal's
+    time is counted from when the command could first act (a quiet 2-core machine
+    imports the bench in 0.3 s; a busy one, several times that)."""
+    started = time.monotonic()
+    subprocess.run([sys.executable, "-c", f"import {module}"], cwd=REPO, check=True)
+    return time.monotonic() - started
+
+
+def test_a_run_whose_network_disappears_ends_within_seconds_saying_so(tmp_path):
+    long = tmp_path / "long.yaml"
+    long.write_text(yaml.safe_dump({
+        "name": "long", "workload": "transfer", "transports": ["mrc"], "timeout_s": 120,
+        "params": {"src": 0, "dst": 3, "message_bytes": 40_000_000}}))
+    run = _start(tmp_path, "--scenario", str(long))
+    for line in run.stdout:
+        if "mrc:" in line or "sending" in line or "transfer" in line:
+            break
+    time.sleep(1.0)  # the transfer is under way
+    for pid in find_leftovers().shells:  # the namespaces removed from outside
+        os.kill(pid, signal.SIGKILL)
+    gone_at = time.monotonic()
+    rest = run.communicate(timeout=60)[0]
+    assert time.monotonic() - gone_at < 10, rest
+    assert run.returncode == 1, rest
+    said = [line for line in rest.splitlines() if "network disappeared" in line]
+    assert len(said) == 1, rest
+    assert not find_leftovers()
+
+
+def test_sigterm_ends_a_run_within_seconds(tmp_path):
+    long = tmp_path / "long.yaml"
+    long.write_text(yaml.safe_dump({
+        "name": "long", "workload": "transfer", "transports": ["mrc"], "timeout_s": 120,
+        "params": {"src": 0, "dst": 3, "message_bytes": 40_000_000}}))
+    run = _start(tmp_path, "--scenario", str(long))
+    time.sleep(2.0)
+    run.send_signal(signal.SIGTERM)
+    sent = time.monotonic()
+    rest = run.communicate(timeout=60)[0]
+    assert time.monotonic() - sent < 10, rest
+    assert run.returncode == 130 and "interrupted (SIGTERM)" in rest, rest
+    assert not find_leftovers()

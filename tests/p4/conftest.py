@@ -182,9 +182,11 @@ def bmv2_network():
     from experiments.dataplanes.bmv2_target import Bmv2Target
     from experiments.run.bringup import running
     from experiments.run.cleanup import find_leftovers
+    from experiments.run.fabric_lock import FabricLock
     from topologies.model import load_topology
 
     target = Bmv2Target()
-    with running(load_topology("2tier-2plane"), target) as network:
+    with FabricLock("pytest: BMv2 fabric") as lock, \
+            running(load_topology("2tier-2plane"), target, lock) as network:
         yield network, target
     assert not find_leftovers()
