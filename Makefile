@@ -1,7 +1,7 @@
 # mrc-testbed: `make` lists the targets.
 TOPO ?= 2tier-8plane
 DATAPLANE ?= auto
-SCENARIO ?= pathcheck
+SCENARIO ?= showcase
 CAPTURE ?=
 PY := .venv/bin/python
 BUILD := build

@@ -75,3 +75,36 @@ def describe(entry: dict) -> str:
     text = (f"{bound}{entry['slowdown']:+.1%} ({entry['faulty_s']:.3f} s against "
             f"{entry['clean_s']:.3f} s without faults)")
     return text if entry["finished"] else f"{text}, did not finish"
+
+
+def verdict(entries: list[dict], trustworthy: bool = True) -> str:
+    """One line for the end of a run: whether MRC rode out the faults better than the
+    other transports, each measured against its own fault-free run. `trustworthy`:
+    whether the machine kept up (experiments/analysis/health.py); a verdict measured on
+    a machine that did not is said to be the machine's as much as the network's."""
+    by_name = {e["transport"]: e for e in entries}
+    mrc = by_name.get("mrc")
+    others = [e for e in entries if e["transport"] != "mrc"]
+    if mrc is None or not others:
+        return "verdict: none (the run needs mrc and another transport, with faults)"
+    if mrc["slowdown"] is None or not mrc["finished"]:
+        text = f"MRC did not ride out the faults here: {describe(mrc)}"
+    else:
+        beaten = [e for e in others if not e["finished"] or e["slowdown"] is None
+                  or e["slowdown"] > mrc["slowdown"]]
+        against = "; ".join(f"{e['transport']} {_short(e)}" for e in others)
+        if len(beaten) == len(others):
+            text = (f"MRC rode out the faults better: {mrc['slowdown']:+.1%} against "
+                    f"{against}")
+        else:
+            text = (f"MRC was not better than every baseline here: {mrc['slowdown']:+.1%} "
+                    f"against {against}")
+    if not trustworthy:
+        text += " (the machine did not keep up: see the emulation line)"
+    return f"verdict: {text}"
+
+
+def _short(entry: dict) -> str:
+    if not entry["finished"]:
+        return f"did not finish ({entry['note']})"
+    return "n/a" if entry["slowdown"] is None else f"{entry['slowdown']:+.1%}"

@@ -34,7 +34,7 @@ from experiments.analysis.metrics import workload_ok
 from experiments.analysis.plots import fct_cdf_plot, flows_plot, goodput_plot, path_state_plot
 from experiments.analysis.report import write_report
 from experiments.analysis.similarity import delay_emulated, mrc_lag_p99_ms, proportions
-from experiments.analysis.slowdown import describe, slowdowns
+from experiments.analysis.slowdown import describe, slowdowns, verdict
 from experiments.dataplanes.twin import by_fabric, twin_steps
 from experiments.run.checks import check_paths
 from experiments.run.lifecycle import Progress, Run
@@ -75,7 +75,12 @@ def run_experiment(run: Run, scenario: Scenario, fault_free: bool = True) -> Non
             network = run.up(fabric)
             run.status = run_pathcheck(network.net, fabric, scenario, summary, run.progress)
         else:
-            run.status = run_workload(run, scenario, summary, fault_free)
+            checked = 0
+            if scenario.check_paths:
+                network = run.up(fabric, scenario.faults)
+                checked = run_pathcheck(network.net, fabric, scenario, summary, run.progress)
+            run.status = max(checked, run_workload(run, scenario, summary, fault_free))
+            summary["ok"] = summary["ok"] and not checked
     fabrics = run.facts["fabrics"]
     if fabrics:  # the first is the run's own fabric
         first = fabrics[0]
@@ -92,6 +97,11 @@ def run_experiment(run: Run, scenario: Scenario, fault_free: bool = True) -> Non
     (run.folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     if scenario.workload != "pathcheck":
         write_report(run.folder / "report.md", summary)
+        if "slowdown" in summary:
+            trusted = summary.get("emulation", {}).get("trustworthy", True)
+            run.progress(verdict(summary["slowdown"], trusted))
+            run.progress(f"report: {run.folder / 'report.md'}; plots: goodput.png, "
+                         "fct_cdf.png, path_states.png, flows.png beside it")
 
 
 def run_pathcheck(net, fabric: Fabric, scenario: Scenario, summary: dict,

@@ -11,6 +11,7 @@ A scenario is a YAML file in experiments/scenarios/ (or any path):
     protocol: {}                  # overrides of the agents' protocol settings
     faults:                       # experiments/faults/ (a module per kind)
       - {kind: link-flap, link: [p0t0r0, p0t1s0], at_s: 1.0, down_s: 0.5, count: 4}
+    check_paths: false            # check every path first, as pathcheck does
 
 `load_scenario(path, fabric)` reads the file and checks every field against the
 topology (`check_scenario` does the checking, also for scenarios built in code): the
@@ -50,7 +51,7 @@ from topologies.model import Fabric, read_yaml
 SCENARIO_DIR = Path(__file__).resolve().parent  # the shipped scenarios sit beside this module
 WORKLOADS = ("pathcheck", *TRANSFER_WORKLOADS)
 FIELDS = ("name", "description", "workload", "params", "transports", "timeout_s",
-          "protocol", "faults")
+          "protocol", "faults", "check_paths")
 PATHCHECK_PARAMS = ("copies", "timeout_s")
 MAX_COPIES = 10
 MAX_CHECK_WAIT_S = 60.0
@@ -83,6 +84,7 @@ class Scenario:
     resolved: tuple[str, ...] = ()  # what each name given by role resolved to
     check_copies: int = 2  # pathcheck: rounds of datagrams per path
     check_wait_s: float = 3.0  # pathcheck: how long receivers wait for the last ones
+    check_paths: bool = False  # a workload: check every path first (the main job's showcase)
     data_scale: float = 1.0  # what the plan's byte counts were multiplied by (scaled())
 
 
@@ -170,13 +172,17 @@ def check_scenario(data: object, source: str, fabric: Fabric,
     if reason:
         raise NotApplicable(source, "faults", f"not applicable on {fabric.name}: {reason}",
                             "run it on a topology where it means something (docs/running.md)")
+    check_paths = data.get("check_paths", False)
+    if not isinstance(check_paths, bool):
+        raise ScenarioError(source, "check_paths", f"must be true or false (got "
+                            f"{shown(check_paths)})", "e.g. check_paths: true")
     resolved: list[str] = []
     plan = phases(workload, params, fabric, source, resolved)
     timeline = read_timeline(data.get("faults"), fabric, source, horizon_s=float(timeout))
     return Scenario(**common, plan=tuple(map(tuple, plan)), transports=tuple(transports),
                     timeout_s=float(timeout), protocol=_protocol(data, source, fabric),
                     faults=tuple(timeline.steps),
-                    resolved=tuple(resolved + timeline.resolved))
+                    resolved=tuple(resolved + timeline.resolved), check_paths=check_paths)
 
 
 def _mapping(data: dict, key: str, source: str) -> dict:
@@ -208,7 +214,8 @@ def _protocol(data: dict, source: str, fabric: Fabric) -> dict:
 
 def _pathcheck(data: dict, params: dict, common: dict) -> Scenario:
     source = common["source"]
-    unused = [key for key in ("transports", "timeout_s", "protocol", "faults") if key in data]
+    unused = [key for key in ("transports", "timeout_s", "protocol", "faults", "check_paths")
+              if key in data]
     if unused:
         raise ScenarioError(source, unused[0], "pathcheck does not use it",
                             "remove it, or pick a workload with host agents")

@@ -79,6 +79,8 @@ BAD = {
     "pathcheck-faults": ("workload: pathcheck\nfaults: []\n", "faults"),
     "pathcheck-copies": ("workload: pathcheck\nparams: {copies: 0}\n", "params.copies"),
     "pathcheck-param": ("workload: pathcheck\nparams: {count: 3}\n", "params.count"),
+    "check-paths-text": ("workload: transfer\ncheck_paths: 'yes'\n", "check_paths"),
+    "pathcheck-check-paths": ("workload: pathcheck\ncheck_paths: true\n", "check_paths"),
 }
 
 

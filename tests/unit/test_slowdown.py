@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.analysis.slowdown import describe, slowdown, slowdowns
+from experiments.analysis.slowdown import describe, slowdown, slowdowns, verdict
 
 
 def block(transport, seconds, ok=True, goodput=None):
@@ -46,3 +46,18 @@ def test_a_baseline_whose_queue_pair_went_to_the_error_state_aborted_its_job():
                              "at 7.70 s")
     assert slowdown(block("roce-8", 9.0, ok=False), block("roce-8", 6.4))["note"] \
         .startswith("did not finish")
+
+
+def test_the_verdict_says_mrc_rode_out_the_faults_only_when_it_beat_every_baseline():
+    mrc = slowdown(block("mrc", 2.1), block("mrc", 2.0))
+    roce = slowdown(block("roce-8", 6.0), block("roce-8", 3.0))
+    line = verdict([mrc, roce])
+    assert line.startswith("verdict: MRC rode out the faults better") and "+100.0%" in line
+    worse = slowdown(block("roce-8", 3.1), block("roce-8", 3.0))
+    assert "not better than every baseline" in verdict([mrc, worse])
+    aborted = slowdown(block("roce-8", 9.0, ok=False), block("roce-8", 3.0))
+    assert "rode out" in verdict([mrc, aborted]) and "did not finish" in verdict([mrc, aborted])
+    stalled = slowdown(block("mrc", 9.0, ok=False), block("mrc", 2.0))
+    assert "did not ride out" in verdict([stalled, roce])
+    assert "did not keep up" in verdict([mrc, roce], trustworthy=False)
+    assert verdict([mrc]).startswith("verdict: none")
