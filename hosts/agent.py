@@ -11,7 +11,7 @@ Control channel: JSON lines on stdin (commands) and stdout (answers and notifica
     <- {"event": "completed", "dst": 3, "msg_id": 0, "bytes": ..., "t": ...}   (all acked)
     <- {"event": "delivered", "src": 1, "msg_id": 0, "bytes": ..., "verified": true, "t": ...}
     <- {"event": "qp_error", "dst": 3, "qp": 2, "t": ...}   (a RoCE QP past its retry limit)
-    -> {"cmd": "stats"}   <- {"event": "stats", ...counters}
+    -> {"cmd": "stats"}   <- {"event": "stats", ...counters, "paths_in_use": {"3": 128}}
     -> {"cmd": "paths", "dst": 3}   <- {"event": "paths", "peers": {"3": [{"ev": ...,
        "plane": 0, "path": 1, "state": "GOOD", "active": true}, ...]}}   (dst optional)
     -> {"cmd": "route", "kind": "remote-down", "paths": [[3, 0, 1], [2, 0, 1]]}
@@ -285,13 +285,16 @@ class Agent:
 
     def stats(self) -> dict:
         """The agent's counters, its endpoint's, its event loop's lag (`event_loop`:
-        hosts/looplag.py), the CPU time its process used so far (`cpu_s`) and the most
-        memory it held (`max_rss_mb`)."""
+        hosts/looplag.py), the CPU time its process used so far (`cpu_s`), the most
+        memory it held (`max_rss_mb`) and, per peer it sends to, the distinct paths
+        the connection sprays over now (`paths_in_use`: Endpoint.paths_in_use)."""
         return dict(self.counters, truncated=self.sockets.truncated,
                     **self.endpoint.stats(), cpu_s=round(time.process_time(), 3),
                     max_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
                                      / 1024, 1),
-                    event_loop=self.lag.summary())
+                    event_loop=self.lag.summary(),
+                    paths_in_use={str(peer): n
+                                  for peer, n in self.endpoint.paths_in_use().items()})
 
     # ----------------------------------------------------------------- loop
     def run_jobs(self, budget_s: float = JOB_BUDGET_S) -> None:

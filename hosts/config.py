@@ -25,7 +25,8 @@ from hosts.protocol import DEFAULT_MTU_PAYLOAD, MAX_PAYLOAD
 # that retiring one path never runs into the ev_min_active floor, and fine-grained
 # enough that migrating one EV moves an eighth of the plane's share), and a random
 # subset of at most half the paths on planes of 16, as in the paper. A connection has at
-# most MAX_EV_COUNT EVs (the paper's largest set).
+# most MAX_EV_COUNT EVs (the paper's largest set). Each plane also draws as many backup
+# EVs, from which a retired EV is replaced (hosts/evset.py).
 AUTO_EVS_PER_PLANE = 8
 MAX_EV_COUNT = 256
 

@@ -545,6 +545,18 @@ class Endpoint:
             states[peer] = sender.path_states(self._paths_to(peer))
         return states
 
+    def paths_in_use(self) -> dict[int, int]:
+        """Per peer, the distinct paths the connection to it sprays over now: the (plane,
+        path) of the EVs path_states() reports `active` (an MRC EV in the rotation, a
+        baseline queue pair not in error) on planes whose port is up at this host. For
+        the agent's `stats` at the end of a run: it walks every EV, so never per packet."""
+        counts = {}
+        for peer, sender in self.senders.items():
+            states = sender.path_states(self._paths_to(peer))
+            counts[peer] = len({(s["plane"], s["path"]) for s in states if s["active"]
+                                and s["state"] != "ERROR" and self.local_up[s["plane"]]})
+        return counts
+
     def progress(self) -> dict:
         """A sample for the event log (every `progress_s` in the agent, so kept cheap):
         payload bytes received in all (`rx_bytes`) and per source host (`rx_by_src`,

@@ -4,23 +4,31 @@ Each plane holds the same number of active EVs (the connection's `ev_count` spli
 its planes), drawn at random per connection: a random subset of the plane's paths
 (distinct paths first, each path at most once more than another when the set is larger
 than the plane), random choice bits. They sit in a rotation that interleaves the planes
-so consecutive packets go to different planes. An EV is GOOD, SKIP (passed over for one
+so consecutive packets go to different planes. With them each plane draws a backup set
+of as many EVs (`backups`), continuing the same random order of its paths: on paths the
+active set does not use while the plane has any left, then spread evenly over the
+others. An EV is GOOD, SKIP (passed over for one
 rotation after an ECN echo or a trimmed NACK, or while its path is held: `hold`),
 ASSUMED_BAD (retired after a real loss, probed until it has earned its way back) or
 DENIED (set by an operator, never used). An
-EV whose path stays congested is migrated: a fresh EV of the same plane on its least
-used good path takes its slot, and nothing is retired (congestion is not failure). A
+EV whose path stays congested is migrated: an EV of the same plane on its least used
+good path takes its slot (a backup on such a path if the plane has one, the first in
+order), and nothing is retired (congestion is not failure). A
 set may start pinned to one path (every active EV on it), so that an experiment can
-force connections onto one path and watch them migrate away.
+force connections onto one path and watch them migrate away; a pinned set draws no
+backups, so its replacements spread over the plane's paths.
 
 A connection may be given the paths it prefers (`preferred`: a same-rack pair's direct
 path, which never climbs to a T1) and the paths it falls back on only while every
 preferred path of a plane is bad (`fallback`); the other paths of the plane it never
 uses. EVs map to physical paths by the documented rule (hosts/protocol.py,
 topologies/paths.py): plane in the top byte, choice modulo the plane's path count below.
-EVs that share a path share its fate, so a loss retires all EVs of that path at once, a
-retired EV is replaced by one of the same plane on the least used path not known bad,
-and one probe per bad path suffices.
+EVs that share a path share its fate, so a loss retires all EVs of that path at once
+(backups on it too), and one probe per bad path suffices. A retired EV is replaced by the
+first backup of its plane, in the order drawn, on a path the connection may use and not
+known bad; once the plane's backups are used up (or all on bad paths), by a fresh EV on
+the plane's least used path not known bad (a path with no EV of the set, while there is
+one), at random among equals.
 
 A retired path comes back only when it has earned it (hysteresis): its probes back off
 (the wait doubles while they go unanswered, up to a cap) and a reply counts only if it
@@ -92,12 +100,15 @@ class BadPath:
 
     `wait` is the backoff between unanswered probes; `pending` the probe awaiting its
     reply, as (sequence number, send time); `successes` the replies in a row that came
-    back in time and unmarked (the path returns at the sender's `probe_successes`)."""
+    back in time and unmarked (the path returns at the sender's `probe_successes`).
+    `quiet` are those of `evs` that were backups never sent on: retired and reinstated
+    with the path, but not reported (EvSet.retire)."""
 
-    __slots__ = ("key", "evs", "probe_at", "wait", "probes", "pending", "successes")
+    __slots__ = ("key", "evs", "quiet", "probe_at", "wait", "probes", "pending", "successes")
 
     def __init__(self, key: PathKey, now: float, wait: float):
         self.key, self.evs = key, []
+        self.quiet: list[Ev] = []
         self.probe_at, self.wait, self.probes = now + wait, wait, 0
         self.pending: tuple[int, float] | None = None
         self.successes = 0
@@ -153,7 +164,9 @@ class EvSet:
         # (the NICs' way, section 2.4 of the paper), an even spread with the extra EVs
         # on random paths when it is larger. Different connections draw different
         # orders: they do not coordinate, so their subsets differ and some paths end
-        # up busier than others, which ECN migration evens out.
+        # up busier than others, which ECN migration evens out. The backup set
+        # continues each plane's order (module docstring); it is drawn after every
+        # active EV, so the active set is the same with or without it.
         if pin is not None:
             # Pinned: the plane's share of EVs, every one on the pinned path (the path
             # index names it modulo the plane's path count, as an EV's choice does), or
@@ -171,10 +184,11 @@ class EvSet:
                 self.rotation.append(ev)
             self._relive()
             return
-        by_plane = []
+        by_plane, orders = [], []
         for plane in range(planes):
             order = list(self.preferred)
             rng.shuffle(order)
+            orders.append(order)
             by_plane.append([self._new_ev(plane, order[i % len(order)])
                              for i in range(evs_per_plane)])
         for i in range(evs_per_plane):
@@ -182,6 +196,9 @@ class EvSet:
                 ev = by_plane[plane][i]
                 ev.active = True
                 self.rotation.append(ev)
+        for plane, order in enumerate(orders):
+            self.backups[plane] = [self._new_ev(plane, order[i % len(order)])
+                                   for i in range(evs_per_plane, 2 * evs_per_plane)]
         self._relive()
 
     # ------------------------------------------------------------------ queries
@@ -279,7 +296,11 @@ class EvSet:
     def retire(self, ev: Ev, now: float, probe_wait: float,
                max_wait: float = float("inf")) -> list[Ev]:
         """Retire every EV on ev's path (active and backups) and replace the active ones
-        from the same plane. Returns the EVs retired (none if ev was not usable).
+        from the same plane. Returns the EVs retired that were in use: active, or
+        spares that have carried packets (none if ev was not usable). The plane's
+        backups never sent on share the path's fate too, but are not returned: a
+        retirement reports what it took out of use, so the count of retired EVs does
+        not grow with the size of the backup set (reinstate() reports the same ones).
 
         The path's first probe waits `probe_wait`, unless it was reinstated before: then
         twice the wait its probes had reached (its reinstatement failed), halved for
@@ -296,13 +317,19 @@ class EvSet:
         if ev not in retired:
             retired.append(ev)
         spare = self.backups[ev.plane]
-        retired += [e for e in spare if e.key == ev.key and e not in retired]
+        on_path = [e for e in spare if e.key == ev.key and e not in retired]
+        quiet = [e for e in on_path if e.last_sent < 0]
+        retired += [e for e in on_path if e.last_sent >= 0]
         self.backups[ev.plane] = [e for e in spare if e.key != ev.key]
+        for e in quiet:
+            e.state = ASSUMED_BAD
+        bad.quiet += quiet
         for e in retired:
             e.state = ASSUMED_BAD
             bad.evs.append(e)
             if e.active:
                 self._replace(e)
+        bad.evs += quiet
         self._relive()
         return retired
 
@@ -320,7 +347,9 @@ class EvSet:
         return max(probe_wait, wait)
 
     def _replace(self, old: Ev) -> None:
-        """Take `old` out of the rotation, putting an EV of the same plane in its slot."""
+        """Take `old` out of the rotation, putting an EV of the same plane in its slot:
+        the first backup of the plane on a path it may use (`allowed`: none known bad),
+        else a fresh EV on the least used such path (the backups are used up)."""
         index = self.rotation.index(old)
         old.active = False
         plane = old.plane
@@ -352,7 +381,8 @@ class EvSet:
     def migrate(self, old: Ev) -> Ev | None:
         """Congestion, not failure: move old's slot to the least used path of its plane
         it may use (`allowed`; counting the other active EVs), if that is another path than
-        old's. The slot gets a spare of that path, else a fresh EV; `old` stays GOOD and
+        old's. The slot gets the first spare (backup), in order, on such a path, else a
+        fresh EV on one of them at random; `old` stays GOOD and
         becomes a spare, `draining` while it has packets in flight (they are still
         judged for loss), so EVs are reused and the set does not grow with every move.
         None (nothing changes) if old is not an active usable EV, or if its own path is
@@ -376,13 +406,12 @@ class EvSet:
         targets = [p for p in use if use[p] == least and p != old.key[1]]
         if not targets or (mine == least and least > 0):
             return None
-        path = self.rng.choice(targets)
         spares = self.backups[plane]
-        new = next((e for e in spares if e.key[1] == path and e.state == GOOD), None)
+        new = next((e for e in spares if e.key[1] in targets and e.state == GOOD), None)
         if new is None:
             if self.explicit:
                 return None  # an explicit array moves only to its own spares
-            new = self._new_ev(plane, path)
+            new = self._new_ev(plane, self.rng.choice(targets))
         else:
             spares.remove(new)
         new.ecn_history = 0
@@ -424,7 +453,8 @@ class EvSet:
         swapped out becomes a backup and is `draining` until what it has in flight is
         answered or found lost. A path the connection may not use now (a fallback path
         while a preferred one is good) gets its EVs back as backups only. The probe
-        backoff is remembered (retire())."""
+        backoff is remembered (retire()). Returns the EVs back, but for the backups
+        that were retired without a report (retire())."""
         bad = self.bad.pop(key, None)
         if bad is None:
             return []
@@ -432,7 +462,8 @@ class EvSet:
         for ev in bad.evs:
             ev.state = GOOD
         self._bring_back(key, bad.evs)
-        return bad.evs
+        quiet = set(map(id, bad.quiet))
+        return [ev for ev in bad.evs if id(ev) not in quiet]
 
     def _bring_back(self, key: PathKey, evs: list[Ev]) -> None:
         """GOOD EVs of path `key` back in use: each takes the slot of an EV the plane no
@@ -581,6 +612,8 @@ class EvSet:
         if old.state == ASSUMED_BAD and old.key in self.bad:
             bad = self.bad[old.key]
             bad.evs.remove(old)
+            if old in bad.quiet:
+                bad.quiet.remove(old)
             if not bad.evs:  # nothing of the set is on that path any more
                 del self.bad[old.key]
         spares = self.backups[plane]

@@ -319,7 +319,22 @@ def summarize(run, events: list[dict]) -> dict:
         "phases": phase_figures(run),
         "flow_throughput": flow_throughput(run, events, curves=curves),
         "victim_throughput": victim_throughput(run, events, curves),
+        "paths_in_use": paths_in_use(run.stats),
     }
+
+
+def paths_in_use(stats: dict[int, dict]) -> dict | None:
+    """The distinct paths each connection sprayed over at the end of the run, from the
+    agents' `stats` (hosts/agent.py `paths_in_use`, per peer): the fewest, the median
+    and per connection (`src`, `dst`, `paths`); None when no agent reported any."""
+    connections = sorted((int(host), int(peer), int(n)) for host, s in stats.items()
+                         for peer, n in (s.get("paths_in_use") or {}).items())
+    if not connections:
+        return None
+    counts = [n for _, _, n in connections]
+    return {"min": min(counts), "median": statistics.median(counts),
+            "connections": [{"src": src, "dst": dst, "paths": n}
+                            for src, dst, n in connections]}
 
 
 def workload_ok(blocks: list[dict]) -> bool:

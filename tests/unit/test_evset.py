@@ -127,12 +127,18 @@ def test_retire_takes_every_ev_of_the_path_and_replaces_it_in_the_same_plane():
     assert evs.retire(victim, 1.1, 0.05) == []  # already retired
 
 
-def test_replacement_takes_the_least_used_good_path():
+def test_replacement_takes_the_least_used_good_path_once_the_backups_are_used_up():
     evs = make(planes=1, paths=4, per_plane=4)
-    evs.retire(evs.rotation[0], 0.0, 0.05)  # path 0 bad; paths 1-3 hold one EV each
+    evs.backups[0].clear()
+    victim = evs.rotation[0]
+    evs.retire(victim, 0.0, 0.05)  # its path bad; the three others hold one EV each
     new = evs.rotation[0]
-    assert new.key[1] in (1, 2, 3)
+    assert new.key != victim.key and new.state == GOOD
     assert sorted(Counter(e.key[1] for e in evs.rotation).values()) == [1, 1, 2]
+    # The next one goes to a path that holds one EV, not to the one that holds two.
+    second = next(e for e in evs.rotation if e.key != new.key)
+    evs.retire(second, 0.1, 0.05)
+    assert sorted(Counter(e.key[1] for e in evs.rotation).values()) == [2, 2]
 
 
 def test_a_plane_with_every_path_bad_shrinks_until_a_probe_answers():
@@ -181,11 +187,19 @@ def test_reinstated_evs_beyond_the_plane_share_become_backups():
 def test_a_backup_on_a_path_that_fails_is_retired_with_it_and_never_used():
     evs = make(planes=1, paths=2, per_plane=2)
     on_path_0 = next(e for e in evs.rotation if e.key == (0, 0))
-    backup = evs._new_ev(0, 0)  # a GOOD spare on the same path
-    evs.backups[0].append(backup)
+    (drawn,) = [e for e in evs.backups[0] if e.key == (0, 0)]  # drawn at set-up
+    used = evs._new_ev(0, 0)  # a spare that has carried packets (a migrated EV)
+    used.last_sent = 0.0
+    evs.backups[0].append(used)
     retired = evs.retire(on_path_0, 0.0, 0.05)
-    assert backup in retired and backup.state == ASSUMED_BAD and backup not in evs.backups[0]
+    assert {drawn.state, used.state} == {ASSUMED_BAD}
+    assert drawn not in evs.backups[0] and used not in evs.backups[0]
     assert all(e.key == (0, 1) for e in evs.rotation)
+    # What was in use is reported; a backup never sent on shares the path's fate
+    # without a report, and comes back with it the same way.
+    assert retired == [on_path_0, used]
+    assert evs.reinstate((0, 0), 1.0) == [on_path_0, used]
+    assert drawn.state == GOOD and drawn in evs.backups[0]
 
 
 def test_due_probes_back_off_while_unanswered_and_wait_for_the_plane():
@@ -303,7 +317,9 @@ def test_denied_ev_is_never_picked_and_is_replaced_then_allowed_back():
     assert sum(e.plane == victim.plane for e in evs.rotation) == 2
     # The path is denied, not the value alone: nothing of the plane is on it any more.
     assert all(e.key != victim.key for e in evs.rotation)
-    assert [e.ev for e in evs.allow(victim.ev)] == [victim.ev]
+    # Allowed back: the EV, and the backup of the plane drawn on its path.
+    (backup,) = [e for e in evs.by_ev.values() if e.key == victim.key and e is not victim]
+    assert [e.ev for e in evs.allow(victim.ev)] == [victim.ev, backup.ev]
     # Back with its share of the plane, as after a reinstatement (one EV per path).
     assert victim.state == GOOD and victim.active
     assert Counter(e.key for e in evs.rotation if e.plane == victim.plane) == {
@@ -316,10 +332,11 @@ def test_deny_an_unknown_ev_of_a_missing_plane_is_an_error():
     evs = make(planes=2)
     with pytest.raises(EvSetError, match="plane 5"):
         evs.deny(make_ev(5, 0))
-    # known plane: remembered as denied, with every EV of the path it names (77 % 2: 1)
+    # known plane: remembered as denied, with every EV of the path it names (77 % 2: 1),
+    # its two active EVs and the plane's two backups on it
     denied = evs.deny(make_ev(1, 77))
     assert denied[0].ev == make_ev(1, 77) and {e.state for e in denied} == {DENIED}
-    assert {e.key for e in denied} == {(1, 1)} and len(denied) == 3
+    assert {e.key for e in denied} == {(1, 1)} and len(denied) == 5
 
 
 def test_a_denied_path_gets_no_new_ev_and_a_denied_plane_empties():

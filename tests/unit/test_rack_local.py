@@ -46,7 +46,8 @@ def test_no_same_rack_ev_of_a_fresh_connection_names_a_t1():
                 continue
             sender = endpoint._sender(b)
             evs = sender.evs.by_ev.values()
-            assert len(evs) == 8 * FABRIC.spec.planes  # eight per plane, all direct
+            # Eight per plane, all direct, and their backups too.
+            assert len(sender.evs.rotation) == 8 * FABRIC.spec.planes
             assert {path_for_ev(FABRIC, a, b, ev.ev).spine for ev in evs} == {None}
             reverse = endpoint._reverse_set(b)  # the EVs its answers probe
             probes = [reverse._random_ev(p) for p in range(FABRIC.spec.planes)]
