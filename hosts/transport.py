@@ -2,9 +2,12 @@
 
 The endpoint (hosts/endpoint.py) drives every connection's sending side through this
 one protocol: the MRC sender (hosts/sender.py) and the RoCE baseline's queue pairs
-(hosts/baseline.py RoceSender) both implement it, so the endpoint never asks which one
-it holds. A method that means nothing to a transport is still there, and its docstring
-says why it does nothing (the baseline hears no peer port state, MRC takes no CNP).
+(hosts/baseline.py RoceSender) both implement it, and the endpoint checks no sender's
+type. What it does differently per transport (which sender it makes, how it schedules
+MRC senders' timers, how answers go back) it takes from the transport's spec
+(hosts/protocol.py `transport_spec`). A method that means nothing to a transport is
+still there, and its docstring says why it does nothing (the baseline hears no peer
+port state, MRC takes no CNP).
 """
 
 from __future__ import annotations

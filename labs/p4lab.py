@@ -34,6 +34,9 @@ from labs.course import REPO, Report
 
 P4SRC = REPO / "p4src"
 MAIN = "mrc_switch.p4"
+# Where a check builds and compiles the lab's program, under labs/<NN>-<copy>/, unless
+# its `--build-dir` says otherwise (the course's tests give it a temporary folder).
+BUILD = REPO / "build"
 
 
 class PieceNotFound(Exception):
@@ -279,6 +282,14 @@ def add_arguments(parser) -> None:
     parser.add_argument("--static-only", action="store_true",
                         help="only the hints and the build: no compile, no BMv2 run (the "
                              "lab is then not verified)")
+    parser.add_argument("--build-dir", type=Path, default=BUILD,
+                        help="the folder the lab's program is built and compiled in, "
+                             "under labs/ (default: build/)")
+
+
+def _shown(path: Path) -> Path:
+    """`path` relative to the checkout when it lies in it, else as it is."""
+    return path.relative_to(REPO) if path.is_relative_to(REPO) else path
 
 
 def bmv2_missing() -> str | None:
@@ -315,7 +326,8 @@ def check_lab(number: str, title: str, folder: Path, rules: tuple[Rule, ...],
     """The student's files are there, the lab's program builds and compiles, and the
     project's PTF tests pass on it on BMv2; hints from `rules` and a TODO left in a
     file are notes. Without p4c or BMv2 the lab is not verified: a failed item, so
-    that a grade never rests on the text alone. Returns the Report."""
+    that a grade never rests on the text alone. The program is built in
+    labs/<NN>-<copy>/ of `options.build_dir` (build/ by default). Returns the Report."""
     report = Report(f"{title} ({folder})")
     texts = {}
     for piece in PIECES[number]:
@@ -330,7 +342,8 @@ def check_lab(number: str, title: str, folder: Path, rules: tuple[Rule, ...],
             report.note(f"hint, {rule.student_file}: {rule.what}? {rule.hint}")
     if len(texts) < len(PIECES[number]):
         return report
-    out = REPO / "build" / "labs" / f"{number}-{folder.name}"
+    build = getattr(options, "build_dir", None) or BUILD
+    out = Path(build).resolve() / "labs" / f"{number}-{folder.name}"
     try:
         main = build_program({number: folder}, out / "p4src")
     except PieceNotFound as err:
@@ -348,7 +361,7 @@ def check_lab(number: str, title: str, folder: Path, rules: tuple[Rule, ...],
         return report
     try:
         compile_program(main, out)
-        report.add(True, f"compiles with p4c-bm2-ss ({out.relative_to(REPO)})")
+        report.add(True, f"compiles with p4c-bm2-ss ({_shown(out)})")
     except CompileError as err:
         report.add(False, "compiles with p4c-bm2-ss", str(err))
         return report

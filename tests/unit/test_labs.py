@@ -28,10 +28,12 @@ SOLUTION_RUNS = course.lab_dir("06") / "solution" / "runs"
 
 
 def options(tmp_path: Path, **extra) -> argparse.Namespace:
-    """What the command line gives a check, without the parts that need root or p4c."""
+    """What the command line gives a check, without the parts that need root or p4c;
+    what a check builds goes under `tmp_path`."""
     empty = tmp_path / "no-results"
     empty.mkdir(exist_ok=True)
-    given = {"static_only": True, "live": False, "results_root": empty, **extra}
+    given = {"static_only": True, "live": False, "results_root": empty,
+             "build_dir": tmp_path / "build", **extra}
     return argparse.Namespace(**given)
 
 
@@ -237,7 +239,7 @@ def test_lab01_explains_a_wrong_address(tmp_path):
     assert "T1 plane 1 spine 1" in report.render()
 
 
-def test_runner_checks_a_solution_and_says_usage_mistakes_in_one_line():
+def test_runner_checks_a_solution_and_says_usage_mistakes_in_one_line(tmp_path):
     def labs(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "labs", *args], cwd=REPO,
                               capture_output=True, text=True)
@@ -245,8 +247,9 @@ def test_runner_checks_a_solution_and_says_usage_mistakes_in_one_line():
     done = labs("check", "05", "--solution")
     assert done.returncode == 0 and done.stdout.strip().endswith("lab passed"), done.stderr
     # A P4 lab whose behaviour was not run is not passed, whatever its text.
-    done = labs("check", "02", "--solution", "--static-only")
+    done = labs("check", "02", "--solution", "--static-only", "--build-dir", str(tmp_path))
     assert done.returncode == 1 and p4lab.NOT_VERIFIED in done.stdout, done.stdout
+    assert (tmp_path / "labs" / "02-solution" / "p4src" / MAIN).is_file()
     done = labs("check", "19")
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
