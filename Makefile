@@ -94,9 +94,9 @@ lab-check: deps ## check your lab: make lab-check LAB=02 (SOLUTION=1: the lab's 
 
 # ---------------------------------------------------------------- the MRC paper (docs/paper.md)
 .PHONY: paper
-paper: deps ## the MRC paper's section-5 experiments, 3 runs a row: results/<run>/paper.md (root; ONLY=row,...; QUICK=1: one run; SHAPES=paper: each on its cluster's shape)
+paper: deps ## the MRC paper's section-5 experiments, 3 runs a row: results/<run>/paper.md (root; ONLY=row,...; QUICK=1: one run; SHAPES=paper: each on its cluster's shape; LOADED=1: also the loaded-fabric variants)
 	@echo "== paper: TOPO=$(TOPO) DATAPLANE=$(or $(filter-out auto,$(DATAPLANE)),kernel)$(if $(SHAPES), SHAPES=$(SHAPES))"
-	@$(PY) -m experiments.paper --topo $(TOPO) --dataplane $(or $(filter-out auto,$(DATAPLANE)),kernel) $(if $(ONLY),--only $(ONLY)) $(if $(QUICK),--repetitions 1) $(if $(RATE_CAP),--rate-cap $(RATE_CAP)) $(if $(SHAPES),--shapes $(SHAPES)) $(if $(MTU),--mtu $(MTU))
+	@$(PY) -m experiments.paper --topo $(TOPO) --dataplane $(or $(filter-out auto,$(DATAPLANE)),kernel) $(if $(ONLY),--only $(ONLY)) $(if $(QUICK),--repetitions 1) $(if $(RATE_CAP),--rate-cap $(RATE_CAP)) $(if $(SHAPES),--shapes $(SHAPES)) $(if $(MTU),--mtu $(MTU)) $(if $(LOADED),--loaded)
 
 .PHONY: calibrate
 calibrate: deps ## measure what this machine's agents drive (build/calibration.json; runs cap their links to it)

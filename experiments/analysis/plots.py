@@ -1,7 +1,8 @@
 """PNG plots of a workload run: goodput over time with fault markers, completion-time CDF,
 paths out of service over time, and each flow's throughput over time; and of make
-paper's rows in the paper's forms: throughput against message size with spread bars
-(Fig. 16, 17) and path activity (Fig. 14). matplotlib with the Agg backend (no display
+paper's rows in the paper's forms: throughput in windows against time with the faults
+marked (Fig. 9-12), EV activity against time (Fig. 13, 14), throughput against message
+size with spread bars (Fig. 16, 17). matplotlib with the Agg backend (no display
 needed)."""
 
 from __future__ import annotations
@@ -21,9 +22,13 @@ from experiments.analysis.metrics import BIN_S, flow_series, goodput_series  # n
 MAX_FLOW_LINES = 8
 
 
-def _fault_markers(ax, faults: list[dict]) -> None:
+def _fault_markers(ax, faults: list[dict], skip: tuple[str, ...] = ()) -> None:
+    """A dashed line at each step of the fault log (red down, green up), but for the
+    kinds in `skip`."""
     labelled = set()
     for fault in faults:
+        if fault.get("fault") in skip:
+            continue
         label = "fault up" if fault["up"] else "fault down"
         ax.axvline(fault["t"], color="tab:green" if fault["up"] else "tab:red",
                    linestyle="--", linewidth=0.8, label=None if label in labelled else label)
@@ -165,26 +170,111 @@ def size_curves_plot(path: Path, title: str,
           "throughput per host (Mbit/s): median, min-max")
 
 
-def migration_plot(path: Path, run, events: list[dict]) -> None:
-    """Path activity as the paper's Fig. 14: each flow's throughput over time, and below
-    it every ECN migration, by the host whose connection moved an EV."""
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 5), sharex=True,
-                                      gridspec_kw={"height_ratios": [3, 1]})
-    for label, points in flow_lines(run, events):
-        top.plot([t + BIN_S / 2 for t, _ in points], [v for _, v in points], label=label)
-    for t in sorted({r.start for r in run.transfers}):
-        top.axvline(t - run.start, color="grey", linestyle=":", linewidth=0.8)
+# Lines of the windowed plots, by the name a judge gives its series.
+WINDOW_STYLES = {"faults": {"color": "tab:blue", "linewidth": 1.6},
+                 "fault-free": {"color": "grey", "linewidth": 1.0},
+                 "remaining capacity": {"color": "black", "linestyle": ":", "linewidth": 1.2}}
+
+
+def _steps(ax, points: list, window_s: float, label: str, **style) -> None:
+    """One series of windows ([start, value]) as steps; a window without a value is a
+    gap."""
+    xs, ys = [], []
+    for start, value in points:
+        xs += [start, start + window_s]
+        ys += [float("nan") if value is None else value] * 2
+    if xs:
+        ax.plot(xs, ys, label=label, **style)
+
+
+def windows_plot(path: Path, title: str, series: dict[str, list], window_s: float,
+                 faults: list[dict], ylabel: str = "throughput (Mbit/s)",
+                 skip: tuple[str, ...] = ()) -> None:
+    """Throughput in windows against time, as the paper's Fig. 9-12: each series of
+    windows ([start, Mbit/s]), the faults marked."""
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for label, points in series.items():
+        _steps(ax, points, window_s, label, **WINDOW_STYLES.get(label, {}))
+    _fault_markers(ax, faults, skip)
+    ax.set_ylim(bottom=0)
+    _save(fig, ax, path, title, "time since workload start (s)", ylabel, legend="lower left")
+
+
+def _activity_axis(ax, label: str, xs: list[float], active: list[bool]) -> None:
+    ax.step(xs, [1 if a else 0 for a in active], where="post", color="tab:purple")
+    ax.set_ylim(-0.2, 1.2)
+    ax.set_yticks([0, 1], ["Inactive", "Active"])
+    ax.set_ylabel(label, rotation=0, ha="right", va="center", fontsize="small")
+    ax.grid(alpha=0.3)
+
+
+def ev_activity_plot(path: Path, title: str, series: dict[str, list], window_s: float,
+                     activity: dict[str, list], faults: list[dict],
+                     skip: tuple[str, ...] = ()) -> None:
+    """Throughput in windows (Fig. 12) above each EV's activity (Fig. 13): an EV is
+    active in a window where its connection sent data on it. `activity`: "windows"
+    (their starts) and, per EV, its packets per window."""
+    evs = {k: v for k, v in activity.items() if k != "windows"}
+    fig, axes = plt.subplots(1 + len(evs), 1, figsize=(8, 3.2 + 1.1 * len(evs)), sharex=True,
+                             gridspec_kw={"height_ratios": [3] + [1] * len(evs)})
+    top = axes[0]
+    for label, points in series.items():
+        _steps(top, points, window_s, label, **WINDOW_STYLES.get(label, {}))
+    _fault_markers(top, faults, skip)
     top.set_ylim(bottom=0)
     top.set_ylabel("Mbit/s")
-    top.set_title("Throughput per flow (dotted: a flow starts)")
+    top.set_title(title)
     top.grid(alpha=0.3)
-    top.legend(loc="upper right", fontsize="x-small")
-    moves = [(e["t"] - run.start, e.get("host", 0)) for e in events
-             if e.get("event") == "migrate"]
-    bottom.scatter([t for t, _ in moves], [f"h{h}" for _, h in moves], marker="|", s=120)
-    bottom.set_ylabel("migrations")
-    bottom.set_xlabel("time since workload start (s)")
-    bottom.grid(alpha=0.3)
+    top.legend(loc="lower left", fontsize="small")
+    starts = list(activity.get("windows", []))
+    for ax, (label, counts) in zip(axes[1:], evs.items()):
+        xs = starts + ([starts[-1] + window_s] if starts else [])
+        _activity_axis(ax, label, xs, [c > 0 for c in counts] + [counts[-1] > 0 if counts
+                                                                  else False])
+        _fault_markers(ax, faults, skip)
+        legend = ax.get_legend()
+        if legend is not None:
+            legend.remove()
+    axes[-1].set_xlabel("time since workload start (s)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def ev_paths_plot(path: Path, title: str, series: dict[str, list], window_s: float,
+                  held: dict[str, list], join_s: float, end_s: float, first: int = 0) -> None:
+    """Each flow's throughput in windows above, per flow, the activity of every path its
+    EVs sat on (Fig. 14): `held` gives per flow [time, {path: EVs}] steps. The path
+    every EV started on (`first`) is EV-A, the others EV-B, EV-C... in the order they
+    were first taken."""
+    names: dict[int, str] = {first: "EV-A"}
+    for steps in held.values():
+        for _, on in steps:
+            for p in sorted(int(k) for k in on):
+                names.setdefault(p, f"EV-{chr(ord('A') + len(names))}")
+    rows = [(flow, p) for flow, steps in held.items()
+            for p in sorted({int(k) for _, on in steps for k in on}, key=lambda q: names[q])]
+    fig, axes = plt.subplots(1 + len(rows), 1, figsize=(8, 3.2 + 0.9 * len(rows)),
+                             sharex=True, gridspec_kw={"height_ratios": [3] + [1] * len(rows)})
+    top = axes[0]
+    for label, points in series.items():
+        _steps(top, points, window_s, label)
+    top.axvline(join_s, color="grey", linestyle=":", linewidth=0.8, label="flow 2 joins")
+    top.set_ylim(bottom=0)
+    top.set_ylabel("Mbit/s")
+    top.set_title(title)
+    top.grid(alpha=0.3)
+    top.legend(loc="lower left", fontsize="small")
+    for ax, (flow, p) in zip(axes[1:], rows):
+        xs, active = [], []
+        for t, on in held[flow]:
+            xs.append(t)
+            active.append(any(int(k) == p and n > 0 for k, n in on.items()))
+        xs.append(end_s)
+        active.append(active[-1])
+        _activity_axis(ax, f"{flow}\n{names[p]} (path {p})", xs, active)
+        ax.axvline(join_s, color="grey", linestyle=":", linewidth=0.8)
+    axes[-1].set_xlabel("time since workload start (s)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -1,10 +1,16 @@
-"""Verdicts of the paper's rows (pure): measured figures in, PASS or FAIL and the figures out.
+"""Verdicts of the paper's rows (pure): measured figures in, PASS, FAIL or INCONCLUSIVE
+and the figures out.
 
 Each judge takes a `Measured` (the row's pass under its faults, the pass it is measured
 against, the row's scenario and parameters) and returns a `Verdict`: whether the
 row's criterion (experiments/paper/rows.py states it in words) holds, the figures it
-was decided on, and one line with them for paper.md. Judges read only summary blocks
-(experiments/analysis/metrics.py) and agent events, so they are tested on synthetic ones.
+was decided on, and one line with them for paper.md; or, where the run cannot show the
+claim (the faults touched none of the pair's traffic, the trigger of a mechanism never
+came), INCONCLUSIVE with the reason, never a PASS on a weaker test. The fault rows are
+judged on throughput in windows (experiments/analysis/timeseries.py) against the same
+windows of the fault-free pass, by the rules of rows.py (`HELD`, `BAND`, `SETTLE_RTTS`);
+the loaded variants on summary blocks (experiments/analysis/metrics.py). Judges read
+only summary blocks and agent events, so they are tested on synthetic ones.
 """
 
 from __future__ import annotations
@@ -13,9 +19,27 @@ import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 
-from experiments.analysis.metrics import flow_mbps, goodput_series, path_failure_recovery
+from experiments.analysis.metrics import goodput_series, path_failure_recovery
 from experiments.analysis.slowdown import slowdown
-from experiments.paper.rows import BASELINE, Row, payload_rate_mbit
+from experiments.analysis.timeseries import (
+    EPS_S,
+    paths_held,
+    ratio,
+    sends_by_path,
+    span_mean,
+    throughput,
+    window_starts,
+)
+from experiments.paper.rows import (
+    BAND,
+    BASELINE,
+    HELD,
+    MIGRATE_RTTS,
+    RETIRE_RTTS,
+    SETTLE_RTTS,
+    Row,
+    payload_rate_mbit,
+)
 from experiments.run.play import Pass
 from hosts.protocol import ev_plane
 from topologies.model import Fabric
@@ -37,6 +61,12 @@ class Verdict:
     passed: bool
     figures: dict
     measured: str  # one line: the figures the verdict was decided on
+    # Why the run cannot show the row's claim (the verdict is then INCONCLUSIVE).
+    inconclusive: str | None = None
+
+    @property
+    def outcome(self) -> str:
+        return "INCONCLUSIVE" if self.inconclusive else "PASS" if self.passed else "FAIL"
 
 
 def _pct(value: float | None) -> str:
@@ -169,39 +199,6 @@ def rtt_at_least_counted(m: Measured, measured_s: float) -> float:
     return max(measured_s, m.fabric.spec.base_rtt_s)
 
 
-def gray_loss(m: Measured) -> Verdict:
-    """Detection of the lossy path in RTTs (per-packet events), and the goodput kept."""
-    p = m.row.params
-    params = m.row.scenario["params"]
-    src, dst = params["src"], params["dst"]
-    paths = [x for x in catalogue(m.fabric, src, dst) if x.plane == p["plane"]]
-    index = next(i for i, x in enumerate(paths) if x.spine == p["spine"])
-
-    def path_of(ev: int) -> tuple[int, int]:
-        return ev_plane(ev), path_index(ev, len(paths))
-
-    recovery = path_failure_recovery(m.faulty.events["mrc"], src, dst,
-                                     (p["plane"], index), path_of)
-    entries = _slowdowns(m)
-    ratio = entries["mrc"]["goodput_ratio"]
-    counted_ms = m.fabric.spec.base_rtt_s * 1000
-    rtt_ms = (rtt_at_least_counted(m, (recovery["rtt_median_ms"] or 0.0) / 1000) * 1000
-              if recovery else None)
-    rtts = (recovery["detect_ms"] / rtt_ms
-            if recovery and recovery["detect_ms"] is not None else None)
-    passed = (rtts is not None and rtts <= p["rtts"] and ratio is not None
-              and ratio >= p["limit"])
-    detect = ("no lost packet on the path" if recovery is None else
-              f"retired {recovery['detect_ms']} ms = {rtts:.1f} RTT of {rtt_ms:.1f} ms "
-              f"(measured {recovery['rtt_median_ms']} ms, counted {counted_ms:.1f} ms) after "
-              "its first lost packet" if rtts is not None else "never retired")
-    return Verdict(passed, {"recovery": recovery, "detect_rtts": rtts, "rtt_ms": rtt_ms,
-                            "slowdown": entries},
-                   f"mrc: {detect}; goodput against loss-free: mrc {_ratio(ratio)} "
-                   f"(at least {p['limit']:.2f}); "
-                   + _others(m, entries, "goodput_ratio", _ratio))
-
-
 def _rtt_s(m: Measured, events: list[dict]) -> float | None:
     """The senders' median smoothed RTT (`rtt_at_least_counted`)."""
     values = [e["srtt_ms"] / 1000 for e in events
@@ -209,39 +206,281 @@ def _rtt_s(m: Measured, events: list[dict]) -> float | None:
     return rtt_at_least_counted(m, statistics.median(values)) if values else None
 
 
-def _together(run) -> tuple[float, float]:
-    """The second half of the time every transfer of `run` was under way."""
-    start = max(t.start for t in run.transfers)
-    end = min((t.delivered for t in run.transfers if t.delivered is not None),
-              default=run.end)
-    return (start + end) / 2, end
+# ---------------------------------------------------------------- the fault rows
+# Judged on throughput in windows (rows.py `window_rtts`) from the run's start, against
+# the same windows of the fault-free pass.
 
 
-def ecn_migration(m: Measured) -> Verdict:
-    """The first migration after the last flow joins, in RTTs; each flow's throughput
-    in the second half of the flows' time together against the same in the reference."""
+def _series(m: Measured, played: Pass, flows=None) -> list[tuple[float, float | None]]:
     p = m.row.params
-    events = m.faulty.events["mrc"]
-    run, ref = m.faulty.run("mrc"), m.reference.run("mrc")
-    joined = max(t.start for t in run.transfers)
-    moved = [e["t"] for e in events if e.get("event") == "migrate" and e["t"] >= joined]
+    run = played.run("mrc")
+    return throughput(played.events["mrc"], run.start, p["window_s"], p["horizon_s"],
+                      flows if flows is not None else p["flows"])
+
+
+def _rounded(value: float | None, digits: int = 4) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def _points(series: list[tuple[float, float | None]]) -> list[list]:
+    """A series for paper.json and the plots: [window start, Mbit/s]."""
+    return [[round(a, 4), _rounded(v, 3)] for a, v in series]
+
+
+def _retired(played: Pass) -> int:
+    return sum(1 for e in played.events["mrc"] if e.get("event") == "retire")
+
+
+def _finished(m: Measured) -> bool:
+    return bool(m.faulty.block("mrc")["ok"])
+
+
+def held(m: Measured) -> Verdict:
+    """Throughput held: in each of the row's spans, MRC's mean over the windows lying
+    within it against the fault-free pass's over the same windows, at least HELD.
+    INCONCLUSIVE when no path of the pair's was retired (`retired`: the faults touched
+    none of its traffic) or a span has no window both passes cover."""
+    p = m.row.params
+    w = p["window_s"]
+    mine, clean = _series(m, m.faulty), _series(m, m.reference)
+    ratios = {name: _rounded(ratio(span_mean(mine, w, a, b), span_mean(clean, w, a, b)))
+              for name, a, b in p["spans"]}
+    retired = _retired(m.faulty)
+    passed = _finished(m) and all(r is not None and r >= HELD for r in ratios.values())
+    why = None
+    if p.get("retired") and retired == 0:
+        why = "no path of the pair's was retired: the faults touched none of its traffic"
+    elif any(r is None for r in ratios.values()):
+        missing = [name for name, r in ratios.items() if r is None]
+        why = f"no window of {', '.join(missing)} that both passes cover"
+    line = ("mrc throughput against fault-free, same windows: "
+            + ", ".join(f"{name} {_ratio(r)}" for name, r in ratios.items())
+            + f" (at least {HELD:g}); {retired} paths retired"
+            + ("" if _finished(m) else "; did not finish")
+            + (f"; INCONCLUSIVE: {why}" if why else ""))
+    return Verdict(passed, {"ratios": ratios, "retired": retired,
+                            "series": {"faults": _points(mine), "fault-free": _points(clean)},
+                            "spans": p["spans"]}, line, why)
+
+
+def capacity(m: Measured) -> Verdict:
+    """Throughput proportional to the capacity left: for each of the row's levels (from
+    a fault or a restore to the next), the first window from its start whose throughput
+    is at least (1 - BAND) of the remaining-capacity line (the fault-free pass's same
+    window times the level's share) starts within SETTLE_RTTS round trips of it (a
+    brief interruption; recovered), and the mean from SETTLE_RTTS after its start to
+    its end is within BAND of the line."""
+    p = m.row.params
+    w, rtt = p["window_s"], m.fabric.spec.base_rtt_s
+    settle = SETTLE_RTTS * rtt
+    mine, clean = _series(m, m.faulty), _series(m, m.reference)
+    levels, back, expected = {}, {}, []
+    passed, why = _finished(m), None
+    for a, b, share, label in p["levels"]:
+        if share <= 0:
+            why = f"{label}: no capacity left to be proportional to"
+            continue
+        first = next((s for (s, v), (_, ref) in zip(mine, clean)
+                      if s >= a - EPS_S and s + w <= b + EPS_S and v is not None and ref
+                      and v >= (1 - BAND) * share * ref), None)
+        back[label] = None if first is None else round((first - a) / rtt, 1)
+        level = ratio(span_mean(mine, w, a + settle, b), span_mean(clean, w, a + settle, b))
+        levels[label] = _rounded(None if level is None else level / share)
+        expected += [[round(s, 4), _rounded(None if ref is None else ref * share, 3)]
+                     for s, ref in clean if s >= a - EPS_S and s + w <= b + EPS_S]
+        if levels[label] is None:
+            why = why or f"{label}: no window from {SETTLE_RTTS} round trips in"
+        passed = (passed and back[label] is not None and back[label] <= SETTLE_RTTS
+                  and levels[label] is not None and abs(levels[label] - 1) <= BAND)
+    line = ("mrc against the remaining-capacity line: "
+            + "; ".join(f"{label} {_ratio(levels[label])}, back in {_rtts(back[label])}"
+                        for label in levels)
+            + f" (within {BAND:.0%}, back within {SETTLE_RTTS} RTT)"
+            + ("" if _finished(m) else "; did not finish")
+            + (f"; INCONCLUSIVE: {why}" if why else ""))
+    return Verdict(passed, {"levels": levels, "back_rtts": back,
+                            "series": {"faults": _points(mine), "fault-free": _points(clean),
+                                       "remaining capacity": expected}}, line, why)
+
+
+def _rtts(value: float | None) -> str:
+    return "never" if value is None else f"{value:g} RTT"
+
+
+def line_rate(m: Measured) -> Verdict:
+    """MRC's throughput from the end of the warm-up to the end of the judged time,
+    cross-T1 (the row's pass) and T0-local (its reference), against the most payload a
+    host's ports carry."""
+    p = m.row.params
+    ceiling = payload_rate_mbit(m.fabric, m.row.scenario.get("protocol", {}).get(
+        "mtu_payload"))
+    series, shares = {}, {}
+    for name, played, flow in (("cross-T1", m.faulty, p["cross"]),
+                               ("T0-local", m.reference, p["local"])):
+        series[name] = _series(m, played, [flow])
+        shares[name] = _rounded(ratio(span_mean(series[name], p["window_s"], p["warmup_s"],
+                                                p["horizon_s"]), ceiling))
+    finished = m.faulty.block("mrc")["ok"] and m.reference.block("mrc")["ok"]
+    passed = finished and all(v is not None and v >= HELD for v in shares.values())
+    why = (None if all(v is not None for v in shares.values())
+           else "no window of the judged time that the pass covers")
+    return Verdict(passed, {"line_share": shares, "ceiling_mbps": round(ceiling, 3),
+                            "series": {k: _points(v) for k, v in series.items()}},
+                   f"mrc throughput against {ceiling:.2f} Mbit/s of payload: "
+                   + ", ".join(f"{k} {_ratio(v)}" for k, v in shares.items())
+                   + f" (at least {HELD:g})" + ("" if finished else "; did not finish")
+                   + (f"; INCONCLUSIVE: {why}" if why else ""), why)
+
+
+def ev_loss(m: Measured) -> Verdict:
+    """The lossy EV (EV-A) and its backup (EV-B) from the sender's per-packet events:
+    EV-A retired within RETIRE_RTTS of its first lost packet, no data on it after that
+    and its path never reinstated; EV-B idle from its allowance to the loss, carrying
+    data in every window after EV-A's retirement; throughput from the loss on held."""
+    p = m.row.params
+    w, src, dst, plane = p["window_s"], p["src"], p["dst"], p["plane"]
+    paths = [x for x in catalogue(m.fabric, src, dst) if x.plane == plane]
+    index = {x.spine: i for i, x in enumerate(paths)}
+    ev_a, ev_b = (plane, index[p["spine_a"]]), (plane, index[p["spine_b"]])
+
+    def path_of(ev: int) -> tuple[int, int]:
+        return ev_plane(ev), path_index(ev, len(paths))
+
+    events, run = m.faulty.events["mrc"], m.faulty.run("mrc")
+    recovery = path_failure_recovery(events, src, dst, ev_a, path_of)
+    sends = sends_by_path(events, src, dst, path_of, run.start, w, p["horizon_s"])
+    starts = window_starts(w, 0.0, p["horizon_s"])
+    zeros = [0] * len(starts)
+    a_sends, b_sends = sends.get(ev_a, zeros), sends.get(ev_b, zeros)
+    mine, clean = _series(m, m.faulty), _series(m, m.reference)
+    held_ratio = _rounded(ratio(span_mean(mine, w, p["loss_s"], p["horizon_s"]),
+                                span_mean(clean, w, p["loss_s"], p["horizon_s"])))
+    before = [i for i, s in enumerate(starts)
+              if s >= p["allowed_s"] - EPS_S and s + w <= p["loss_s"] + EPS_S]
+    figures = {"ratio": held_ratio, "recovery": recovery,
+               "series": {"faults": _points(mine), "fault-free": _points(clean)},
+               "activity": {"windows": [round(s, 4) for s in starts],
+                            f"EV-A (plane {plane}, T1 {p['spine_a']})": a_sends,
+                            f"EV-B (plane {plane}, T1 {p['spine_b']})": b_sends},
+               "loss_s": p["loss_s"]}
+    why = None
+    if ev_a == ev_b:
+        why = "the connection has one path a plane: there is no backup EV"
+    elif not any(a_sends[i] for i in before):
+        why = "EV-A carried no data before the loss: it was not the active EV"
+    elif recovery is None:
+        why = "no packet of EV-A was lost"
+    if why:
+        return Verdict(False, figures, f"mrc: INCONCLUSIVE: {why}", why)
+    rtt_s = rtt_at_least_counted(m, (recovery["rtt_median_ms"] or 0.0) / 1000)
+    retire_rtts = (None if recovery["detect_ms"] is None
+                   else round(recovery["detect_ms"] / 1000 / rtt_s, 2))
+    out_at = recovery["failed_at"] - run.start + RETIRE_RTTS * m.fabric.spec.base_rtt_s
+    after = [i for i, s in enumerate(starts) if s >= out_at - EPS_S]
+    reinstated = sum(1 for e in events if e.get("event") == "reinstate"
+                     and e.get("host") == src and e.get("peer") == dst
+                     and (e.get("plane"), e.get("path")) == ev_a
+                     and e["t"] >= recovery["failed_at"])
+    a_after = sum(a_sends[i] for i in after)
+    b_idle = sum(b_sends[i] for i in before)
+    b_every = bool(after) and all(b_sends[i] > 0 for i in after)
+    figures.update(retire_rtts=retire_rtts, ev_a_sends_after=a_after, reinstated=reinstated,
+                   ev_b_sends_before=b_idle, ev_b_every_window=b_every)
+    passed = (_finished(m) and retire_rtts is not None and retire_rtts <= RETIRE_RTTS
+              and a_after == 0 and reinstated == 0 and b_idle == 0 and b_every
+              and held_ratio is not None and held_ratio >= HELD)
+    return Verdict(passed, figures,
+                   f"mrc: EV-A retired {_rtts(retire_rtts)} after its first lost packet "
+                   f"(at most {RETIRE_RTTS}), {a_after} packets on it after, path reinstated "
+                   f"{reinstated} times; EV-B {b_idle} packets before, "
+                   f"{'data in every window' if b_every else 'idle in some window'} after; "
+                   f"throughput from the loss {_ratio(held_ratio)} of without it (at least "
+                   f"{HELD:g})" + ("" if _finished(m) else "; did not finish"))
+
+
+def ecn_separation(m: Measured) -> Verdict:
+    """The first ECN migration after the second flow joins, in round trips (the senders'
+    smoothed RTT, `rtt_at_least_counted`); whether the two flows' EVs share a path at
+    any time from it to the end of the judged time (`paths_held`, every EV starting on
+    the pinned path); each flow's throughput from the join on against the same windows
+    of the reference."""
+    p = m.row.params
+    w, join, horizon = p["window_s"], p["join_s"], p["horizon_s"]
+    events, run = m.faulty.events["mrc"], m.faulty.run("mrc")
+    evs = max(1, (m.row.scenario.get("protocol", {}).get("ev_count") or 0)
+              // m.fabric.spec.planes)
+    moved = sorted(e["t"] - run.start for e in events
+                   if e.get("event") == "migrate" and e["t"] - run.start >= join)
     rtt = _rtt_s(m, events)
-    first = (min(moved) - joined) / rtt if moved and rtt else None
-    (a, b), (ra, rb) = _together(run), _together(ref)
-    shares = {}
-    for t in run.transfers:
-        pinned = flow_mbps(events, t.src, t.dst, a, b)
-        alone = flow_mbps(m.reference.events["mrc"], t.src, t.dst, ra, rb)
-        shares[f"h{t.src}->h{t.dst}"] = (round(pinned / alone, 4)
-                                         if pinned is not None and alone else None)
-    passed = (m.faulty.block("mrc")["ok"] and first is not None and first <= p["rtts"]
-              and all(s is not None and s >= p["share"] for s in shares.values()))
-    return Verdict(passed, {"first_migration_rtts": first, "migrations": len(moved),
-                            "rtt_ms": rtt and round(rtt * 1000, 3), "shares": shares},
-                   f"first migration {'n/a' if first is None else f'{first:.1f}'} RTT after "
-                   f"flow 2 joined ({len(moved)} in all); second half together against "
-                   "unpinned on the plane: "
-                   + ", ".join(f"{k} {_ratio(v)}" for k, v in shares.items()))
+    first = round((moved[0] - join) / rtt, 2) if moved and rtt else None
+    starts = m.row.scenario["params"].get("start_s") or [0.0] * len(p["flows"])
+    held_by = {}
+    for f, begun in zip(p["flows"], starts):
+        steps = paths_held(events, f[0], f[1], {p["pinned"]: evs}, run.start)
+        # A flow holds its EVs from its start on.
+        held_by[tuple(f)] = ([(0.0, {})] if begun > 0 else []) + [
+            (max(t, begun), held_now) for t, held_now in steps]
+
+    def at(steps, t: float) -> set[int]:
+        now = steps[0][1]
+        for s, held_now in steps:
+            if s <= t:
+                now = held_now
+        return {path for path, n in now.items() if n > 0}
+
+    times = sorted({s for steps in held_by.values() for s, _ in steps
+                    if moved and moved[0] <= s <= horizon} | ({moved[0]} if moved else set()))
+    (one, two) = held_by.values()
+    shared = [round(t, 4) for t in times if at(one, t) & at(two, t)]
+    separated = bool(moved) and not shared
+    shares, series = {}, {}
+    for f in p["flows"]:
+        name = f"h{f[0]}->h{f[1]}"
+        mine, clean = _series(m, m.faulty, [f]), _series(m, m.reference, [f])
+        series[name] = _points(mine)
+        shares[name] = _rounded(ratio(span_mean(mine, w, join, horizon),
+                                      span_mean(clean, w, join, horizon)))
+    echoes = m.faulty.block("mrc").get("agent_counters", {}).get("ecn_echoes")
+    why = None
+    if not moved and echoes == 0:
+        why = "no ECN mark came: the shared path's queue never reached the threshold"
+    passed = (_finished(m) and first is not None and first <= MIGRATE_RTTS and separated
+              and all(s is not None and s >= HELD for s in shares.values()))
+    figures = {"first_migration_rtts": first, "migrations": len(moved),
+               "rtt_ms": rtt and round(rtt * 1000, 3), "shares": shares,
+               "shared_at_s": shared, "ecn_echoes": echoes, "series": series,
+               "held": {f"h{f[0]}->h{f[1]}": [[round(s, 4), {str(k): v for k, v in h.items()}]
+                                             for s, h in steps]
+                        for f, steps in held_by.items()}, "join_s": join}
+    return Verdict(passed, figures,
+                   f"first migration {'n/a' if first is None else f'{first:g}'} RTT after "
+                   f"flow 2 joined (at most {MIGRATE_RTTS}; {len(moved)} in all); "
+                   + ("flows on separate paths after it" if separated else
+                      "flows never separated" if not moved else
+                      f"a path shared again at {shared[0]:g} s")
+                   + "; throughput from the join against spread EVs: "
+                   + ", ".join(f"{k} {_ratio(v)}" for k, v in shares.items())
+                   + f" (at least {HELD:g})" + ("" if _finished(m) else "; did not finish")
+                   + (f"; INCONCLUSIVE: {why}" if why else ""), why)
+
+
+def lost_per_connection(m: Measured) -> Verdict:
+    """Packets lost per connection (`_lost`), with links down from the start; fewer
+    than `limit`. INCONCLUSIVE when the links down cut no path of the connections."""
+    limit = m.row.params["limit"]
+    block = m.faulty.block("mrc")
+    lost = _lost(block)
+    pairs = _connections(block)
+    broken = sum(broken_paths(m.fabric, m.faults, s, d) for s, d in pairs)
+    per = round(lost / max(1, len(pairs)), 2)
+    why = None if broken else "the links down cut no path of the connections"
+    passed = bool(block["ok"]) and per < limit
+    return Verdict(passed, {"lost": {"packets": lost, "connections": len(pairs),
+                                     "per_connection": per, "broken_paths": broken}},
+                   f"mrc lost {lost} packets over {len(pairs)} connections: {per:g} a "
+                   f"connection (fewer than {limit}), {broken} broken paths among them"
+                   + ("" if block["ok"] else "; did not finish")
+                   + (f"; INCONCLUSIVE: {why}" if why else ""), why)
 
 
 def size_curve(block: dict, hosts: int) -> dict[int, float]:
@@ -330,21 +569,6 @@ def victim(m: Measured) -> Verdict:
                    + ", ".join(f"{t} {_ratio(v)}" for t, v in figures.items()))
 
 
-def line_rate(m: Measured) -> Verdict:
-    """MRC's goodput in the row's pass and in its reference against the most payload
-    a host's ports carry."""
-    ceiling = payload_rate_mbit(m.fabric, m.row.scenario.get("protocol", {}).get(
-        "mtu_payload"))
-    shares = {name: round(p.block("mrc")["goodput_mbps"] / ceiling, 4)
-              for name, p in (("cross-T1", m.faulty), ("T0-local", m.reference))}
-    passed = (m.faulty.block("mrc")["ok"] and m.reference.block("mrc")["ok"]
-              and all(v >= m.row.params["share"] for v in shares.values()))
-    return Verdict(passed, {"line_share": shares, "ceiling_mbps": round(ceiling, 3)},
-                   f"mrc goodput against {ceiling:.2f} Mbit/s of payload: "
-                   + ", ".join(f"{k} {_ratio(v)}" for k, v in shares.items())
-                   + f" (at least {m.row.params['share']:.2f})")
-
-
 def transceiver(m: Measured) -> Verdict:
     """MRC's goodput while the ports are down (from `settle_s` after) and after they
     return (from `settle_s` after), each against its fault-free mean."""
@@ -388,17 +612,22 @@ def broken_paths(fabric: Fabric, steps, src: int, dst: int) -> int:
                       for f in faults))
 
 
-def startup_losses(m: Measured) -> Verdict:
-    """Packets lost per connection and per broken path it sprays over, with links down
-    from the start: retransmissions whose original neither arrived after all
-    (`duplicates`) nor was trimmed on a congested queue (`trimmed_rx`: its header
+def _lost(block: dict) -> int:
+    """Packets a transport lost: retransmissions whose original neither arrived after
+    all (`duplicates`) nor was trimmed on a congested queue (`trimmed_rx`: its header
     arrived and was NACKed)."""
+    counters = block["agent_counters"]
+    return max(0, counters.get("retransmits", 0) - counters.get("duplicates", 0)
+               - counters.get("trimmed_rx", 0))
+
+
+def startup_losses(m: Measured) -> Verdict:
+    """Packets lost (`_lost`) per connection and per broken path it sprays over, with
+    links down from the start."""
     limit = m.row.params["per_broken_path"]
     figures = {}
     for b in m.faulty.blocks:
-        counters = b["agent_counters"]
-        lost = max(0, counters.get("retransmits", 0) - counters.get("duplicates", 0)
-                   - counters.get("trimmed_rx", 0))
+        lost = _lost(b)
         pairs = _connections(b)
         broken = sum(broken_paths(m.fabric, m.faults, s, d) for s, d in pairs)
         figures[b["transport"]] = {"per_connection": round(lost / max(1, len(pairs)), 2),
@@ -440,24 +669,27 @@ def permutation(m: Measured) -> Verdict:
 # The figures each judge decides on, by their path in its figures (a prefix takes every
 # figure under it): paper.md gives their median and range over the repetitions.
 DECIDING = {
+    "held": ("ratios",),
+    "capacity": ("levels", "back_rtts"),
+    "line_rate": ("line_share",),
+    "ev_loss": ("retire_rtts", "ratio", "ev_a_sends_after", "reinstated"),
+    "ecn_separation": ("first_migration_rtts", "shares"),
+    "lost_per_connection": ("lost.per_connection",),
     "slowdown_at_most": ("slowdown.mrc.slowdown",),
     "proportional": ("slowdown.mrc.goodput_ratio",),
     "plane_bound": ("slowdown.mrc.goodput_ratio",),
     "silent_t1": ("slowdown.mrc.goodput_ratio", "baseline_workload_s"),
     "steady_state": ("steady_ratio",),
-    "gray_loss": ("detect_rtts", "slowdown.mrc.goodput_ratio"),
-    "ecn_migration": ("first_migration_rtts", "shares"),
     "qp_order": ("at_largest",),
     "loss_ratio": ("goodput_ratio",),
     "sizes": ("phase_s.mrc",),
     "victim": ("victim_share",),
-    "line_rate": ("line_share",),
     "transceiver": ("down_share", "after_share"),
     "startup_losses": ("lost.mrc.per_broken_path",),
     "permutation": ("slowest_of_mean.mrc", "slowest_flow_share"),
 }
 
-JUDGES = {f.__name__: f for f in (slowdown_at_most, proportional, plane_bound, silent_t1,
-                                  steady_state, gray_loss, ecn_migration, qp_order,
-                                  loss_ratio, sizes, victim, line_rate, transceiver,
-                                  startup_losses, permutation)}
+JUDGES = {f.__name__: f for f in (held, capacity, line_rate, ev_loss, ecn_separation,
+                                  lost_per_connection, slowdown_at_most, proportional,
+                                  plane_bound, silent_t1, steady_state, qp_order, loss_ratio,
+                                  sizes, victim, transceiver, startup_losses, permutation)}

@@ -1,20 +1,30 @@
 """`make paper`: the MRC paper's section-5 experiments, in shape, with one command.
 
-`python3 -m experiments.paper [--topo 2tier-8plane] [--dataplane kernel] [--only a,b]`
-builds one network, plays every row of experiments/paper/rows.py on it (each row's
-scenario, then the pass it is measured against, shared between rows that need the
-same one), judges each row (experiments/paper/judge.py) and writes
+`python3 -m experiments.paper [--topo 2tier-8plane] [--dataplane kernel] [--only a,b]
+[--shapes default|one|paper] [--loaded]` plays every row of experiments/paper/rows.py
+(each row's scenario, then the pass it is measured against, shared between rows that
+need the same one), judges each row (experiments/paper/judge.py) and writes, per fabric,
 `results/<stamp>-<topology>-paper/`:
 
 - `paper.md`: one line per row with the paper's claim and section, the criterion,
-  the measured figures, the verdict (PASS, FAIL, or NOT RUN where the data plane
-  lacks what the row needs, saying what), then per row what differs from the paper
-  and a plot;
+  the measured figures, the verdict (PASS, FAIL, INCONCLUSIVE with the reason, or NOT
+  RUN where the data plane lacks what the row needs, saying what), the loaded-fabric
+  variants in a table of their own, then per row what differs from the paper and a
+  plot in the paper's form;
 - `paper.json`: the same, with every figure and each pass's summary blocks;
-- `<row>.png` (goodput over time of the row's pass, faults marked) and the agents'
-  files per row and per reference pass.
+- `<row>.png` (throughput in windows against time with the faults marked, EV activity,
+  per-flow throughput, as the row's figure in the paper) and the agents' files per row
+  and per reference pass.
 
-Before the network is built, every row's scenario is checked against the topology
+Where the rows run (`plan`): by default the rows of the paper's clusters A and B (the
+fault experiments: one NIC pair on a wide fabric) on their fabric (rows.py SHAPES,
+cluster-b), with the links capped for the hosts those rows have sending at once, and
+every other row on `--topo`; `--shapes one` plays every row on `--topo`, `--shapes
+paper` each on its cluster's shape. The loaded-fabric variants (`-loaded`) play on
+`--topo` with `--loaded`, or when `--only` names them. With more than one fabric,
+`paper-shapes.md` in the first one's folder has every fabric's table.
+
+Before a network is built, every row's scenario is checked against the topology
 like a scenario file (one line and exit 2 on a mistake), and the links are capped at
 the rate the machine's agents drive without falling behind (experiments/run/calibration.py,
 measured first where it is not yet): MRC's timers must measure the network, not a CPU
@@ -39,15 +49,25 @@ from datetime import datetime
 from pathlib import Path
 
 from experiments.analysis.plots import (
+    ev_activity_plot,
+    ev_paths_plot,
     flows_plot,
     goodput_plot,
-    migration_plot,
     size_curves_plot,
+    windows_plot,
 )
 from experiments.analysis.similarity import delay_emulated, headline, mrc_lag_p99_ms, proportions
 from experiments.dataplanes.twin import by_fabric, twin_steps
 from experiments.paper.judge import DECIDING, JUDGES, Measured
-from experiments.paper.rows import SHAPES, Row, rows
+from experiments.paper.rows import (
+    DEFAULT_TOPO,
+    SHAPES,
+    WIDE,
+    Row,
+    criteria_table,
+    loaded_table,
+    rows,
+)
 from experiments.run.lifecycle import PREFLIGHT_ERRORS, USAGE_ERROR, Interrupted, Run
 from experiments.run.play import Pass, play_pass
 from experiments.scenarios.scenario import (
@@ -82,7 +102,8 @@ class CheckedRow:
 def checked_rows(fabric: Fabric, only: set[str] | None, data_scale: float = 1.0
                  ) -> list[CheckedRow]:
     """Every row with its scenario and its reference, checked against `fabric`, their
-    transfers at `data_scale` of their sizes (experiments/scenarios/scenario.py `scaled`)."""
+    transfers at `data_scale` of their sizes (experiments/scenarios/scenario.py `scaled`)
+    but for the rows timed in windows."""
     table = rows(fabric, (lambda key: key in only) if only else (lambda key: True))
     if only and len(table) != len(only):
         known = [r.key for r in rows(fabric)]
@@ -106,8 +127,11 @@ def checked_rows(fabric: Fabric, only: set[str] | None, data_scale: float = 1.0
         else:
             reference = check_scenario({"name": f"{row.key}-reference", **row.reference},
                                        source, fabric)
-        out.append(CheckedRow(row, scaled(scenario, data_scale),
-                              None if reference is None else scaled(reference, data_scale)))
+        # Rows timed in windows (rows.py `window_rtts`) are sized for the rate `fabric`
+        # runs at already: their transfers must last to the end of the judged time.
+        scale = 1.0 if "window_s" in row.params else data_scale
+        out.append(CheckedRow(row, scaled(scenario, scale),
+                              None if reference is None else scaled(reference, scale)))
     return out
 
 
@@ -136,7 +160,8 @@ def run_rows(run: Run, table: list[CheckedRow], features: dict,
         entry = results[row.key] = {
             "key": row.key, "section": row.section, "claim": row.claim,
             "criterion": row.criterion, "differs": row.differs, "scenario": row.scenario,
-            "reference": row.reference, "duration_s": 0.0, "repetitions": repetitions}
+            "reference": row.reference, "loaded": row.loaded, "duration_s": 0.0,
+            "repetitions": repetitions}
         missing = [f for f in row.needs if not features.get(f)]
         if checked.not_applicable:
             entry.update(verdict="NOT APPLICABLE", measured=checked.not_applicable)
@@ -236,7 +261,7 @@ def run_rows(run: Run, table: list[CheckedRow], features: dict,
         verdicts, blocks = [verdicts[i] for i in kept], [blocks[i] for i in kept]
         middle = median_run(blocks)
         faulty, against = blocks[middle]
-        row_plot(run.folder / f"{row.key}.png", row, faulty)
+        row_plot(run.folder / f"{row.key}.png", row, faulty, verdicts[middle].figures)
         entry.update(combine(verdicts, middle, DECIDING[row.judge]), plot=f"{row.key}.png",
                      blocks=faulty.blocks, reference_blocks=against.blocks if against else None,
                      similarity=regime(blocks), set_aside=aside)
@@ -252,12 +277,30 @@ def run_rows(run: Run, table: list[CheckedRow], features: dict,
     return [results[c.row.key] for c in table]
 
 
-def row_plot(path: Path, row: Row, faulty: Pass) -> None:
-    """A row's plot in the paper's form: path activity for ECN migration (Fig. 14), the
-    flows with the victim drawn bold for the incast (Fig. 18), else goodput over time
-    with the faults marked."""
-    if row.judge == "ecn_migration":
-        migration_plot(path, faulty.run("mrc"), faulty.events["mrc"])
+# The fault kinds a plot does not mark: a controller's denials set up the EV
+# experiment's paths at the start, they are not its fault.
+UNMARKED = ("deny",)
+
+
+def row_plot(path: Path, row: Row, faulty: Pass, figures: dict) -> None:
+    """A row's plot in the paper's form: throughput in windows against time with the
+    faults marked, beside the fault-free pass and, where the row is about the capacity
+    left, the remaining-capacity line (Fig. 9-11); throughput and each EV's activity
+    (Fig. 12-13, 14); the flows with the victim drawn bold for the incast (Fig. 18);
+    else goodput over time with the faults marked."""
+    window = row.params.get("window_s")
+    marks = faulty.run("mrc").faults if faulty.runs else []
+    title = f"{row.key} ({row.section})"
+    if row.judge == "ev_loss" and "activity" in figures:
+        ev_activity_plot(path, title, figures["series"], window, figures["activity"], marks,
+                         UNMARKED)
+    elif row.judge == "ecn_separation":
+        ev_paths_plot(path, title, figures["series"], window, figures["held"],
+                      figures["join_s"], row.params["horizon_s"], row.params["pinned"])
+    elif "series" in figures and window:
+        ylabel = ("throughput, one way (Mbit/s)" if row.judge == "line_rate"
+                  else "throughput, both ways (Mbit/s)")
+        windows_plot(path, title, figures["series"], window, marks, ylabel, UNMARKED)
     elif row.judge == "victim":
         flows_plot(path, faulty.runs, faulty.events)
     else:
@@ -319,13 +362,18 @@ def median_run(blocks: list[tuple[Pass, Pass | None]]) -> int:
 
 def combine(verdicts: list, middle: int, deciding: tuple[str, ...] = ()) -> dict:
     """A row's verdict over its repetitions: PASS or FAIL when every repetition agrees,
-    INCONCLUSIVE when they do not (the spread straddles the criterion's limit). The
-    measured line is the median repetition's, with every repetition's verdict and the
-    median and range of the `deciding` figures (paths or their prefixes); the figures
-    are every repetition's, and per number the median and range."""
-    outcomes = ["PASS" if v.passed else "FAIL" for v in verdicts]
+    INCONCLUSIVE when they do not (the spread straddles the criterion's limit) or when
+    one could not show the claim (its judge says why, in its line). The measured line is
+    the median repetition's, with every repetition's verdict and the median and range
+    of the `deciding` figures (paths or their prefixes); the figures are every
+    repetition's, and per number the median and range."""
+    outcomes = [v.outcome for v in verdicts]
     verdict = outcomes[0] if len(set(outcomes)) == 1 else "INCONCLUSIVE"
     measured = verdicts[middle].measured
+    reasons = sorted({v.inconclusive for v in verdicts if v.inconclusive}
+                     - {verdicts[middle].inconclusive})
+    if reasons:
+        measured += f"; another run INCONCLUSIVE: {'; '.join(reasons)}"
     ranges = spread([v.figures for v in verdicts])
     if len(verdicts) > 1:
         shown = [f"{path} {_number(r['median'])} ({_number(r['min'])} to {_number(r['max'])})"
@@ -378,13 +426,27 @@ def write_paper(folder: Path, meta: dict, results: list[dict]) -> None:
         f"{meta['link_emulation'].get('trimming') or 'no'}, loss faults "
         f"{meta['link_emulation'].get('faults') or 'no'}.", "",
         "Verdicts: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n) + ".", "",
-        "| experiment (section) | the paper's claim | criterion | measured | verdict |",
-        "|---|---|---|---|---|",
     ]
-    for r in results:
-        lines.append(f"| {r['key']} ({r['section']}) | {r['claim']} | {r['criterion']} | "
-                     f"{r['measured']} | **{r['verdict']}** |")
-    lines.append("")
+    paper = [r for r in results if not r.get("loaded")]
+    loaded = [r for r in results if r.get("loaded")]
+    if paper:
+        lines += ["| experiment (section) | the paper's claim | criterion | measured | verdict |",
+                  "|---|---|---|---|---|"]
+        lines += [f"| {r['key']} ({r['section']}) | {r['claim']} | {r['criterion']} | "
+                  f"{r['measured']} | **{r['verdict']}** |" for r in paper]
+        lines.append("")
+    if loaded:
+        lines += ["## On a loaded fabric", "",
+                  "Variants of the fault rows with every host sending and receiving across "
+                  "the T1s of a full-bisection fabric, MRC against the RoCE-like baseline. "
+                  "There a T0-T1 link is a share of a plane's core, so every fault costs "
+                  "throughput by construction: each criterion is a bound of the loaded "
+                  "fabric (what equal plane loading allows), not the paper's claim.", "",
+                  "| variant (section) | what it asks | criterion | measured | verdict |",
+                  "|---|---|---|---|---|"]
+        lines += [f"| {r['key']} ({r['section']}) | {r['claim']} | {r['criterion']} | "
+                  f"{r['measured']} | **{r['verdict']}** |" for r in loaded]
+        lines.append("")
     for r in results:
         lines += [f"## {r['key']}: {r['verdict']}", "", f"Differs from the paper: "
                   f"{r['differs']}", "", f"Measured: {r['measured']}", ""]
@@ -430,10 +492,13 @@ def run_paper(run: Run, table, rate_reason: str, repetitions: int = REPETITIONS)
     write_paper(run.folder, meta, results)
 
 
+SHAPE_MODES = ("default", "one", "paper")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m experiments.paper",
                                      description="The MRC paper's section-5 experiments.")
-    parser.add_argument("--topo", default="2tier-8plane", help="topology name or YAML path")
+    parser.add_argument("--topo", default=DEFAULT_TOPO, help="topology name or YAML path")
     parser.add_argument("--dataplane", default="kernel", help="kernel, bmv2 or auto")
     parser.add_argument("--only", default="", help="comma-separated row keys (default: all)")
     parser.add_argument("--results", default="results", help="folder for results")
@@ -445,25 +510,26 @@ def main(argv: list[str] | None = None) -> int:
                              "mtu_payload (e.g. 4096, as the NICs carry)")
     parser.add_argument("--repetitions", type=int, default=REPETITIONS,
                         help=f"runs of each row (default {REPETITIONS}; 1: QUICK=1)")
-    parser.add_argument("--shapes", choices=("one", "paper"), default="one",
-                        help="every row on --topo (one), or each on the shape of the "
-                             "paper's cluster it ran on, --topo standing for Cluster B "
-                             "(paper)")
+    parser.add_argument("--shapes", choices=SHAPE_MODES, default="default",
+                        help="the rows of the paper's Clusters A and B on their fabric "
+                             "(cluster-b), the others on --topo (default); every row on "
+                             "--topo (one); each on the shape of the paper's cluster it ran "
+                             "on (paper)")
+    parser.add_argument("--loaded", action="store_true",
+                        help="also play the fault rows' loaded-fabric variants (-loaded) "
+                             "on --topo")
     args = parser.parse_args(argv)
     try:
         only = {k.strip() for k in args.only.split(",") if k.strip()} or None
-        plan = shape_plan(args.topo, only, args.mtu) if args.shapes == "paper" else [
-            (load_topology(args.topo, args.mtu), only)]
-        for fabric, keys in plan:
-            checked_rows(fabric, keys)  # a mistake in a row is said before anything runs
+        legs = plan(args.topo, args.shapes, only, args.loaded, args.mtu)
     except PREFLIGHT_ERRORS as err:
         print(f"error: {err}", file=sys.stderr)
         return USAGE_ERROR
     status, folders = 0, []
-    for fabric, keys in plan:
+    for leg in legs:
         try:
-            run = Run.prepare("paper", fabric, args.dataplane, args.results,
-                              cap=args.rate_cap)
+            run = Run.prepare("paper", leg.fabric, args.dataplane, args.results,
+                              cap=args.rate_cap, active_hosts=leg.active_hosts)
         except PREFLIGHT_ERRORS as err:
             print(f"error: {err}", file=sys.stderr)
             return USAGE_ERROR
@@ -473,7 +539,7 @@ def main(argv: list[str] | None = None) -> int:
         if run.target.data_scale() < 1.0:  # BMv2: no faster than its CPU keeps up
             rate_reason = ("capped so that the BMv2 switches' CPU keeps up; "
                            + scale_note(run.target.data_scale()))
-        table = checked_rows(run.fabric, keys, run.target.data_scale())
+        table = checked_rows(run.fabric, leg.keys, run.target.data_scale())
         run_paper(run, table, rate_reason, max(1, args.repetitions))
         print(f"paper: {run.folder / 'paper.md'}")
         print(f"results: {run.folder}")
@@ -481,31 +547,80 @@ def main(argv: list[str] | None = None) -> int:
         status = max(status, run.status)
         if run.status == 130:
             break
-    if len(plan) > 1:
-        print(f"paper, every shape: {write_shapes_index(folders)}")
+    if len(folders) > 1:
+        print(f"paper, every fabric: {write_shapes_index(folders)}")
     return status
 
 
-def shape_plan(topo: str, only: set[str] | None,
-               mtu: int | None = None) -> list[tuple[Fabric, set[str]]]:
-    """`make paper SHAPES=paper`: each row on the shape of the cluster it ran on in the
-    paper (rows.py SHAPES; `topo` stands for Cluster B), as (fabric, its rows) in the
-    order of SHAPES, shapes without a chosen row left out."""
-    cluster_b = load_topology(topo, mtu)
-    by_shape: dict[str, set[str]] = {}
-    for row in rows(cluster_b):
-        if only is None or row.key in only:
-            by_shape.setdefault(row.shape, set()).add(row.key)
+@dataclass(frozen=True)
+class Leg:
+    """One fabric of a make paper run: the rows it plays, and how many hosts those rows
+    have sending at once (the links are capped for them; None: every host)."""
+
+    fabric: Fabric
+    keys: set[str]
+    active_hosts: int | None = None
+
+
+def plan(topo: str, shapes: str = "default", only: set[str] | None = None,
+         loaded: bool = False, mtu: int | None = None) -> list[Leg]:
+    """Where each chosen row runs (module docstring), as one `Leg` per fabric: the
+    fabrics of the shapes first, in the order of rows.py SHAPES, then `topo`. The rows:
+    `only`, else every row but the loaded variants, which `loaded` adds. Every row is
+    checked against its fabric here (a mistake is a UserError, before anything runs)."""
+    base = load_topology(topo, mtu)
     if only:
-        checked_rows(cluster_b, only)  # an unknown key: one line, as without SHAPES
-    return [(cluster_b if shape == "B" else load_topology(name, mtu), by_shape[shape])
-            for shape, name in SHAPES.items() if shape in by_shape]
+        checked_rows(base, only)  # an unknown key: one line naming the rows there are
+    chosen = [r for r in rows(base)
+              if (r.key in only if only else not r.loaded or loaded)]
+    by_place: dict[tuple[int, str], set[str]] = {}
+    order: dict[str, int] = {}  # each shape's fabric, in the order of SHAPES
+    for name in SHAPES.values():
+        order.setdefault(name, len(order))
+    for row in chosen:
+        on_shape = not row.loaded and (shapes == "paper"
+                                       or (shapes == "default" and row.shape in WIDE))
+        name = SHAPES[row.shape] if on_shape else topo
+        place = (order[name] if on_shape else len(order), name)
+        by_place.setdefault(place, set()).add(row.key)
+    fabrics: dict[str, Fabric] = {topo: base}
+    legs = []
+    for (_, name), keys in sorted(by_place.items()):
+        fabric = fabrics.get(name) or fabrics.setdefault(name, load_topology(name, mtu))
+        legs.append(Leg(fabric, keys, sending_hosts(fabric, checked_rows(fabric, keys))))
+    return legs
+
+
+def sending_hosts(fabric: Fabric, table: list[CheckedRow]) -> int | None:
+    """The most hosts one of the rows' passes has sending at once (their transfers'
+    sources), or None when that is every host of the fabric."""
+    most = max((len({t.src for phase in s.plan for t in phase})
+                for c in table for s in (c.scenario, c.reference) if s is not None),
+               default=len(fabric.hosts))
+    return None if most >= len(fabric.hosts) else most
+
+
+def documented_rows() -> tuple[list[Row], list[Row]]:
+    """The rows docs/paper.md lists, each built on the fabric a plain `make paper`
+    plays it on: the paper's rows, then the loaded variants, in the order of rows.py."""
+    placed = {}
+    for leg in plan(DEFAULT_TOPO, loaded=True):
+        placed.update({row.key: row for row in rows(leg.fabric) if row.key in leg.keys})
+    ordered = [placed[row.key] for row in rows(load_topology(DEFAULT_TOPO))]
+    return ([r for r in ordered if not r.loaded], [r for r in ordered if r.loaded])
+
+
+def criteria_markdown() -> tuple[str, str]:
+    """docs/paper.md's two tables of claims and criteria (the paper's rows; the loaded
+    variants), from the rows themselves (rows.py `criteria_table`, `loaded_table`)."""
+    paper, loaded = documented_rows()
+    return "\n".join(criteria_table(paper)), "\n".join(loaded_table(loaded))
 
 
 def write_shapes_index(folders: list[Path]) -> Path:
-    """paper.md of `make paper SHAPES=paper`: each shape's table, in the folder of the
-    first shape's run."""
-    lines = ["# The MRC paper's experiments, each on its cluster's shape", ""]
+    """paper-shapes.md of a run on several fabrics: each fabric's table, in the folder of
+    the first one's run."""
+    lines = ["# The MRC paper's experiments, on each fabric they ran on", ""]
     for folder in folders:
         data = json.loads((folder / "paper.json").read_text())
         planes = f"{data['planes']} plane{'s' if data['planes'] != 1 else ''}"

@@ -31,6 +31,10 @@ from experiments.run.agents import AgentSet
 from experiments.scenarios.workloads import Transfer
 from hosts.protocol import transport_spec
 
+# How often each agent samples the bytes it received (its `progress` events): the grain
+# of every throughput series (experiments/analysis/metrics.py, timeseries.py).
+PROGRESS_S = 0.05
+
 
 @dataclass
 class TransferResult:
@@ -73,9 +77,10 @@ class TransportRun:
         return not self.timed_out and not self.aborted and all(t.done for t in self.transfers)
 
 
+
 def run_transport(net, fabric, transport: str, phases: list[list[Transfer]],
                   steps: list[Step], apply_fault, folder: Path, timeout_s: float,
-                  protocol: dict, progress, progress_s: float = 0.05) -> TransportRun:
+                  protocol: dict, progress, progress_s: float = PROGRESS_S) -> TransportRun:
     baseline = transport_spec(transport).baseline
     # Faults in place before the start are there before the agents: each agent finds its
     # ports as the job would (a dead port is dead when it starts).

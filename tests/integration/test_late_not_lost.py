@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_fault_free_cross_t1_flows_retire_no_path(tmp_path):
-    row = next(r for r in rows(load_topology("2tier-8plane")) if r.key == "t0-t1-link-flaps")
+    row = next(r for r in rows(load_topology("2tier-8plane")) if r.key == "t0-t1-link-flaps-loaded")
     scenario = {**row.scenario, "name": "cross-t1-flows", "transports": ["mrc"], "faults": []}
     path = tmp_path / "cross-t1-flows.yaml"
     path.write_text(yaml.safe_dump(scenario))

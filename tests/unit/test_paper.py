@@ -1,5 +1,6 @@
-"""`make paper`: its rows are valid scenarios on the shipped topologies, its judges decide
-by their stated criteria, and paper.md has every row with its verdict."""
+"""`make paper`: its rows are valid scenarios on the shipped topologies, the judges of the
+loaded variants and of the other rows decide by their stated criteria, and paper.md has
+every row with its verdict (the fault rows' judges: tests/unit/test_paper_series.py)."""
 
 from __future__ import annotations
 
@@ -15,16 +16,18 @@ from experiments.run.play import Pass
 from topologies.model import load_topology, with_rate_cap
 
 
-@pytest.mark.parametrize("topology", ["2tier-8plane", "2tier-2plane", "2tier-1plane"])
+@pytest.mark.parametrize("topology", ["2tier-8plane", "2tier-2plane", "2tier-1plane",
+                                      "cluster-b"])
 def test_every_row_is_a_valid_scenario_on_the_shipped_topologies(topology):
     fabric = load_topology(topology)
     fabric = with_rate_cap(fabric, cap_for(fabric, DEFAULT_MBIT_PER_CORE, cores=2))
     table = checked_rows(fabric, None)
     keys = [checked.row.key for checked in table]
-    assert len(keys) == len(set(keys)) >= 18
+    assert len(keys) == len(set(keys)) >= 27
     # Losing NIC ports means nothing where NICs have a single port.
     assert [c.row.key for c in table if c.not_applicable] == (
-        ["nic-port-loss", "transceiver-flap"] if fabric.spec.planes == 1 else [])
+        ["nic-links-down", "transceiver-flap", "nic-port-loss-loaded",
+         "transceiver-flap-loaded"] if fabric.spec.planes == 1 else [])
     for checked in table:
         row, scenario, reference = checked.row, checked.scenario, checked.reference
         if checked.not_applicable:
@@ -59,25 +62,25 @@ def measured(key, faulty, clean=None, times=()):
 
 def test_slowdown_rows_pass_within_the_limit_and_fail_beyond_it():
     clean = [block("mrc", 2.0), block(BASELINE, 3.0)]
-    ok = JUDGES["slowdown_at_most"](measured("t0-t1-link-flaps",
+    ok = JUDGES["slowdown_at_most"](measured("t0-t1-link-flaps-loaded",
                                             [block("mrc", 2.08), block(BASELINE, 9.0)], clean))
     assert ok.passed and "mrc +4.0% (limit 5%)" in ok.measured and "+200.0%" in ok.measured
-    slow = JUDGES["slowdown_at_most"](measured("t0-t1-link-flaps",
+    slow = JUDGES["slowdown_at_most"](measured("t0-t1-link-flaps-loaded",
                                               [block("mrc", 2.2), block(BASELINE, 3.0)], clean))
     assert not slow.passed
     unfinished = JUDGES["slowdown_at_most"](measured(
-        "t0-t1-link-flaps", [block("mrc", 2.0, ok=False), block(BASELINE, 3.0)], clean))
+        "t0-t1-link-flaps-loaded", [block("mrc", 2.0, ok=False), block(BASELINE, 3.0)], clean))
     assert not unfinished.passed
 
 
 def test_a_silent_t1_row_needs_the_baseline_to_wait_for_the_reboot():
     clean = [block("mrc", 2.0), block(BASELINE, 3.0)]
     times = [(0.6, False), (2.1, True)]
-    stalled = JUDGES["silent_t1"](measured("silent-t1", [block("mrc", 2.1),
+    stalled = JUDGES["silent_t1"](measured("silent-t1-loaded", [block("mrc", 2.1),
                                                          block(BASELINE, 4.0)], clean, times))
     assert stalled.passed and "the T1 came back at 2.10 s" in stalled.measured
     # A baseline that finished before the T1 came back never stalled on it.
-    early = JUDGES["silent_t1"](measured("silent-t1", [block("mrc", 2.1),
+    early = JUDGES["silent_t1"](measured("silent-t1-loaded", [block("mrc", 2.1),
                                                        block(BASELINE, 2.0)], clean, times))
     assert not early.passed
 
@@ -171,49 +174,9 @@ def progress(t, dst, by_src):
             "rx_by_src": {str(k): v for k, v in by_src.items()}, "srtt_ms": 1.0}
 
 
-def two_flows(mbps_each, joined=1.0, end=3.0, migrate_at=None):
-    """A pass of flows 0->7 (from 0 s) and 1->6 (from `joined`), each received at a
-    steady rate (Mbit/s) until `end`; a migration event at `migrate_at`."""
-    from experiments.run.workload_run import TransferResult, TransportRun
-    run = TransportRun("mrc", 0.0, end=end)
-    run.transfers = [TransferResult(0, 7, 0, 1, "data", 0, 0.0, end, end, True),
-                     TransferResult(1, 6, 0, 1, "data", 0, joined, end, end, True)]
-    events = []
-    for i in range(int(end * 10) + 1):
-        t = i / 10
-        events.append(progress(t, 7, {0: int(mbps_each * 1e6 / 8 * t)}))
-        events.append(progress(t, 6, {1: int(mbps_each * 1e6 / 8 * max(0.0, t - joined))}))
-    if migrate_at is not None:
-        events.append({"t": migrate_at, "event": "migrate", "host": 0})
-    return Pass(runs=[run], events={"mrc": events}, blocks=[block("mrc", end)])
-
-
-def test_ecn_migration_counts_rtts_from_the_second_flow_and_compares_on_one_plane():
-    fabric = load_topology("2tier-8plane")
-    (row,) = rows(fabric, lambda k: k == "ecn-migration")
-    assert row.scenario["params"]["start_s"][1] > 0  # the paper's sequence
-    assert row.reference["protocol"]["pin_path"] == [0, None]  # the same plane, unpinned
-    rtt = fabric.spec.base_rtt_s  # srtt 1 ms is below it: the counted one is used
-    clean = two_flows(1.0)
-    quick = JUDGES["ecn_migration"](Measured(row, fabric, two_flows(
-        0.9, migrate_at=1.0 + 5 * rtt), clean))
-    assert quick.passed and quick.figures["first_migration_rtts"] == pytest.approx(5)
-    assert quick.figures["shares"] == {"h0->h7": 0.9, "h1->h6": 0.9}
-    late = JUDGES["ecn_migration"](Measured(row, fabric, two_flows(
-        0.9, migrate_at=1.0 + 12 * rtt), clean))
-    assert not late.passed  # 12 RTT after flow 2 joined
-    # A migration before flow 2 joined is not the one the row is about.
-    early = JUDGES["ecn_migration"](Measured(row, fabric, two_flows(0.9, migrate_at=0.5),
-                                             clean))
-    assert not early.passed and early.figures["migrations"] == 0
-    slow = JUDGES["ecn_migration"](Measured(row, fabric, two_flows(
-        0.7, migrate_at=1.0 + rtt), clean))
-    assert not slow.passed  # 70% of unpinned
-
-
-def test_the_t1_down_row_is_bounded_by_its_plane():
+def test_the_loaded_t1_down_row_is_bounded_by_its_plane():
     fabric = with_rate_cap(load_topology("2tier-8plane"), 2.5)
-    (checked,) = checked_rows(fabric, {"t1-down"})
+    (checked,) = checked_rows(fabric, {"t1-down-loaded"})
     down = next(a.t for a in checked.scenario.faults if not a.up)
 
     def steady(mbps_after):
@@ -234,27 +197,10 @@ def test_the_t1_down_row_is_bounded_by_its_plane():
     assert not steady(6.5).passed
 
 
-def test_point_to_point_needs_both_placements_near_the_payload_line_rate():
-    from experiments.paper.rows import payload_rate_mbit
-    fabric = load_topology("2tier-8plane")
-    ceiling = payload_rate_mbit(fabric)
-    assert ceiling == pytest.approx(80 * 1200 / (1200 + 32 + 62))  # 8 x 10 Mbit/s
-
-    def judged(cross, local):
-        nbytes = 1_000_000
-        m = measured("point-to-point", [block("mrc", nbytes * 8 / (cross * ceiling) / 1e6)],
-                     [block("mrc", nbytes * 8 / (local * ceiling) / 1e6)])
-        return JUDGES["line_rate"](m)
-
-    ok = judged(0.95, 0.93)
-    assert ok.passed and ok.figures["line_share"] == {"cross-T1": 0.95, "T0-local": 0.93}
-    assert not judged(0.95, 0.85).passed and not judged(0.8, 0.95).passed
-
-
-def test_a_transceiver_flap_is_judged_while_down_and_after_it_returns():
+def test_a_loaded_transceiver_flap_is_judged_while_down_and_after_it_returns():
     from experiments.run.workload_run import TransportRun
     fabric = load_topology("2tier-8plane")
-    (row,) = rows(fabric, lambda k: k == "transceiver-flap")
+    (row,) = rows(fabric, lambda k: k == "transceiver-flap-loaded")
     assert row.params["lost"] == 0.5  # four of eight ports
 
     def judged(down_mbps, back_mbps):
@@ -283,9 +229,9 @@ def flows_block(transport, means, **extra):
         {"src": i, "dst": (i + 4) % 8, "mean_mbps": m} for i, m in enumerate(means)]}, **extra)
 
 
-def test_startup_losses_are_counted_per_broken_path():
+def test_loaded_startup_losses_are_counted_per_broken_path():
     fabric = with_rate_cap(load_topology("2tier-8plane"), 2.5)
-    (checked,) = checked_rows(fabric, {"startup-losses"})
+    (checked,) = checked_rows(fabric, {"startup-losses-loaded"})
     # Four links down, one uplink of rack 0's T0 in each of four planes: every
     # cross-rack connection (either way) has 4 of its 32 paths cut.
     from experiments.paper.judge import broken_paths
@@ -328,20 +274,6 @@ def test_the_permutation_row_wants_even_mrc_flows_and_the_1qp_collisions_shown()
     assert not judged([0.75 * line] * 8, [0.9 * line] * 8).passed
 
 
-def test_shapes_paper_plays_each_row_on_its_clusters_shape():
-    from experiments.paper.replay import shape_plan
-    plan = {fabric.name: keys for fabric, keys in shape_plan("2tier-8plane", None)}
-    assert list(plan) == ["2tier-8plane", "cluster-c", "cluster-d"]
-    assert plan["cluster-c"] == {"ring-allreduce-qps", "random-loss-0p1pct",
-                                 "random-loss-1pct", "all-to-all-sizes"}
-    assert plan["cluster-d"] == {"incast-victim", "permutation"}
-    c, d = load_topology("cluster-c"), load_topology("cluster-d")
-    assert (len(c.hosts), c.spec.planes, c.spec.racks, c.spec.t1_per_plane) == (64, 4, 8, 8)
-    assert (len(d.hosts), d.spec.planes, d.spec.racks, d.spec.t1_per_plane) == (16, 1, 4, 4)
-    # Only the chosen rows' shapes are brought up.
-    assert [f.name for f, _ in shape_plan("2tier-8plane", {"permutation"})] == ["cluster-d"]
-
-
 def test_the_ring_alternates_racks_so_that_every_hop_crosses_the_spine():
     from experiments.scenarios.workloads import phases
     fabric = load_topology("2tier-8plane")
@@ -356,7 +288,7 @@ def test_the_ring_alternates_racks_so_that_every_hop_crosses_the_spine():
 def test_curve_plots_draw_every_repetition_of_a_figure(tmp_path):
     from experiments.paper.replay import curve_plots
     fabric = load_topology("2tier-8plane")
-    table = checked_rows(fabric, {"ring-allreduce-qps", "random-loss-1pct", "t1-down"})
+    table = checked_rows(fabric, {"ring-allreduce-qps", "random-loss-1pct", "t1-down-loaded"})
     each = [{"curves": {"mrc": {100: v, 1000: 2 * v}, "roce": {100: v / 2, 1000: v}}}
             for v in (1.0, 1.2, 0.9)]
     results = [{"figures_each": each} if c.row.curve else {"verdict": "PASS"}
