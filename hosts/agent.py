@@ -23,6 +23,9 @@ Control channel: JSON lines on stdin (commands) and stdout (answers and notifica
     -> {"cmd": "pause", "plane": 2, "on": true}
        PFC at the NIC port of that plane (experiments/dataplanes/pfc.py): the baseline's data waits
        there until a pause with "on": false
+    -> {"cmd": "line-rate", "share": 0.875}
+       the NIC's ports run at that share of their line rate from now on (a rate cut of
+       the host's link on the single-plane twin): every sender paces to it
     -> {"cmd": "query_ev_profile", "dst": 3}, {"cmd": "modify_ev_profile", ...},
        {"cmd": "ep_batch_send_wait", ...}: the control API, shaped as OCP MRC's
        mrc_ctl.h (EV profiles and states, the denylist, EV probes; `ev_event` lines
@@ -268,6 +271,8 @@ class Agent:
                 if not 0 <= plane < self.planes:
                     raise ValueError(f"no plane {plane}")
                 self.endpoint.pause(plane, bool(cmd["on"]), time.monotonic())
+            elif kind == "line-rate":
+                self.endpoint.set_line_share(float(cmd["share"]))
             elif kind in CTL_COMMANDS:
                 self.ctl.command(cmd, time.monotonic())  # answers, errors included
             elif kind == "quit":

@@ -447,6 +447,10 @@ class RoceSender:
             return
         self._ack(qp, ctl.cum_psn - qp.first_psn, now)
 
+    def set_line_rate(self, line_rate_Bps: float) -> None:
+        """Each queue pair paces to its DCQCN share of this rate from now on."""
+        self.line_rate_Bps = line_rate_Bps
+
     def on_cnp(self, hdr: wire.Header, ctl: wire.Control, now: float) -> None:
         """A congestion notification for the QP its PSN names."""
         qp = self._qp_of(hdr.psn)

@@ -176,6 +176,8 @@ class Endpoint:
         # (trimmed, CE-marked, LAST) is answered at once.
         self.pending_acks: dict[tuple[int, int, int, int], list] = {}
         self.paths_to: dict[int, int] = {}  # peer -> paths per plane
+        # The share of its line rate the NIC's ports run at (set_line_share).
+        self.line_share = 1.0
         self.pacer = Pacer(self.planes, fabric.spec.host_t0.rate_mbit,
                            config.mtu_payload + protocol.MRC_HEADER_BYTES, config.pace)
         self.senders: dict[int, TransportSender] = {}
@@ -518,6 +520,20 @@ class Endpoint:
     def port_state(self) -> int:
         return self._port_state
 
+    def set_line_share(self, share: float) -> None:
+        """The NIC's ports run at `share` of their line rate from now on (on the
+        single-plane twin, a port that lost some of the lanes the planes' ports stand
+        for): every sender paces to it, as a NIC paces to its port's speed, so the
+        host's own queue does not drop what the port can no longer carry."""
+        if not 0 < share <= 1:
+            raise ValueError(f"a line share is above 0 and at most 1 (got {share})")
+        self.line_share = share
+        rate_mbit = self.fabric.spec.host_t0.rate_mbit
+        self.pacer.set_rate(rate_mbit * share,
+                            self.config.mtu_payload + protocol.MRC_HEADER_BYTES)
+        for sender in self.senders.values():
+            sender.set_line_rate(share * rate_mbit * 1e6 / 8)
+
     def pause(self, plane: int, on: bool, now: float) -> None:
         """PFC at this host's NIC port of `plane` (the switch it faces is past XOFF for
         the lossless class): the baseline's data waits there until resumed."""
@@ -637,7 +653,7 @@ class Endpoint:
         def qp_error(qp, now: float, peer=peer) -> None:
             self.on_qp_error(peer, qp.index, now)
 
-        line_rate_Bps = self.fabric.spec.host_t0.rate_mbit * 1e6 / 8
+        line_rate_Bps = self.line_share * self.fabric.spec.host_t0.rate_mbit * 1e6 / 8
         return RoceSender(self.me, peer, self._conn_id(peer), self.fabric, self.config,
                           self.on_event, completed, qps=self.qps, line_rate_Bps=line_rate_Bps,
                           routes=self.routes, dcqcn=self.spec.dcqcn, on_qp_error=qp_error,

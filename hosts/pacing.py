@@ -29,14 +29,19 @@ class Pacer:
 
     def __init__(self, planes: int, rate_mbit: float, packet_bytes: int, enabled: bool = True):
         self.enabled = enabled
+        self.next_free = [0.0] * planes
+        self.now = 0.0
+        self.horizon = 0.0
+        self.set_rate(rate_mbit, packet_bytes)
+
+    def set_rate(self, rate_mbit: float, packet_bytes: int) -> None:
+        """Pace to `rate_mbit` a plane from now on (a NIC port that came up at a lower
+        speed, as a lane down leaves it)."""
         # Seconds the paced link is busy per byte of a frame (the time of a 1-byte frame),
         # so charging a packet is one multiplication.
         self.byte_s = 1 / link_pps(rate_mbit * PACE_FRACTION, 1)
         self.packet_s = (packet_bytes + WIRE_OVERHEAD) * self.byte_s
         self.burst_s = max(MIN_BURST_S, BURST_PACKETS * self.packet_s)
-        self.next_free = [0.0] * planes
-        self.now = 0.0
-        self.horizon = 0.0
 
     def at(self, now: float) -> None:
         """Set the clock for the ready()/charge() calls that follow."""

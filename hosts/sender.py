@@ -235,3 +235,7 @@ class Sender(Reliability, LossDetection, PathManager):
 
     def on_cnp(self, hdr: wire.Header, ctl: wire.Control, now: float) -> None:
         """MRC reacts to the ECN echo of each SACK (per EV), not to CNPs: ignored."""
+
+    def set_line_rate(self, line_rate_Bps: float) -> None:
+        """MRC's packets are paced per plane by the endpoint (hosts/pacing.py): nothing
+        here."""

@@ -75,6 +75,10 @@ class TransportSender(Protocol):
     def on_cnp(self, hdr: wire.Header, ctl: wire.Control, now: float) -> None:
         """A congestion notification packet (DCQCN)."""
 
+    def set_line_rate(self, line_rate_Bps: float) -> None:
+        """The NIC's port now carries this many bytes a second (a lane down): a sender
+        that paces itself paces to it."""
+
     def on_probe_reply(self, hdr: wire.Header, ctl: wire.Control, now: float,
                        ce: bool = False) -> None:
         """The answer to one of this connection's probes (`ce`: it arrived CE-marked)."""

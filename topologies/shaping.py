@@ -14,6 +14,9 @@ the same backlog on both data planes.
 Ports facing a host are never ECN-marked: in MRC a mark means "this path is busier than
 its siblings", which the last hop cannot tell.
 
+A link's rate can change while it runs (`rate_commands`): its htb class is changed in
+place, and the queue and marking below it stay as they are.
+
 Not every kernel has netem and RED (minimal cloud and CI kernels often lack them):
 `probe_features()` finds out once, and the links then emulate what the kernel can; the
 run summary says what was left out.
@@ -112,3 +115,18 @@ def tc_commands(intf: str, params: LinkParams, ecn_threshold_pkts: int | None,
         cmds.append(f"tc qdisc replace dev {intf} parent {parent} handle 10: pfifo "
                     f"limit {params.queue_pkts}")
     return cmds
+
+
+# The htb class that holds a port's rate: tc_commands' 1:1, which is also the link class
+# of the eBPF switch program's set-up of a switch port (controller/ebpf_config.py
+# qdisc_commands), under whose rate its leaves borrow.
+LINK_CLASS = "1:1"
+
+
+def rate_commands(intf: str, rate_mbit: float, frame: int) -> list[str]:
+    """The tc command that runs a shaped port at `rate_mbit` from now on (a share of its
+    link's rate, or the rate again): its htb link class changed in place, with the same
+    quantum (`frame`, the largest frame), so its queue, marking and delay stay."""
+    rate = f"{rate_mbit:g}mbit"
+    return [f"tc class change dev {intf} parent 1: classid {LINK_CLASS} htb rate {rate} "
+            f"ceil {rate} quantum {frame}"]

@@ -16,6 +16,10 @@ switches are asked for at most CPU_SHARE of what they forward on this machine: t
 figure bench/bmv2_forwarding.py measured (build/bmv2-forwarding.json) or, before the
 bench has run here, MEASURED_PATH_PPS. The rate used and why are in the run summary.
 
+A link's rate changes while it runs (`set_rate`, the single-plane twin's share of a
+fault of the planes): a switch end's queues inside BMv2 get the new rate through the
+same Thrift CLI calls that set them at start-up, a host end's htb class the new rate.
+
 The `loss` and `gray-loss` faults are not the P4 program's: they are the eBPF switch
 program's maps, loaded in faults-only mode on the ports that send the packets
 (experiments/dataplanes/targets.py `apply_fault`); a switch end of a link is an interface of the
@@ -35,9 +39,11 @@ from typing import TYPE_CHECKING
 from controller.p4info import P4Info
 from controller.program import program_switch, read_counters
 from controller.tables import switch_tables
+from experiments.dataplanes.kernel_target import link_ends
 from hosts.protocol import link_mbit
 from topologies.bmv2 import Bmv2Error, Bmv2Switch, queue_commands
 from topologies.model import Fabric, with_rate_cap
+from topologies.shaping import rate_commands
 
 if TYPE_CHECKING:
     from experiments.dataplanes.ebpf_switch import Counters
@@ -241,6 +247,22 @@ class Bmv2Target:
                     intf.node.drop_sent(intf.name, not up)
                 else:
                     intf.node.set_port(intf.name, up)
+
+    def set_rate(self, net: FabricNet, fabric: Fabric, a: str, b: str, share: float) -> None:
+        """Run the link between a and b at `share` of its rate, both ways (1: its rate
+        again): a switch end's data, lossless and priority queues paced at the new rate
+        (their depths as at start-up), a host end's htb link class."""
+        spec = fabric.spec
+        for port in link_ends(fabric, a, b):
+            link = fabric.link_params(port.tier)
+            rate = link.rate_mbit * share
+            node = net.get(port.node)
+            if isinstance(node, Bmv2Switch):
+                node.set_queues(queue_commands(port.number, rate, link.queue_pkts,
+                                               spec.trim_size_bytes, spec.priority_share,
+                                               spec.data_frame_bytes))
+            else:
+                node.run(rate_commands(port.intf, rate, spec.data_frame_bytes))
 
     def blackhole(self, net: FabricNet, fabric: Fabric, switch: str, on: bool) -> None:
         """Everything the switch sends is dropped on its ports; links stay up."""

@@ -3,13 +3,17 @@
 Each switch is a `KernelRouter` (topologies/nodes.py) whose static tables are `ip -6`
 routes built by controller/kernel.py from the tables of controller/tables.py. Links are
 shaped with tc at both ends, since the kernel has no switch queues of its own; faults
-are `ip` and netlink changes in the switches' namespaces.
+are `ip` and netlink changes in the switches' namespaces, and a link's rate (`set_rate`)
+the htb class of each end (topologies/shaping.py `rate_commands`) with, on a switch
+port that runs the eBPF switch program, the rate its virtual queues drain at.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
+from controller import ebpf_config
 from controller.kernel import (
     blackhole_commands,
     by_interface,
@@ -17,9 +21,10 @@ from controller.kernel import (
     switch_commands,
 )
 from controller.tables import switch_tables
-from topologies.model import Fabric
+from topologies.model import Fabric, Port
 from topologies.network import set_link
 from topologies.nodes import KernelRouter
+from topologies.shaping import rate_commands
 
 if TYPE_CHECKING:
     from experiments.dataplanes.ebpf_switch import Counters
@@ -63,6 +68,29 @@ class KernelTarget:
     def set_link(self, net: FabricNet, a: str, b: str, up: bool) -> None:
         set_link(net, a, b, up)
 
+    def set_rate(self, net: FabricNet, fabric: Fabric, a: str, b: str, share: float) -> None:
+        """Run the link between a and b at `share` of its rate, both ways (1: its rate
+        again): the htb link class of each end and, where the eBPF switch program runs
+        a switch port (every switch port, when it runs at all), that port's settings at
+        the new rate, so that its virtual queues drain, mark and pause as the port
+        does. A host port runs the program in faults-only mode, which has no queue."""
+        writes = []
+        for port in link_ends(fabric, a, b):
+            params = fabric.link_params(port.tier)
+            params = dataclasses.replace(params, rate_mbit=params.rate_mbit * share)
+            net.get(port.node).run(rate_commands(port.intf, params.rate_mbit,
+                                                 fabric.spec.data_frame_bytes))
+            ifindex = net.ebpf_ports.get((port.node, port.intf))
+            if ifindex is not None and fabric.node(port.node).role != "host":
+                tables = switch_tables(fabric, fabric.node(port.node))
+                (role,) = [r for r in tables.ports if r.port == port.number]
+                peer = fabric.ports(port.peer)[port.peer_port].intf
+                writes.append(ebpf_config.port_config(
+                    tables, role, params, net.ebpf_ports.get((port.peer, peer), 0))
+                    .write(ifindex))
+        if writes:
+            net.ebpf.write(writes)
+
     def summary_fields(self) -> dict[str, object]:
         return {}
 
@@ -73,3 +101,9 @@ class KernelTarget:
 
         found = ebpf_switch.read_counters(net) if net.ebpf_ports else {}
         return found if switches is None else {n: found[n] for n in switches if n in found}
+
+
+def link_ends(fabric: Fabric, a: str, b: str) -> list[Port]:
+    """The two ends of the link between nodes a and b: a's port, then b's."""
+    return ([p for p in fabric.ports(a) if p.peer == b]
+            + [p for p in fabric.ports(b) if p.peer == a])

@@ -21,6 +21,10 @@ news is *local* or *remote*:
   gray loss (routing does not see lost packets), and for a one-way `link-down` (its
   carrier stays up, so neither end's link state changes; BFD, which would notice the
   missing hellos in one direction, is not modelled).
+- **nothing** for a `rate-cut`, how the single-plane twin carries a link, switch or
+  NIC port down in some of the planes (experiments/dataplanes/twin.py): the twin's
+  link runs slower but stays up, so no route changes. Routing on the twin sees a link
+  go only when all the planes' links it stands for are down.
 
 The step that ends a fault gives the same paths back, `local-up` or `remote-up`, with
 the same delays: the adjacent switch re-adds its link, remote switches hear the route

@@ -11,10 +11,12 @@ written again while traffic runs), and implements the switch and link faults:
 
 Each fault kind applies itself (experiments/faults/kinds/) through these primitives:
 a link both ways is `set_link`, a switch down or rebooted is `reboot`, a silent switch
-`blackhole`. Hosts are Linux namespaces on every target (experiments/run/bringup.py
-configures them), so a host port fault is the same everywhere; so are the loss faults
-and a one-way cut, written into the eBPF switch program's maps on the ports that send
-the packets (experiments/dataplanes/ebpf_switch.py): the program the kernel target runs on every
+`blackhole`, a link slowed to a share of its rate `set_rate` (the single-plane twin's
+part of a fault of some of the planes' links it stands for). Hosts are Linux namespaces
+on every target (experiments/run/bringup.py configures them), so a host port fault is
+the same everywhere; so are the loss faults and a one-way cut, written into the eBPF
+switch program's maps on the ports that send the packets
+(experiments/dataplanes/ebpf_switch.py): the program the kernel target runs on every
 switch port, loaded in faults-only mode on a host port or, on bmv2, on the switch end
 of a link (those interfaces are in the root namespace, beside BMv2, which is left
 untouched).
@@ -70,6 +72,10 @@ class Target(Protocol):
 
     def set_link(self, net: FabricNet, a: str, b: str, up: bool) -> None:
         """Fail or restore the link between nodes a and b, both ways."""
+
+    def set_rate(self, net: FabricNet, fabric: Fabric, a: str, b: str, share: float) -> None:
+        """Run the link between nodes a and b at `share` (above 0, up to 1) of its rate,
+        both ways; 1 gives it its rate again. It stays up: nothing sees a carrier change."""
 
     def summary_fields(self) -> dict[str, object]:
         """Figures of this target for the run summary (e.g. P4Runtime write batches)."""

@@ -23,24 +23,18 @@ T0-T1 link ("t0t1", plane, rack, spine).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
-from topologies.errors import UserError, shown
+# A kind reads its entry through fields.py, which imports nothing of this module; the
+# entry's error and the longest time are named here too, where the kinds find them.
+from experiments.faults.fields import MAX_TIME_S as MAX_TIME_S
+from experiments.faults.fields import Entry
+from experiments.faults.fields import FaultError as FaultError
 from topologies.model import Fabric, Link
 
-if TYPE_CHECKING:
-    from experiments.faults.fields import Entry
-
 RouteLink = tuple
-MAX_TIME_S = 3600.0  # no scenario runs longer than an hour
 MAX_COUNT = 1000  # repetitions of one entry
-FIX = "see the fault kinds and their fields in docs/running.md"
-
-
-class FaultError(UserError):
-    """A fault entry is invalid. The message is one line."""
 
 
 class NotOnTwin(Exception):
@@ -110,6 +104,11 @@ class Fault:
     def apply(self, env: Env, up: bool) -> None:
         raise NotImplementedError
 
+    def tell_agents(self, agents: Any, fabric: Fabric) -> None:
+        """What host agents started after the fault was applied must hear of it (a NIC
+        that came up slower paces to its port's speed); nothing for most kinds, whose
+        network state the agents find for themselves."""
+
     # ------------------------------------------------------------ what it means
     @property
     def target(self) -> tuple:
@@ -138,9 +137,11 @@ class Fault:
         """(node, interface) of the ports whose eBPF maps the fault writes."""
         return set()
 
-    def on_twin(self, fabric: Fabric, twin: Fabric) -> Fault:
-        """The same fault on `twin`, the single-plane twin of `fabric` (the same hosts,
-        racks and T1 numbers in one plane; experiments/dataplanes/twin.py)."""
+    def on_twin(self, fabric: Fabric, twin: Fabric):
+        """What the fault takes from `twin`, the single-plane twin of `fabric` (the same
+        hosts, racks and T1 numbers in one plane; experiments/dataplanes/twin.py): a
+        `TwinShare` of the links it touches (experiments/faults/kinds/capacity.py), which
+        the twin adds up over the faults down at each step."""
         raise NotOnTwin(f"{self.kind} has no counterpart on a single-plane fabric")
 
     def cuts(self, nodes: list[str], plane: int) -> str | None:
@@ -209,17 +210,6 @@ def repeat(fault: Fault, entry: Entry, at: float, down_s: float | None,
         if down_s is not None:
             steps.append(Step(start + down_s, True, fault))
     return steps
-
-
-def checked_seconds(value: object, where: str, source: str, positive: bool = False) -> float:
-    """A number of seconds from 0 (or above 0) up to MAX_TIME_S, or a FaultError."""
-    if (isinstance(value, bool) or not isinstance(value, (int, float))
-            or not math.isfinite(value) or value > MAX_TIME_S
-            or (value <= 0 if positive else value < 0)):
-        low = "above 0" if positive else "from 0"
-        raise FaultError(source, where, f"must be a number of seconds {low} up to "
-                         f"{MAX_TIME_S:g} (got {shown(value)})", FIX)
-    return float(value)
 
 
 # Shared by several kinds: the link between two nodes, both directions.

@@ -5,18 +5,36 @@ A kind's `read`/`steps` (experiments/faults/kinds/) asks its `Entry` for each fi
 mistake is a `FaultError` naming the file and the field (`faults[2].plane`), and every
 name given by role (experiments/scenarios/roles.py) is noted in `resolved`, so the run can print
 what it chose.
+
+It needs nothing of base.py (what a fault kind is), which reads its entries here.
 """
 
 from __future__ import annotations
 
 import math
 
-from experiments.faults.base import FIX, FaultError, checked_seconds
 from experiments.scenarios import roles
-from topologies.errors import shown
+from topologies.errors import UserError, shown
 from topologies.model import Fabric, Host, Link, Switch
 
 TIMING_FIELDS = ("at_s", "down_s", "count", "every_s")
+MAX_TIME_S = 3600.0  # no scenario runs longer than an hour
+FIX = "see the fault kinds and their fields in docs/running.md"
+
+
+class FaultError(UserError):
+    """A fault entry is invalid. The message is one line."""
+
+
+def checked_seconds(value: object, where: str, source: str, positive: bool = False) -> float:
+    """A number of seconds from 0 (or above 0) up to MAX_TIME_S, or a FaultError."""
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or not math.isfinite(value) or value > MAX_TIME_S
+            or (value <= 0 if positive else value < 0)):
+        low = "above 0" if positive else "from 0"
+        raise FaultError(source, where, f"must be a number of seconds {low} up to "
+                         f"{MAX_TIME_S:g} (got {shown(value)})", FIX)
+    return float(value)
 
 
 class Entry:

@@ -738,7 +738,7 @@ def _loaded_rows(fabric: Fabric) -> list[Row]:
             f"{1 - len(half) / planes:.2f} (the ports left) minus 5%; from 0.3 s after "
             "they return, at least 0.90.",
             f"Ports {half} of h{local[0]} go down for {0.3 * d:g} s; roce-8 on the twin "
-            f"loses its NIC's only port",
+            f"keeps {1 - len(half) / planes:.2f} of its NIC's one port's rate",
             with_faults(local_flows, {"kind": "transceiver-flap", "host": f"h{local[0]}",
                                       "planes": half, "at_s": 0.2 * d, "down_s": 0.3 * d}),
             "transceiver", params={"lost": len(half) / planes, "slack": 0.05,

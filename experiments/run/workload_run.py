@@ -92,6 +92,8 @@ def run_transport(net, fabric, transport: str, phases: list[list[Transfer]],
     try:
         agents = AgentSet(net, fabric, transport, folder / "agents", protocol, progress_s)
         agents.wait_ready()
+        for step in early:
+            step.fault.tell_agents(agents, fabric)
         if baseline:
             routing = RoutingState(fabric)
             for step in early:

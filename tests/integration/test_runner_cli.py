@@ -193,3 +193,22 @@ def test_sigterm_ends_a_run_within_seconds(tmp_path):
     assert time.monotonic() - sent < 10, rest
     assert run.returncode == 130 and "interrupted (SIGTERM)" in rest, rest
     assert not find_leftovers()
+
+
+def test_the_showcase_checks_every_path_then_ends_with_the_verdict(tmp_path):
+    proc = run_cli(tmp_path, "--topo", "2tier-2plane", "--dataplane", "kernel",
+                   "--scenario", "showcase")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    checked = [line.split("paths: ")[1].split()[0] for line in lines if "paths: " in line]
+    assert len(checked) == 1 and checked[0].split("/")[0] == checked[0].split("/")[1], lines
+    assert any("mrc: slowdown" in line for line in lines)
+    assert any("roce-8: slowdown" in line for line in lines)
+    verdict = [line for line in lines[-3:] if "verdict: " in line]
+    assert len(verdict) == 1, lines[-3:]
+    assert "report: " in lines[-2] and lines[-1].startswith("results: ")
+    folder = Path(lines[-1][len("results: "):])
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["ok"] and summary["paths_ok"] == summary["paths_checked"]
+    assert (folder / "report.md").is_file() and (folder / "goodput.png").is_file()
+    assert not find_leftovers()

@@ -104,7 +104,9 @@ def test_a_hog_before_the_measurement_keeps_the_quiet_figure(tmp_path):
                               "calibration here, 2024-05-01T09:00:00")
     (line,) = lines
     assert line.startswith("calibration: not stored, the machine was busy (")
-    assert "idle before the measurement" in line and f"(pid {hogs[0]})" in line
+    # It names the busiest other programs: the hog, unless something else on the
+    # machine was busier still.
+    assert "idle before the measurement" in line and "(pid " in line
 
 
 def test_a_hog_during_a_step_keeps_the_quiet_figure(tmp_path):
@@ -121,7 +123,7 @@ def test_a_hog_during_a_step_keeps_the_quiet_figure(tmp_path):
     assert cache.read_bytes() == stored
     assert calls == [calibration.LADDER[0]]  # the first disturbed step ends the ladder
     assert not found.stored and found.mbit_per_core == 40.0
-    assert "other programs used" in lines[-1] and f"(pid {hogs[0]})" in lines[-1]
+    assert "other programs used" in lines[-1] and "(pid " in lines[-1]
 
 
 def test_without_a_hog_the_figure_is_stored_with_how_quiet_the_machine_was(tmp_path):

@@ -11,8 +11,10 @@
   still connects every pair of racks (`links_fail_pick()`).
 
 A both-ways cut is what routing sees (the link's ends lose carrier); a one-way cut it
-does not see (no BFD). On the single-plane twin a link is the link between the same
-rack's T0 and the same T1 (or the host's only port).
+does not see (no BFD). On the single-plane twin a link is one of the `planes` links the
+twin's link of the same rack and T1 (or the host's only port) stands for: a cut both
+ways takes 1/planes of that link's rate, a one-way cut loses 1/planes of what its
+sender sends there (experiments/faults/kinds/capacity.py).
 """
 
 from __future__ import annotations
@@ -27,9 +29,9 @@ from experiments.faults.base import (
     Step,
     link_of,
     link_route,
-    twin_name,
 )
 from experiments.faults.fields import Entry
+from experiments.faults.kinds.capacity import TwinShare
 from topologies.errors import shown
 from topologies.model import Fabric, Link
 
@@ -67,8 +69,8 @@ class LinkFlap(Fault):
     def routing_links(self, fabric: Fabric) -> set[RouteLink]:
         return {link_route(fabric, link_of(fabric, self.a, self.b))}
 
-    def on_twin(self, fabric: Fabric, twin: Fabric) -> Fault:
-        return type(self)(twin_name(fabric, twin, self.a), twin_name(fabric, twin, self.b))
+    def on_twin(self, fabric: Fabric, twin: Fabric) -> TwinShare:
+        return TwinShare.links_down(fabric, twin, [link_of(fabric, self.a, self.b)])
 
     def cuts(self, nodes: list[str], plane: int) -> str | None:
         hops = {frozenset(pair) for pair in zip(nodes, nodes[1:])}
@@ -131,9 +133,8 @@ class OneWayCut(Fault, register=False):
     def links_out(self, fabric: Fabric) -> set[RouteLink]:
         return {link_route(fabric, link_of(fabric, self.sender, self.receiver))}
 
-    def on_twin(self, fabric: Fabric, twin: Fabric) -> Fault:
-        return type(self)(twin_name(fabric, twin, self.sender),
-                          twin_name(fabric, twin, self.receiver))
+    def on_twin(self, fabric: Fabric, twin: Fabric) -> TwinShare:
+        return TwinShare.sent_lost(fabric, twin, [(self.sender, self.receiver, ONE_WAY_LOSS)])
 
     def cuts(self, nodes: list[str], plane: int) -> str | None:
         hops = set(zip(nodes, nodes[1:]))

@@ -9,6 +9,12 @@
 Both act on the ports that send the packets (the program is loaded there in
 faults-only mode where it does not run already, experiments/dataplanes/ebpf_switch.py), so they
 need no netem. Routing sees neither: no link goes down.
+
+On the single-plane twin both lose the same share of the packets: a link's loss is
+1/planes of what the twin link carries, a loss of `probability` on its share of it, so
+the twin link loses probability/planes (the mean over its planes, for several at once);
+a gray loss of one plane's path or T1 is probability/planes of the twin's path through
+the same T1, or of its T1 (experiments/faults/kinds/capacity.py).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from dataclasses import dataclass
 
 from experiments.faults.base import Env, Fault, FaultError, twin_name
 from experiments.faults.fields import Entry
+from experiments.faults.kinds.capacity import TwinShare
 from topologies.addressing import intf_name, t1_name, usid_address
 from topologies.errors import shown
 from topologies.model import Fabric
@@ -90,10 +97,9 @@ class Loss(LossFault):
     def ebpf_ports(self, fabric: Fabric) -> set[tuple[str, str]]:
         return set(self.ports(fabric))
 
-    def on_twin(self, fabric: Fabric, twin: Fabric) -> Fault:
-        links = dict.fromkeys((twin_name(fabric, twin, a), twin_name(fabric, twin, b))
-                              for a, b in self.links)
-        return Loss(self.probability, tuple(links))
+    def on_twin(self, fabric: Fabric, twin: Fabric) -> TwinShare:
+        return TwinShare.sent_lost(fabric, twin, [(a, b, self.probability)
+                                                  for a, b in self.links])
 
     def cuts(self, nodes: list[str], plane: int) -> str | None:
         hops = set(zip(nodes, nodes[1:]))
@@ -167,11 +173,12 @@ class GrayLoss(LossFault):
     def ebpf_ports(self, fabric: Fabric) -> set[tuple[str, str]]:
         return {(node, intf) for node, intf, _, _ in self.entries(fabric)}
 
-    def on_twin(self, fabric: Fabric, twin: Fabric) -> Fault:
+    def on_twin(self, fabric: Fabric, twin: Fabric) -> TwinShare:
         if self.switch is not None:
-            return GrayLoss(self.probability, switch=twin_name(fabric, twin, self.switch))
-        src, dst, _, spine = self.path
-        return GrayLoss(self.probability, path=(src, dst, 0, spine))
+            return TwinShare.gray_lost(fabric, (twin_name(fabric, twin, self.switch),),
+                                       fabric.node(self.switch).plane, self.probability)
+        src, dst, plane, spine = self.path
+        return TwinShare.gray_lost(fabric, (src, dst, 0, spine), plane, self.probability)
 
     def cuts(self, nodes: list[str], plane: int) -> str | None:
         if self.switch is not None:

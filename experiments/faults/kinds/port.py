@@ -8,9 +8,10 @@
   half of the planes).
 
 A host whose NIC has a single port has nothing to lose but everything, so on a
-single-plane fabric these faults mean nothing to a scenario (`applicable`); on the
-single-plane twin of a multi-plane run they are the NIC's one port going down, which is
-the comparison's point: RoCE's queue pairs then fail.
+single-plane fabric these faults mean nothing to a scenario (`applicable`). On the
+single-plane twin of a multi-plane run the NIC's one port stands for its `planes`
+ports: k of them down take k/planes of its rate, and the port goes down only with all
+of them (experiments/faults/kinds/capacity.py).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 
 from experiments.faults.base import Env, Fault, RouteLink
 from experiments.faults.fields import Entry
+from experiments.faults.kinds.capacity import TwinShare
 from topologies.addressing import intf_name
 from topologies.errors import shown
 from topologies.model import Fabric
@@ -49,8 +51,9 @@ class PortFault(Fault, register=False):
         index = fabric.node(self.host).index
         return {("host", index, plane) for plane in self.planes()}
 
-    def on_twin(self, fabric: Fabric, twin: Fabric) -> Fault:
-        return NicPortDown(self.host, 0)  # the NIC's one port
+    def on_twin(self, fabric: Fabric, twin: Fabric) -> TwinShare:
+        return TwinShare.links_down(fabric, twin, [
+            link for link in fabric.links if link.a == self.host and link.plane in self.planes()])
 
     def cuts(self, nodes: list[str], plane: int) -> str | None:
         if self.host in (nodes[0], nodes[-1]) and plane in self.planes():

@@ -9,15 +9,19 @@
   traffic off it (the paper's silent T1, section 5.1).
 
 Routing sees a switch go down as every one of its links failing at once. On the
-single-plane twin a switch is the same rack's T0, or the T1 of the same number.
+single-plane twin a switch is one of the `planes` switches the twin's T0 of the same
+rack, or T1 of the same number, stands for: a switch down or rebooted takes 1/planes of
+the rate of each of the twin switch's links; a blackhole loses, silently, 1/planes of
+what the twin switch forwards on each of its ports (experiments/faults/kinds/capacity.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from experiments.faults.base import Env, Fault, RouteLink, twin_name
+from experiments.faults.base import Env, Fault, RouteLink
 from experiments.faults.fields import Entry
+from experiments.faults.kinds.capacity import TwinShare
 from topologies.model import Fabric
 
 
@@ -52,8 +56,9 @@ class SwitchReboot(Fault):
     def routing_links(self, fabric: Fabric) -> set[RouteLink]:
         return switch_links(fabric, self.switch)
 
-    def on_twin(self, fabric: Fabric, twin: Fabric) -> Fault:
-        return type(self)(twin_name(fabric, twin, self.switch))
+    def on_twin(self, fabric: Fabric, twin: Fabric) -> TwinShare:
+        return TwinShare.links_down(fabric, twin, [link for link in fabric.links
+                                                   if self.switch in (link.a, link.b)])
 
     def cuts(self, nodes: list[str], plane: int) -> str | None:
         return f"switch {self.switch} down" if self.switch in nodes else None
@@ -80,6 +85,11 @@ class Blackhole(SwitchReboot):
 
     def links_out(self, fabric: Fabric) -> set[RouteLink]:
         return switch_links(fabric, self.switch)
+
+    def on_twin(self, fabric: Fabric, twin: Fabric) -> TwinShare:
+        # What it should forward is lost on the ports it sends from: once a packet.
+        return TwinShare.sent_lost(fabric, twin, [(self.switch, port.peer, 1.0)
+                                                  for port in fabric.ports(self.switch)])
 
     def cuts(self, nodes: list[str], plane: int) -> str | None:
         return f"switch {self.switch} blackholed" if self.switch in nodes else None
