@@ -107,10 +107,18 @@ class ProtocolConfig:
     probe_max_s: float = 0.8
     # A retired path returns after this many probe replies in a row, each on time and
     # unmarked, at least probe_spacing_s apart (docs/protocol.md "Probes and
-    # reinstatement"): 8 lets a path losing 20% through 17% of its tries (the paper's
-    # Fig. 13 path stays out) and one losing 1% through 92%; 10 ms is about three
-    # round trips of the emulated fabric, so the successes span at least 70 ms.
+    # reinstatement"): probe_successes (8) if its first probe failed and none has since
+    # its first success (the failures before it were the outage: a healed path, back
+    # 70 ms after it answers), probe_successes_lossy (66; never fewer than
+    # probe_successes) if one has, or if its first probe was answered at once (the path
+    # loses packets while it answers). 66 in a row: a path losing 10% passes 0.1% of
+    # its tries, the paper's Fig. 13 path losing 20% 4e-7 (it stays out), one losing 1%
+    # 51%. A lossy path looks healed only when its first probe is lost and none after
+    # its first success: 0.2 x 0.8^7 = 4% of its retirements at 20% loss (then it loses
+    # a data packet at once and is retired again: 0.045 reinstatements in 100 s on
+    # average, all early). 10 ms is about three round trips of the emulated fabric.
     probe_successes: int = 8
+    probe_successes_lossy: int = 66
     probe_spacing_s: float = 0.01
     probes: bool = True  # mrc-no-probe turns them off: retired EVs stay retired
     # EV probes of the reverse set (hosts/reverse.py), per plane and peer: a receiver of
@@ -184,7 +192,7 @@ class ProtocolConfig:
             raise ConfigError(f"protocol.cc: must be one of {', '.join(CC_KINDS)} "
                               f"(got {self.cc!r})")
         positive = ("window", "ack_every", "cwnd_initial", "reorder_tolerance",
-                    "probe_successes", "rtt_min_samples")
+                    "probe_successes", "probe_successes_lossy", "rtt_min_samples")
         for name in positive:
             if getattr(self, name) < 1:
                 raise ConfigError(f"protocol.{name}: must be at least 1 "

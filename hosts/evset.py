@@ -33,13 +33,19 @@ one), at random among equals.
 A retired path comes back only when it has earned it (hysteresis): its probes back off
 (the wait doubles while they go unanswered, up to a cap) and a reply counts only if it
 comes back within the connection's loss bound and before the path's next turn, and
-carries no ECN echo; after a success
-the next probe follows `probe_spacing_s` later, and `probe_successes` successes in a row
-reinstate the path. The backoff outlives the reinstatement: a path retired again soon
-after starts from twice the wait it had reached, so a path that keeps failing (a lossy
-one) spends ever longer out. When a path comes back, its EVs take back their share of
-the plane from the paths that covered for it, so path diversity recovers after every
-fault. The set knows only plane and path numbers, never the fabric.
+carries no ECN echo; after a success the next probe follows `probe_spacing_s` later.
+The probes' own record tells a healed path from a lossy one: the failures before the
+path's first success are its outage; a failure after it, or a first probe answered at
+once (no outage at all), shows a path that loses packets while it answers. So
+`probe_successes` successes in a row reinstate a path that failed its first probe and
+none since its first success (a healed one), and a lossy one needs
+`probe_successes_lossy` (a run a path losing 10% passes at most one time in a
+thousand). The backoff outlives the reinstatement: a path retired again soon after
+starts from twice the wait it had reached, so a path that keeps failing spends ever
+longer out; its record starts afresh with each retirement. When a path comes back,
+its EVs take back their share of the plane from the paths that covered for it, so path
+diversity recovers after every fault. The set knows only plane and path numbers, never
+the fabric.
 
 An operator (the control API, hosts/mrc_ctl.py) acts on paths as the set does: denying an
 EV denies the path it names (`deny`: every EV of the set on it is DENIED, none is drawn
@@ -100,11 +106,14 @@ class BadPath:
 
     `wait` is the backoff between unanswered probes; `pending` the probe awaiting its
     reply, as (sequence number, send time); `successes` the replies in a row that came
-    back in time and unmarked (the path returns at the sender's `probe_successes`).
+    back in time and unmarked; `answered` whether any has since the retirement, and
+    `lossy` whether a probe failed after that (the path returns at the sender's
+    `probe_successes`, or `probe_successes_lossy` if lossy: EvSet.probe_answered).
     `quiet` are those of `evs` that were backups never sent on: retired and reinstated
     with the path, but not reported (EvSet.retire)."""
 
-    __slots__ = ("key", "evs", "quiet", "probe_at", "wait", "probes", "pending", "successes")
+    __slots__ = ("key", "evs", "quiet", "probe_at", "wait", "probes", "pending", "successes",
+                 "answered", "lossy")
 
     def __init__(self, key: PathKey, now: float, wait: float):
         self.key, self.evs = key, []
@@ -112,6 +121,7 @@ class BadPath:
         self.probe_at, self.wait, self.probes = now + wait, wait, 0
         self.pending: tuple[int, float] | None = None
         self.successes = 0
+        self.answered = self.lossy = False
 
 
 class EvSet:
@@ -698,21 +708,28 @@ class EvSet:
 
     def probe_failed(self, bad: BadPath, max_wait: float) -> None:
         """The pending probe failed (unanswered, late or ECN-marked): the count of
-        successes starts again and the wait doubles, up to max_wait, from its send."""
+        successes starts again and the wait doubles, up to max_wait, from its send. A
+        failure after the path's first success marks it lossy (probe_answered())."""
         sent = bad.pending[1] if bad.pending is not None else bad.probe_at
         bad.pending = None
         bad.successes = 0
+        if bad.answered:
+            bad.lossy = True
         bad.wait = min(bad.wait * 2, max_wait)
         bad.probe_at = sent + bad.wait
 
     def probe_answered(self, key: PathKey, seq: int, now: float, ok: bool, bound: float,
-                       successes: int, spacing: float, max_wait: float) -> bool | None:
+                       successes: int, spacing: float, max_wait: float,
+                       lossy: int | None = None) -> bool | None:
         """A reply to probe `seq` of path `key`: a success if `ok` (no ECN echo) and
         within `bound` of its send (and within the path's current wait), else a
-        failure. True when it is the `successes`-th success in a row (reinstate the
-        path now); None when it answers no pending probe (a late or duplicate reply, or
-        a path not bad): it counts for nothing. After a success the next probe follows
-        `spacing` later."""
+        failure. True when it completes the run of successes in a row the path needs
+        (reinstate it now): `successes` while none of its probes has failed since its
+        first success (the failures before that were its outage: a healed path), else
+        `lossy` (never fewer; None: the same as `successes`), since the path loses
+        packets while it answers. None when it answers no pending probe (a late or
+        duplicate reply, or a path not bad): it counts for nothing. After a success the
+        next probe follows `spacing` later."""
         bad = self.bad.get(key)
         if bad is None or bad.pending is None or bad.pending[0] != seq:
             return None
@@ -720,7 +737,15 @@ class EvSet:
             self.probe_failed(bad, max_wait)
             return False
         bad.pending = None
+        if not bad.answered and bad.probes == 1:
+            # The path answered its very first probe: no outage was seen, so what
+            # retired it was a loss of a path that carries packets, and it needs the
+            # lossy run too (a flap shorter than the first probe's wait pays for that).
+            bad.lossy = True
+        bad.answered = True
         bad.successes += 1
+        if bad.lossy and lossy is not None:
+            successes = max(successes, lossy)
         if bad.successes >= successes:
             return True
         bad.probe_at = now + spacing

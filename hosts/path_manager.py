@@ -101,7 +101,9 @@ class PathManager:
                        ce: bool = False) -> None:
         """A reply to a probe of a retired path: a success if it answers the path's
         pending probe in time (probe_bound()) and neither it (`ce`) nor the probe
-        (ECN_ECHO) was CE-marked; `probe_successes` in a row reinstate the path."""
+        (ECN_ECHO) was CE-marked; `probe_successes` in a row reinstate the path, or
+        `probe_successes_lossy` once a probe has failed after its first success
+        (hosts/evset.py EvSet.probe_answered)."""
         self.remote_ports(ctl.port_state, now)
         ev = self.evs.by_ev.get(ctl.echo_ev)
         if ev is not None and self.suspects:
@@ -119,7 +121,7 @@ class PathManager:
         late = bad.pending is not None and now - bad.pending[1] > min(bound, bad.wait)
         done = self.evs.probe_answered(ev.key, hdr.psn, now, not marked, bound,
                                        config.probe_successes, config.probe_spacing_s,
-                                       config.probe_max_s)
+                                       config.probe_max_s, config.probe_successes_lossy)
         if done is None:
             return  # a duplicate, or the answer to a probe already given up on
         if done is False and (marked or late):

@@ -21,7 +21,9 @@ echoing its EV, so the sender learns per EV what arrived:
   missing a share of what was sent on its path, hosts/receiver.py): a real loss verdict, the
   EV's path is retired at once (reason `always-skip`);
 - retired paths are probed with backoff, and return only after `probe_successes`
-  replies in a row, each on time and unmarked, at least `probe_spacing_s` apart
+  replies in a row (`probe_successes_lossy` for a path that answered its first probe
+  at once or failed one after its first success), each on time and unmarked, at least
+  `probe_spacing_s` apart
   (hosts/evset.py; with `probes` off, as in mrc-no-probe, nothing is ever probed:
   retired paths stay retired);
 - a packet that times out more often than OCP MRC's retry counts allow

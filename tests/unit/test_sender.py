@@ -175,10 +175,19 @@ def test_timeout_retires_the_path_and_resends_elsewhere_then_probe_reinstates():
     hdr, ctl, _ = wire.decode(probes[0][2])
     assert hdr.type == protocol.PROBE and conn.kinds("probe")
     assert conn.sender.evs.path_key(hdr.ev) == ev.key
-    conn.deliver(probes[0], 0.61)  # the PROBE_REPLY comes back: one success
+    # The path is still down: its first probe goes unanswered (an outage, not a
+    # lossy path), and the next one, after twice the wait, is answered.
+    t = 0.6
+    while True:
+        t = round(t + 0.001, 6)
+        probes = [p for p in conn.send(t) if not p[3]]
+        if probes:
+            break
+    assert conn.kinds("probe-failed")
+    conn.deliver(probes[0], t + 0.01)  # the PROBE_REPLY comes back: one success
     assert ev.state == ASSUMED_BAD and not conn.kinds("reinstate")
     # The path returns after probe_successes replies in a row, spaced apart.
-    sent = [0.6] + earn_back(conn, 0.611)
+    sent = [t] + earn_back(conn, round(t + 0.011, 6))
     assert len(sent) == CFG.probe_successes
     assert min(b - a for a, b in zip(sent, sent[1:])) >= CFG.probe_spacing_s
     assert ev.state == GOOD and conn.kinds("reinstate")
