@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install what mrc-testbed needs on Debian 12 / Ubuntu 22.04+, idempotently:
 #   - Debian/Ubuntu packages: Mininet, iproute2, Python venv support, tcpdump and tshark
-#     (packet captures and the Wireshark dissector);
+#     (packet captures and the Wireshark dissector), ping and ethtool (Mininet's own
+#     commands in `make cli`);
 #   - .venv: a virtualenv from the system Python with --system-site-packages (Mininet's
 #     Python module comes from the distribution package), plus requirements-dev.txt;
 #   - with --with-p4 (Ubuntu 22.04): BMv2 and p4c from the p4lang packages.
@@ -23,6 +24,10 @@ as_root() {
 }
 
 packages=(mininet iproute2 python3 python3-venv python3-pip procps kmod tcpdump tshark)
+# Mininet's own commands in `make cli`: ping and ping6 (iperf 2 and telnet, which its
+# iperf waits with, come with the mininet package); ethtool keeps the hosts' frames
+# within one MTU (docs/cli.md).
+packages+=(iputils-ping ethtool)
 # simple_switch_CLI (wherever BMv2 came from) runs under the venv's Python, which takes
 # Thrift from the distribution.
 if command -v simple_switch_CLI >/dev/null; then packages+=(python3-thrift); fi

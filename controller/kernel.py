@@ -10,7 +10,9 @@ Each kernel-target switch is a Linux router in its own network namespace:
 
 Hosts are Linux namespaces on every target, so their commands live here too: the
 host's own address, and one route per plane that sends every path starting in that
-plane's T0 out of that plane's port.
+plane's T0 out of that plane's port; for the interactive fabric, IPv4 and IPv6
+addresses that Mininet's own commands use, each peer's reached over one uSID path in
+SRv6 encapsulation (`host_ip_commands`).
 
 Everything here is a pure function (tested without root). The Mininet nodes
 (topologies/nodes.py) run the commands they are handed and never import this module;
@@ -79,6 +81,41 @@ def host_commands(address: str, plane_ports: list[tuple[int, str, str]]) -> list
     for plane, intf, peer_mac in plane_ports:
         cmds.append(f"ip -6 neigh replace {NEXT_HOP} lladdr {peer_mac} dev {intf} nud permanent")
         cmds.append(f"ip -6 route replace {plane_prefix(plane)} via {NEXT_HOP} dev {intf}")
+    return cmds
+
+
+# What host_ip_commands' encapsulation adds to a packet: the outer IPv6 header and a
+# segment routing header of one segment.
+SEG6_ENCAP_BYTES = 40 + 8 + 16
+
+
+def host_ip_commands(usid_addr: str, ipv4: str, ipv6: str, ports: list[str],
+                     peers: list[tuple[str, str, str, str]]) -> list[str]:
+    """A host's IPv4 and IPv6 addresses besides its uSID address `usid_addr`, and a
+    route to each peer's over a uSID path: what Mininet's own commands (ping, iperf)
+    need on a fabric whose switches forward uSID packets alone.
+
+    `ports`: the host's ports; `peers`: (peer IPv4, peer IPv6, path address, port) each.
+    A packet to a peer is encapsulated in an outer IPv6 header from `usid_addr` to the
+    path's address, with a segment routing header of that one segment (seg6 `encap`),
+    and leaves by the path's port like any uSID packet. The switches shift the outer
+    address, whatever it carries; the peer decapsulates it (the kernel's own rule for a
+    segment routing header with no segment left, where `seg6_enabled` is set on the
+    port it came in on) and receives the inner packet on its address. The addresses sit
+    on `lo`, with the uSID address.
+
+    An inner packet must fit in the port's MTU less SEG6_ENCAP_BYTES (the routes' MTU,
+    which TCP sizes its segments by): the kernel encapsulates a larger one whole, and
+    the outer packet's fragments are put together at the peer only after the point
+    where it would have been decapsulated."""
+    cmds = [f"ip addr replace {ipv4}/32 dev lo", f"ip -6 addr replace {ipv6}/128 dev lo",
+            f"ip sr tunsrc set {usid_addr}",
+            "sysctl -qw net.ipv6.conf.all.seg6_enabled=1 "
+            + " ".join(f"net.ipv6.conf.{port}.seg6_enabled=1" for port in ports)]
+    for peer4, peer6, path, port in peers:
+        encap = f"encap seg6 mode encap segs {path} dev {port}"
+        cmds.append(f"ip route replace {peer4}/32 {encap} src {ipv4}")
+        cmds.append(f"ip -6 route replace {peer6}/128 {encap} src {ipv6}")
     return cmds
 
 

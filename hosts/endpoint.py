@@ -227,6 +227,11 @@ class Endpoint:
             self.counters["garbage"] += 1
             return
         self.peers_seen.add(src)
+        if self.qps:
+            # A host that only receives answers on the paths its routing offers now:
+            # the route events whose delay has passed apply here too, not only when a
+            # queue pair of its own sends.
+            self.routes.advance(now)
         kind = hdr[0]
         if kind == _DATA:
             # The hot path: every DATA packet. Lookups inlined, the common case first.

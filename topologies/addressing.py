@@ -105,6 +105,22 @@ def host_address(index: int) -> str:
     return usid_address([host_usid(index)])
 
 
+# The hosts' Mininet addresses, for Mininet's own commands in make cli (ping, iperf):
+# IPv4 in Mininet's numbering (h0 is 10.0.0.1), IPv6 from the host's uSID (h3 is
+# fd00::8003). The fabric never routes them: the hosts carry them over a uSID path
+# (experiments/interactive/mininet_commands.py).
+MININET_IPV4_BASE = ipaddress.IPv4Address("10.0.0.0")
+MININET_IPV6_BASE = ipaddress.IPv6Address("fd00::")
+
+
+def host_ipv4(index: int) -> str:
+    return str(MININET_IPV4_BASE + index + 1)
+
+
+def host_ipv6(index: int) -> str:
+    return str(MININET_IPV6_BASE + host_usid(index))
+
+
 def host_name(index: int) -> str:
     return f"h{index}"
 

@@ -14,7 +14,7 @@ mrc_ctl.h) from the CLI, as a fabric controller would use it.
 The plane form of deny/allow is the scenarios' `deny` fault kind
 (experiments/faults/kinds/controller.py), played by the session like a link failure,
 so `paths` shows what it cuts and new agents (another transport) get it again. The
-parsing here is pure (tests/unit/test_cli_commands.py); `EvCommands` runs the commands
+parsing here is pure (tests/unit/test_cli_ev_commands.py); `EvCommands` runs the commands
 on the session's agents.
 """
 
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from experiments.faults import Step
 from experiments.faults.kinds.controller import Deny
-from experiments.interactive.cli import CommandError, host_index
+from experiments.interactive.parse import CommandError, host_index
 from experiments.run.agents import AgentError, ev_state_command
 from hosts.mrc_ctl import ASSUMED_BAD, EVENT_STATES, GOOD
 from hosts.protocol import ev_choice, ev_plane, transport_spec
@@ -214,7 +214,7 @@ def event_line(fabric: Fabric, src: int, event: dict, now: float) -> str:
 
 # ------------------------------------------------------------------ on the session
 class EvCommands:
-    """`evs` and `ev` on a FabricSession's agents (experiments/interactive/cli.py)."""
+    """`evs` and `ev` on a FabricSession's agents (experiments/interactive/session.py)."""
 
     def __init__(self, session):
         self.session = session
@@ -230,7 +230,7 @@ class EvCommands:
 
     def evs(self, src: int, peer: int | None) -> list[str]:
         self._mrc("evs")
-        answer = self.session._answer(src, "query_ev_profile", cmd="query_ev_profile")
+        answer = self.session.ask(src, "query_ev_profile", cmd="query_ev_profile")
         profiles = [p for p in answer["profiles"] if peer is None or p["dst"] == peer]
         if not profiles:
             toward = f" to {self.fabric.host(peer).name}" if peer is not None else ""
@@ -279,7 +279,7 @@ class EvCommands:
             raise CommandError("ev probe", "spine", "no path of that plane goes through "
                                "that T1 (a same-rack pair's direct path has none)",
                                "leave spine out")
-        answer = self.session._answer(
+        answer = self.session.ask(
             req.src, "ep_batch_send_wait", cmd="ep_batch_send_wait", op_type="EV_PROBE",
             rsp_timeout=PROBE_TIMEOUT_NS,
             req=[{"req_id": i, "dst": req.peer, "ev": p.ev} for i, p in enumerate(paths)])
@@ -301,7 +301,7 @@ class EvCommands:
         now = time.monotonic()
         found = []
         while True:  # what has come in so far, kept for us by the session
-            message = self.session._next(now, lambda m: (
+            message = self.session.next_message(now, lambda m: (
                 m["event"] == "ev_event" and m["agent"] == req.src
                 and (req.peer is None or m["dst"] == req.peer)))
             if message is None:
@@ -318,13 +318,13 @@ class EvCommands:
         return f"{self.fabric.host(req.src).name} -> {self.fabric.host(req.peer).name}"
 
     def _modify(self, host: int, **cmd) -> dict:
-        return self.session._answer(host, "modify_ev_profile", **cmd)
+        return self.session.ask(host, "modify_ev_profile", **cmd)
 
     def _acknowledged(self, host: int) -> None:
         """The agent's answer to a command a fault step sent it (an error is raised)."""
-        message = self.session._next(time.monotonic() + 5.0, lambda m: (
+        message = self.session.next_message(time.monotonic() + 5.0, lambda m: (
             m["agent"] == host and m["event"] in ("modify_ev_profile", "error", "exited")))
         if message is None:
             raise AgentError(f"agent h{host} did not answer the denylist change")
         if message["event"] != "modify_ev_profile":
-            self.session._agent_failed(message)
+            self.session.agent_failed(message)

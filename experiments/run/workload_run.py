@@ -104,7 +104,7 @@ def run_transport(net, fabric, transport: str, phases: list[list[Transfer]],
         injector.start(start)
         deadline = start + timeout_s
         for index, phase in enumerate(phases):
-            if not _play_phase(agents, phase, index, run, deadline):
+            if not play_phase(agents, phase, index, run, deadline):
                 if run.aborted:
                     a = run.aborted
                     progress(f"  {transport}: queue pair {a['qp']} of h{a['src']} -> "
@@ -145,7 +145,7 @@ def tell_routing(agents: AgentSet, routing: RoutingState, step: Step) -> None:
         agents.command(event.host, **event.command())
 
 
-def _play_phase(agents: AgentSet, phase: list[Transfer], index: int, run: TransportRun,
+def play_phase(agents: AgentSet, phase: list[Transfer], index: int, run: TransportRun,
                 deadline: float) -> bool:
     """Start the phase's transfers, each `start_s` after the phase starts, and wait until
     every one is delivered and acknowledged; False on the deadline or a queue pair's

@@ -6,6 +6,7 @@ goes on), Mininet's own commands, then exit or Ctrl-D: nothing may be left behin
 
 from __future__ import annotations
 
+import json
 import re
 
 from experiments.run.cleanup import find_leftovers
@@ -69,14 +70,16 @@ def test_end_of_input_tears_down_and_a_failed_queue_pair_ends_its_send(tmp_path)
     assert "single-path runs on the single-plane twin of 2tier-2plane" in out, out
     out = command(child, "send h1 h2 100k single-path@planes")
     assert "h1 -> h2 over single-path@planes: 100000 bytes delivered" in out, out
-    # A queue pair that fails ends the wait for its message at once (Lab 08, step 5).
+    # A queue pair that fails ends the wait for its message at once: a T1 that drops
+    # everything with its links up, which routing never moves a queue pair off (a
+    # link down is routed around within the retry budget).
     out = command(child, "send h0 h3 20M roce-8@planes &")
     assert "in the background" in out, out
-    command(child, "link down p0t0r0 p0t1s0")
+    command(child, "switch blackhole p0t1s0")
     child.expect(r"20000000 bytes NOT delivered", timeout=SEND_S)
     child.expect(r"stopped waiting [\d.]+ s in: a queue pair of the message failed",
                  timeout=SEND_S)
-    command(child, "link up p0t0r0 p0t1s0")
+    command(child, "switch restore p0t1s0")
     finish(child, tmp_path, "eof")
 
 
@@ -131,3 +134,83 @@ def test_the_cli_lists_denies_and_probes_evs(tmp_path):
         child.terminate(force=False)
         raise
     finish(child, tmp_path, "exit")
+
+
+def test_mininets_own_commands_reach_the_hosts_over_a_usid_path(tmp_path):
+    """ping, ping6, pingall and iperf as in any Mininet network: each host's IPv4 and
+    IPv6 address reached over plane 0's first path, encapsulated in SRv6, around a
+    port flap, beside the agents' own traffic."""
+    child = kernel_cli(tmp_path)
+    try:
+        out = command(child, "h0 ping -c 2 h1")
+        assert "PING 10.0.0.2 " in out and "2 received, 0% packet loss" in out, out
+        out = command(child, "h0 ping6 -c 2 h3")
+        assert "PING fd00::8003" in out and "2 received, 0% packet loss" in out, out
+        # A host's name is its address in its commands; h3 by plane 0, spine 0.
+        out = command(child, "h0 ip route get h3")
+        assert "10.0.0.4  encap seg6 mode encap segs 1 [ fcbb:bb00:1000:2000:1001:8003:: ]" \
+            in out, out
+        out = command(child, "pingall")
+        assert "*** Results: 0% dropped (12/12 received)" in out, out
+        assert "p0t0r0" not in out, out  # the switches are no hosts here
+        out = command(child, "iperf h0 h1")
+        assert re.search(r"\*\*\* Results: \['[\d.]+ [KM]bits/sec', '[\d.]+ [KM]bits/sec'\]",
+                         out), out
+        out = command(child, "iperfudp 2M h2 h0")
+        assert re.search(r"\*\*\* Results: \['2M', '[\d.]+ [KM]bits/sec'", out), out
+
+        # A port that comes back gets its routes back, as the host's own.
+        assert "down: done" in command(child, "port down h0 0")
+        assert "up: done" in command(child, "port up h0 0")
+        out = command(child, "h0 ping -c 1 -W 2 h3")
+        assert "1 received, 0% packet loss" in out, out
+        out = command(child, "send h0 h3 200k")
+        assert "200000 bytes delivered" in out and "verified" in out, out
+
+        assert "h0-eth0:p0t0r0-eth0" in command(child, "net")
+        assert "h0 h1 h2 h3 p0t0r0" in command(child, "nodes")
+        assert "h0-eth0<->p0t0r0-eth0 (OK OK)" in command(child, "links")
+        assert "<FabricHost h0: h0-eth0:10.0.0.1," in command(child, "dump")
+        assert "\nUsage: pingall [timeout]" in command(child, "help pingall")
+    except BaseException:
+        child.terminate(force=False)
+        raise
+    finish(child, tmp_path, "exit")
+
+
+def test_agents_started_after_a_link_down_are_told_it(tmp_path):
+    """New agents (another transport) are told what the fabric's routing holds down,
+    as a run's agents are told of the faults in place before its start (delay 0): the
+    RoCE baseline's queue pairs leave the dead spine before their first packet."""
+    child = kernel_cli(tmp_path)
+    try:
+        out = command(child, "link down p0t0r0 p0t1s0")
+        assert "link-flap p0t0r0 p0t1s0 down: done" in out, out
+        # Both hosts send, so that each one's routing knowledge is in use both ways
+        # (data and acknowledgements).
+        out = command(child, "send h3 h0 3M roce-8@planes &")
+        assert "in the background" in out, out
+        out = command(child, "send h0 h3 1M roce-8@planes")
+        assert "h0 -> h3 over roce-8@planes: 1000000 bytes delivered" in out, out
+        child.expect(r"h3 -> h0 over roce-8@planes: 3000000 bytes (NOT )?delivered",
+                     timeout=SEND_S)
+        assert child.match.group(1) is None, child.before
+    except BaseException:
+        child.terminate(force=False)
+        raise
+    folder = finish(child, tmp_path, "exit")
+
+    def events(host: int) -> list[dict]:
+        path = folder / "agents" / f"events-roce-8@planes-h{host}.jsonl"
+        return [json.loads(line) for line in path.read_text().splitlines()]
+
+    # Each new agent heard of the link at once: h0 and h1 as their T0's uplink, h2 and
+    # h3 as a path further on.
+    for host, kind in ((0, "local-down"), (1, "local-down"), (2, "remote-down"),
+                       (3, "remote-down")):
+        routes = [e for e in events(host) if e["event"] == "route"]
+        assert [(e["kind"], e["effective"] == e["t"]) for e in routes] == [(kind, True)], \
+            (host, routes)
+    # No packet of h0's waited for an answer on plane 0's dead spine (EV 0).
+    sent = events(0)
+    assert not [e for e in sent if e["event"] == "timeout" and e["ev"] == 0], sent

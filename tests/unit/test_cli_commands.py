@@ -13,19 +13,17 @@ from types import SimpleNamespace
 
 import pytest
 
-from experiments.interactive.cli import (
+from experiments.interactive.parse import (
     CommandError,
-    FabricSession,
     SendRequest,
-    ev_summary,
     parse_link,
     parse_port,
     parse_send,
     parse_size,
     parse_switch,
-    path_faults,
-    send_report,
 )
+from experiments.interactive.reports import ev_summary, path_faults, send_report
+from experiments.interactive.session import FabricSession
 from experiments.run.agents import AgentError
 from hosts.protocol import TRANSPORTS
 from tests.steps import step

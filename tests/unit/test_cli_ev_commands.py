@@ -121,22 +121,22 @@ class Session:
         self.faults[step.fault.key()] = step.fault
         return f"{step.describe()}: done"
 
-    def _next(self, deadline: float, wanted) -> dict | None:
+    def next_message(self, deadline: float, wanted) -> dict | None:
         self.sim.run(self.sim.now + 0.2, lambda: any(wanted(m) for m in self.agents.mail))
         found = next((m for m in self.agents.mail if wanted(m)), None)
         if found is not None:
             self.agents.mail.remove(found)
         return found
 
-    def _answer(self, host: int, event: str, **cmd) -> dict:
+    def ask(self, host: int, event: str, **cmd) -> dict:
         self.agents.command(host, **cmd)
-        message = self._next(0.0, lambda m: m["agent"] == host and m["event"] in (
+        message = self.next_message(0.0, lambda m: m["agent"] == host and m["event"] in (
             event, "error"))
         if message is None or message["event"] == "error":
-            self._agent_failed(message or {"agent": host, "message": "no answer"})
+            self.agent_failed(message or {"agent": host, "message": "no answer"})
         return message
 
-    def _agent_failed(self, message: dict) -> None:
+    def agent_failed(self, message: dict) -> None:
         raise AgentError(f"agent h{message['agent']}: {message.get('message')}")
 
 

@@ -20,6 +20,11 @@ without it.
 Every module needs a layer: an exact entry in LAYERS, or its package's entry in
 PACKAGE_LAYERS. topologies/ has no package entry, since it holds both the model and the
 Mininet network: a new module there must be given its layer here.
+
+No two modules import each other, directly or around a loop of several, within a
+layer too (`import_loops`): an import inside a function or under `if TYPE_CHECKING:`
+makes a loop as much as one at the top, since it couples the two modules all the same.
+A module that needs something of its caller takes it as an argument.
 """
 
 from __future__ import annotations
@@ -284,3 +289,129 @@ def test_a_sideways_or_upward_subpackage_import_is_named(module, source, expecte
     sources = {module: source, "experiments.run.runner": MODEL,
                "experiments.interactive.cli": MODEL}
     assert tier_violations(sources) == [expected]
+
+
+# ------------------------------------------------------------------ import loops
+def import_graph(sources: dict[str, str]) -> dict[str, dict[str, int]]:
+    """Module -> the project modules it imports, each with the line of its first
+    import (those inside functions and under TYPE_CHECKING too)."""
+    known = set(sources)
+    graph: dict[str, dict[str, int]] = {}
+    for module, source in sources.items():
+        edges = graph.setdefault(module, {})
+        for line, target in imports(module, source, known):
+            if target in known and target != module:
+                edges.setdefault(target, line)
+    return graph
+
+
+def loop_groups(graph: dict[str, dict[str, int]]) -> list[list[str]]:
+    """The groups of modules that reach each other through their imports (Tarjan's
+    strongly connected components, without recursion), each sorted; groups of one
+    module are no loop."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            module, targets = work[-1]
+            target = next(targets, None)
+            if target is not None:
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    on_stack.add(target)
+                    work.append((target, iter(sorted(graph[target]))))
+                elif target in on_stack:
+                    low[module] = min(low[module], index[target])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[module])
+            if low[module] == index[module]:
+                group = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.append(member)
+                    if member == module:
+                        break
+                if len(group) > 1:
+                    groups.append(sorted(group))
+    return sorted(groups)
+
+
+def one_loop(graph: dict[str, dict[str, int]], group: list[str]) -> list[str]:
+    """A shortest way round the loop from the group's first module back to it."""
+    start = group[0]
+    came_from: dict[str, str] = {}
+    frontier = [start]
+    while frontier:
+        following = []
+        for module in frontier:
+            for target in sorted(graph[module]):
+                if target not in group or target in came_from:
+                    continue
+                came_from[target] = module
+                if target == start:
+                    path = [start]
+                    while path[-1] != start or len(path) == 1:
+                        path.append(came_from[path[-1]])
+                    return path[::-1]
+                following.append(target)
+        frontier = following
+    raise AssertionError(f"no loop through {start} in {group}")
+
+
+def import_loops(sources: dict[str, str]) -> list[str]:
+    """Every import loop, one line each: the way round it, import by import."""
+    graph = import_graph(sources)
+    problems = []
+    for group in loop_groups(graph):
+        path = one_loop(graph, group)
+        steps = ", ".join(f"{a}:{graph[a][b]} imports {b}" for a, b in zip(path, path[1:]))
+        others = [m for m in group if m not in path]
+        problems.append(f"import loop: {steps}" + (
+            f" (the loop also takes in {', '.join(others)})" if others else ""))
+    return problems
+
+
+def test_no_module_imports_itself_round_a_loop():
+    sources = project_sources(REPO)
+    assert "experiments.interactive.cli" in sources and "experiments.faults.base" in sources
+    assert import_loops(sources) == []
+
+
+@pytest.mark.parametrize("sources, expected", [
+    ({"experiments.interactive.cli": "from experiments.interactive import cli_ev\n",
+      "experiments.interactive.cli_ev":
+          "def f():\n    from experiments.interactive.cli import g\n"},
+     "import loop: experiments.interactive.cli:1 imports experiments.interactive.cli_ev, "
+     "experiments.interactive.cli_ev:2 imports experiments.interactive.cli"),
+    ({"experiments.faults.base": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                 "    from experiments.faults.fields import Entry\n",
+      "experiments.faults.fields": "from experiments.faults.base import FIX\n"},
+     "import loop: experiments.faults.base:3 imports experiments.faults.fields, "
+     "experiments.faults.fields:1 imports experiments.faults.base"),
+    ({"hosts.a": "from hosts import b\n", "hosts.b": "import hosts.c\n",
+      "hosts.c": "from . import a\n"},
+     "import loop: hosts.a:1 imports hosts.b, hosts.b:1 imports hosts.c, "
+     "hosts.c:1 imports hosts.a"),
+])
+def test_an_import_loop_is_named_even_inside_a_function(sources, expected):
+    assert import_loops(sources) == [expected]
+
+
+def test_imports_one_way_make_no_loop():
+    sources = {"hosts.a": "from hosts import b\nfrom hosts import c\n",
+               "hosts.b": "import hosts.c\n", "hosts.c": MODEL,
+               "hosts": "from hosts.a import x\n"}
+    assert import_loops(sources) == []
