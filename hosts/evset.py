@@ -113,7 +113,7 @@ class BadPath:
     with the path, but not reported (EvSet.retire)."""
 
     __slots__ = ("key", "evs", "quiet", "probe_at", "wait", "probes", "pending", "successes",
-                 "answered", "lossy")
+                 "answered", "lossy", "outage")
 
     def __init__(self, key: PathKey, now: float, wait: float):
         self.key, self.evs = key, []
@@ -122,6 +122,7 @@ class BadPath:
         self.pending: tuple[int, float] | None = None
         self.successes = 0
         self.answered = self.lossy = False
+        self.outage = False  # its plane went down while it was bad (EvSet.set_plane)
 
 
 class EvSet:
@@ -245,6 +246,13 @@ class EvSet:
 
     def set_plane(self, plane: int, up: bool) -> None:
         self.plane_up[plane] = up
+        if not up:
+            # A plane that went down while a path of it was bad is an outage the path's
+            # probes could not see (none is sent on a plane that is down): its first
+            # probe answered after the plane returns says nothing of loss.
+            for bad in self.bad.values():
+                if bad.key[0] == plane:
+                    bad.outage = True
         self._relive()
 
     def pick(self, plane_ready: Callable[[int], bool]) -> Ev | None:
@@ -737,10 +745,11 @@ class EvSet:
             self.probe_failed(bad, max_wait)
             return False
         bad.pending = None
-        if not bad.answered and bad.probes == 1:
-            # The path answered its very first probe: no outage was seen, so what
-            # retired it was a loss of a path that carries packets, and it needs the
-            # lossy run too (a flap shorter than the first probe's wait pays for that).
+        if not bad.answered and bad.probes == 1 and not bad.outage:
+            # The path answered its very first probe: no outage was seen (its probes
+            # failed none, its plane never went down), so what retired it was a loss of
+            # a path that carries packets, and it needs the lossy run too (a flap
+            # shorter than the first probe's wait pays for that).
             bad.lossy = True
         bad.answered = True
         bad.successes += 1

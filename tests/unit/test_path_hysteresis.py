@@ -259,3 +259,14 @@ def test_a_fault_free_start_on_three_planes_retires_nothing(seed):
         sim.send(s, d, m, 300_000)
     sim.run(0.1)
     assert not [e for e in sim.events if e["event"] in ("retire", "timeout")]
+
+
+def test_a_path_whose_plane_went_down_while_it_was_out_returns_after_probe_successes():
+    # The plane's outage is one its probes could not see (none is sent on a plane that
+    # is down): a first probe answered after the plane returns says nothing of loss.
+    conn, ev = retired_path()
+    conn.sender.set_local_plane(ev.plane, False, 0.301)
+    conn.sender.set_local_plane(ev.plane, True, 0.4)
+    sent = answer_probes(conn, 0.4, 1.0)
+    back = {round(e["t"], 6) for e in conn.kinds("reinstate")}
+    assert back == {round(sent[CFG.probe_successes - 1] + 0.001, 6)}
