@@ -122,7 +122,9 @@ class BadPath:
         self.pending: tuple[int, float] | None = None
         self.successes = 0
         self.answered = self.lossy = False
-        self.outage = False  # its plane went down while it was bad (EvSet.set_plane)
+        # An outage its probes could not see: its plane went down while it was bad, or
+        # it was retired just after its plane came back (EvSet.set_plane, retire).
+        self.outage = False
 
 
 class EvSet:
@@ -158,6 +160,9 @@ class EvSet:
         self.unanswered: list[BadPath] = []  # paths whose probe due_probes() gave up on
         self.backups: list[list[Ev]] = [[] for _ in range(planes)]
         self.plane_up = [True] * planes
+        # When each plane last came back up (set_plane): a path retired soon after lost
+        # packets to the port's return, not to a lossy path (retire()).
+        self.plane_up_at = [float("-inf")] * planes
         self.rotation: list[Ev] = []  # active EVs, planes interleaved
         self.live: list[Ev] = []  # the rotation without EVs of planes that are down
         self.sendable: list[int] = []  # planes with an EV in `live`, in order
@@ -244,9 +249,11 @@ class EvSet:
         for ev in self.rotation:
             self.plane_evs[ev.plane].append(ev)
 
-    def set_plane(self, plane: int, up: bool) -> None:
+    def set_plane(self, plane: int, up: bool, now: float = float("-inf")) -> None:
         self.plane_up[plane] = up
-        if not up:
+        if up:
+            self.plane_up_at[plane] = now
+        else:
             # A plane that went down while a path of it was bad is an outage the path's
             # probes could not see (none is sent on a plane that is down): its first
             # probe answered after the plane returns says nothing of loss.
@@ -331,6 +338,10 @@ class EvSet:
         if bad is None:
             bad = self.bad[ev.key] = BadPath(ev.key, now, self._first_wait(ev.key, now,
                                                                            probe_wait, max_wait))
+            # Retired within the first probe's wait of its plane's return: what it lost
+            # went to the port coming up (its routes restored a moment after the
+            # carrier), an outage, not a lossy path.
+            bad.outage = now - self.plane_up_at[ev.plane] < bad.wait
         retired = [e for e in self.rotation if e.key == ev.key and e.state in (GOOD, SKIP)]
         if ev not in retired:
             retired.append(ev)

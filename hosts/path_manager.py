@@ -274,7 +274,7 @@ class PathManager:
             up = self.local_up[plane] and self.remote_up[plane]
             if up == self.evs.plane_up[plane]:
                 continue
-            self.evs.set_plane(plane, up)
+            self.evs.set_plane(plane, up, now)
             # Say which side's port state decided, so logs tell carrier loss from peers.
             self.on_event({"t": now, "event": "plane-up" if up else "plane-down",
                            "plane": plane, "local_up": self.local_up[plane],

@@ -270,3 +270,24 @@ def test_a_path_whose_plane_went_down_while_it_was_out_returns_after_probe_succe
     sent = answer_probes(conn, 0.4, 1.0)
     back = {round(e["t"], 6) for e in conn.kinds("reinstate")}
     assert back == {round(sent[CFG.probe_successes - 1] + 0.001, 6)}
+
+
+def test_a_path_retired_just_after_its_plane_came_back_returns_after_probe_successes():
+    # A port that comes up loses its first packets while its routes are put back: an
+    # outage, not a lossy path, though its first probe is answered at once.
+    conn = Loopback(CFG)
+    conn.sender.send_message(0, bytes(200), 0.0)
+    first, second = conn.send()
+    conn.deliver(first, 0.001)
+    conn.deliver(second, 0.001)
+    ev = conn.sender.evs.by_ev[first[1]]
+    conn.sender.set_local_plane(ev.plane, False, 0.1)
+    conn.sender.set_local_plane(ev.plane, True, 0.3)
+    conn.sender._retire_path(ev, 0.304, "late-in-plane")
+    assert conn.sender.evs.bad[ev.key].outage
+    sent = answer_probes(conn, 0.304, 1.0)
+    back = {round(e["t"], 6) for e in conn.kinds("reinstate")}
+    assert back == {round(sent[CFG.probe_successes - 1] + 0.001, 6)}
+    # Long after the plane's return, the same first probe answered at once is a loss.
+    conn.sender._retire_path(ev, 2.0, "late-in-plane")
+    assert not conn.sender.evs.bad[ev.key].outage
