@@ -293,16 +293,11 @@ def main() -> int:
              "recovery-simulated": lambda folder, lock: recovery_simulated(folder)}
     chosen = sys.argv[1:] or list(parts)
     try:
-        lock = FabricLock("make bench").acquire()
+        with FabricLock("make bench") as lock, tempfile.TemporaryDirectory() as tmp:
+            results = {name: parts[name](Path(tmp), lock) for name in chosen}
     except FabricBusy as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            folder = Path(tmp)
-            results = {name: parts[name](folder, lock) for name in chosen}
-    finally:
-        lock.release()
     (REPO / "bench" / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     return 0
 

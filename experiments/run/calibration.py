@@ -310,14 +310,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="payload bytes per DATA packet (a topology's mtu_payload)")
     args = parser.parse_args(argv)
     try:
-        lock = FabricLock("calibrate").acquire()
+        with FabricLock("calibrate") as lock:
+            found = calibrate(mtu_payload=args.mtu, lock=lock)
     except FabricBusy as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    try:
-        found = calibrate(mtu_payload=args.mtu, lock=lock)
-    finally:
-        lock.release()
     if not found.stored:
         print(f"calibration: nothing stored at {args.mtu}-byte payloads; make calibrate "
               "again once the machine is quiet")

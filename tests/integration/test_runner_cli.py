@@ -117,13 +117,18 @@ def test_kill_9_leftovers_are_removed_and_the_next_run_works(tmp_path):
     cleanup()
 
 
-def test_a_second_run_while_one_is_active_stops_at_once_and_the_first_completes(tmp_path):
-    # The first run moves 40 MB over h0's two 20 Mbit/s planes: eight seconds or more
-    # of traffic, time enough for the second to start and stop.
+def long_scenario(tmp_path) -> Path:
+    """A run that moves 40 MB over h0's two 20 Mbit/s planes: eight seconds or more of
+    traffic, time enough for what a test does to it while it runs."""
     long = tmp_path / "long.yaml"
     long.write_text(yaml.safe_dump({
         "name": "long", "workload": "transfer", "transports": ["mrc"], "timeout_s": 120,
         "params": {"src": 0, "dst": 3, "message_bytes": 40_000_000}}))
+    return long
+
+
+def test_a_second_run_while_one_is_active_stops_at_once_and_the_first_completes(tmp_path):
+    long = long_scenario(tmp_path)
     first = _start(tmp_path / "first", "--scenario", str(long))  # its network exists now
     second = run_cli(tmp_path / "second", "--topo", "2tier-2plane", "--dataplane", "kernel",
                      timeout=60)
@@ -160,10 +165,7 @@ def import_s(module: str) -> float:
 
 
 def test_a_run_whose_network_disappears_ends_within_seconds_saying_so(tmp_path):
-    long = tmp_path / "long.yaml"
-    long.write_text(yaml.safe_dump({
-        "name": "long", "workload": "transfer", "transports": ["mrc"], "timeout_s": 120,
-        "params": {"src": 0, "dst": 3, "message_bytes": 40_000_000}}))
+    long = long_scenario(tmp_path)
     run = _start(tmp_path, "--scenario", str(long))
     for line in run.stdout:
         if "mrc:" in line or "sending" in line or "transfer" in line:
@@ -181,10 +183,7 @@ def test_a_run_whose_network_disappears_ends_within_seconds_saying_so(tmp_path):
 
 
 def test_sigterm_ends_a_run_within_seconds(tmp_path):
-    long = tmp_path / "long.yaml"
-    long.write_text(yaml.safe_dump({
-        "name": "long", "workload": "transfer", "transports": ["mrc"], "timeout_s": 120,
-        "params": {"src": 0, "dst": 3, "message_bytes": 40_000_000}}))
+    long = long_scenario(tmp_path)
     run = _start(tmp_path, "--scenario", str(long))
     time.sleep(2.0)
     run.send_signal(signal.SIGTERM)

@@ -84,17 +84,24 @@ def stop(pids: list[int]) -> None:
 
 
 # ------------------------------------------------------------------ a busy machine
-def test_a_hog_before_the_measurement_keeps_the_quiet_figure(tmp_path):
+def calibrate_beside_a_hog(tmp_path, **limits):
+    """A calibration with a real CPU hog running and a quiet figure in its cache: what
+    it found, its lines, the steps it measured, and whether the cache is unchanged."""
     cache = quiet_cache(tmp_path)
     stored = cache.read_bytes()
     lines, calls = [], []
     hogs = start_hogs()
     try:
         found = calibration.calibrate(lines.append, MTU, measure=stand_in(80, calls),
-                                      cache=cache)
+                                      cache=cache, **limits)
     finally:
         stop(hogs)
-    assert cache.read_bytes() == stored
+    return found, lines, calls, cache.read_bytes() == stored
+
+
+def test_a_hog_before_the_measurement_keeps_the_quiet_figure(tmp_path):
+    found, lines, calls, kept = calibrate_beside_a_hog(tmp_path)
+    assert kept
     assert not found.stored and not calls  # nothing measured that would not be kept
     assert found.mbit_per_core == 40.0
     assert found.source == ("the last quiet calibration here, 2024-05-01T09:00:00, at "
@@ -110,17 +117,10 @@ def test_a_hog_before_the_measurement_keeps_the_quiet_figure(tmp_path):
 
 
 def test_a_hog_during_a_step_keeps_the_quiet_figure(tmp_path):
-    cache = quiet_cache(tmp_path)
-    stored = cache.read_bytes()
-    lines, calls = [], []
-    hogs = start_hogs()
-    try:
-        # Only the steps are judged: the hog is there before them too.
-        found = calibration.calibrate(lines.append, MTU, measure=stand_in(80, calls),
-                                      cache=cache, limits=Limits(min_idle_before=0.0))
-    finally:
-        stop(hogs)
-    assert cache.read_bytes() == stored
+    # Only the steps are judged: the hog is there before them too.
+    found, lines, calls, kept = calibrate_beside_a_hog(
+        tmp_path, limits=Limits(min_idle_before=0.0))
+    assert kept
     assert calls == [calibration.LADDER[0]]  # the first disturbed step ends the ladder
     assert not found.stored and found.mbit_per_core == 40.0
     assert "other programs used" in lines[-1] and "(pid " in lines[-1]
