@@ -1,10 +1,13 @@
-"""Set interfaces of Mininet nodes up or down over rtnetlink, without a shell command.
+"""Set interfaces of Mininet nodes up or down, and read their interfaces and root
+queues' drops, over rtnetlink, without a shell command.
 
 Faults are timed to the millisecond, on a machine whose agents keep both cores busy.
 `ifconfig` run in a node's shell costs a fork and an exec per interface: the two ends
 of a link went down milliseconds apart, and the CPU it took stalled the very agents
 whose reaction is being measured. Here each namespace gets one netlink socket, made
-once, and a state change is one RTM_NEWLINK message, answered in microseconds.
+once, and a state change is one RTM_NEWLINK message, answered in microseconds; reading
+every port's queue drops is one RTM_GETQDISC dump per node, where `tc -s qdisc show`
+would cost a process per node on every reading of a run's counters.
 
 A socket belongs to the network namespace it was created in, so the socket of a node
 is created by a short-lived thread that first joins the node's namespace (setns acts on
@@ -21,12 +24,17 @@ import threading
 
 CLONE_NEWNET = 0x40000000
 RTM_NEWLINK, RTM_GETLINK = 16, 18
+RTM_NEWQDISC, RTM_GETQDISC = 36, 38
 NLM_F_REQUEST, NLM_F_ACK, NLM_F_DUMP = 0x1, 0x4, 0x300
 NLMSG_ERROR, NLMSG_DONE = 2, 3
 IFLA_IFNAME = 3
 IFF_UP = 0x1
 _NLMSGHDR = struct.Struct("=IHHII")  # length, type, flags, sequence, port id
 _IFINFOMSG = struct.Struct("=BxHiII")  # family, type, index, flags, change
+_TCMSG = struct.Struct("=BxxxiIII")  # family, index, handle, parent, info
+TC_H_ROOT = 0xFFFFFFFF
+TCA_STATS2, TCA_STATS_QUEUE = 7, 3
+_QUEUE_STATS = struct.Struct("=IIIII")  # qlen, backlog, drops, requeues, overlimits
 
 
 class LinkStateError(OSError):
@@ -100,12 +108,35 @@ class LinkState:
 
     def indexes(self, pid: int) -> dict[str, int]:
         """Interface name -> index, in the namespace of process `pid` (one dump)."""
+        found: dict[str, int] = {}
+        for message in self._dump(pid, RTM_GETLINK, RTM_NEWLINK,
+                                  _IFINFOMSG.pack(socket.AF_UNSPEC, 0, 0, 0, 0)):
+            _, _, index, _, _ = _IFINFOMSG.unpack_from(message)
+            name = _attributes(message, _IFINFOMSG.size).get(IFLA_IFNAME)
+            if name:
+                found[name.rstrip(b"\0").decode()] = index
+        return found
+
+    def root_queue_drops(self, pid: int) -> dict[int, int]:
+        """Interface index -> packets its root qdisc has dropped, in the namespace of
+        process `pid` (one dump; a qdisc's drops include those of the qdiscs below it)."""
+        found: dict[int, int] = {}
+        for message in self._dump(pid, RTM_GETQDISC, RTM_NEWQDISC,
+                                  _TCMSG.pack(socket.AF_UNSPEC, 0, 0, 0, 0)):
+            _, index, _, parent, _ = _TCMSG.unpack_from(message)
+            stats = _attributes(message, _TCMSG.size).get(TCA_STATS2)
+            queue = _attributes(stats, 0).get(TCA_STATS_QUEUE) if stats else None
+            if parent == TC_H_ROOT and queue and len(queue) >= _QUEUE_STATS.size:
+                found[index] = _QUEUE_STATS.unpack_from(queue)[2]
+        return found
+
+    def _dump(self, pid: int, request: int, answer: int, body: bytes) -> list[bytes]:
+        """The bodies of the `answer` messages of one dump request."""
         sock = self.open(pid)
         self.sequence += 1
-        body = _IFINFOMSG.pack(socket.AF_UNSPEC, 0, 0, 0, 0)
-        sock.send(_NLMSGHDR.pack(_NLMSGHDR.size + len(body), RTM_GETLINK,
+        sock.send(_NLMSGHDR.pack(_NLMSGHDR.size + len(body), request,
                                  NLM_F_REQUEST | NLM_F_DUMP, self.sequence, 0) + body)
-        found: dict[str, int] = {}
+        found: list[bytes] = []
         while True:
             reply = sock.recv(1 << 16)
             offset = 0
@@ -116,13 +147,8 @@ class LinkState:
                 if sequence == self.sequence:
                     if kind in (NLMSG_DONE, NLMSG_ERROR):
                         return found
-                    if kind == RTM_NEWLINK:
-                        _, _, index, _, _ = _IFINFOMSG.unpack_from(reply,
-                                                                   offset + _NLMSGHDR.size)
-                        name = _name(reply, offset + _NLMSGHDR.size + _IFINFOMSG.size,
-                                     offset + length)
-                        if name:
-                            found[name] = index
+                    if kind == answer:
+                        found.append(reply[offset + _NLMSGHDR.size:offset + length])
                 offset += (length + 3) & ~3
 
     def close(self) -> None:
@@ -131,13 +157,13 @@ class LinkState:
         self.sockets.clear()
 
 
-def _name(data: bytes, start: int, end: int) -> str | None:
-    """The IFLA_IFNAME attribute among a link message's attributes."""
-    while start + 4 <= end:
+def _attributes(data: bytes, start: int) -> dict[int, bytes]:
+    """A netlink message's attributes from `start` on: type -> payload."""
+    found: dict[int, bytes] = {}
+    while start + 4 <= len(data):
         length, kind = struct.unpack_from("=HH", data, start)
         if length < 4:
-            return None
-        if kind == IFLA_IFNAME:
-            return data[start + 4:start + length].rstrip(b"\0").decode()
+            break
+        found[kind & 0x3FFF] = data[start + 4:start + length]  # without the nested flags
         start += (length + 3) & ~3
-    return None
+    return found

@@ -10,7 +10,11 @@ Two kinds of evidence, both from what a run already collects:
 - packets late against packets lost: a retransmission whose original arrived after
   all (the receivers' duplicates) was not needed, and a timeout with nothing dropped
   anywhere in the fabric's counters was a packet waiting somewhere, not lost. Many of
-  either, with nothing dropped, is the machine falling behind.
+  either, with nothing dropped, is the machine falling behind;
+- the switch ports' real queues against their model (the kernel data plane's
+  `queue_dropped`, experiments/dataplanes/ebpf_switch.py): the model decides every drop
+  before a packet is queued, so a real queue that drops was drained later than the
+  model's clock, a loss no emulated switch made.
 
 `emulation()` makes summary.json's `emulation` block and report.md's first line.
 """
@@ -44,6 +48,12 @@ def _dropped(block: dict) -> int:
                for name in ("dropped", "dropped_trim_pkts", "fault_dropped"))
 
 
+def _queue_dropped(block: dict) -> int:
+    """What the switch ports' real queues dropped beyond the model (0 where not read)."""
+    return sum(group.get("queue_dropped", 0)
+               for group in block.get("switch_counters", {}).values())
+
+
 def emulation(blocks: list[dict], base_rtt_ms: float) -> dict:
     """The `emulation` block of a run's transports (experiments/analysis/metrics.py blocks, each
     with `event_loop` and, where the data plane counts, `switch_counters`)."""
@@ -66,6 +76,11 @@ def emulation(blocks: list[dict], base_rtt_ms: float) -> dict:
                 problems.append(f"{block['transport']}: the agents' timers fired up to "
                                 f"{loop['lag_p99_ms']:g} ms late (p99), "
                                 f"{loop['lag_p99_ms'] / base_rtt_ms:.1f} round trips")
+        behind = _queue_dropped(block)
+        entry["queues_dropped_beyond_the_model"] = behind
+        if behind:
+            problems.append(f"{block['transport']}: the kernel's queues dropped {behind} "
+                            "packets the switches' model had queued (drained late)")
         if sent and late > MAX_LATE_SHARE * sent and dropped == 0:
             problems.append(f"{block['transport']}: {late} retransmissions arrived twice "
                             "with nothing dropped in the fabric: packets were late, not lost")

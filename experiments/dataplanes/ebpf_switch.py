@@ -14,8 +14,8 @@ The program (ebpf/mrc_switch.bpf.c, docs/ebpf-switch.md) and its settings
   the switch ends of the links, which live in the root namespace beside BMv2);
 - `set_loss()` / `set_gray_loss()` write the `loss` and `gray-loss` faults (and a
   one-way `link-down`, a loss of 1.0) into the maps, and clear them;
-- `read_counters()` reads every port's counters and the time its lossless queue spent
-  paused by PFC.
+- `read_counters()` reads every port's counters, the time its lossless queue spent
+  paused by PFC, and what the port's real queues dropped (`queue_dropped`).
 
 The network keeps the program (`net.ebpf`) and the ports it runs on (`net.ebpf_ports`:
 (node, interface) -> ifindex), so a fault applied by any caller finds them; PFC's pause
@@ -197,13 +197,32 @@ def _by_port(net: FabricNet, name: str, decode: Callable[[bytes], object]) -> di
 
 
 def read_counters(net: FabricNet) -> Counters:
-    """Every port's counters: node -> interface -> {forwarded, trim_pkts, ...}, and
+    """Every port's counters: node -> interface -> {forwarded, trim_pkts, ...},
     `pfc_paused_us`, the time its lossless queue has spent paused by PFC so far (pauses
-    that ended)."""
+    that ended), and `queue_dropped`, the packets the kernel's own queues of the port
+    dropped (`_queue_drops`)."""
     counters = _by_port(net, cfg.COUNTERS_MAP, cfg.decode_counters)
     paused = _by_port(net, cfg.STATE_MAP,
                       lambda value: cfg.STATE_PAUSED_TOTAL.unpack_from(value)[0] // 1000)
+    dropped = _queue_drops(net, counters)
     for node, ports in counters.items():
         for intf, values in ports.items():
             values["pfc_paused_us"] = paused.get(node, {}).get(intf, 0)
+            values["queue_dropped"] = dropped.get(node, {}).get(intf, 0)
     return counters
+
+
+def _queue_drops(net: FabricNet, ports: dict) -> dict[str, dict[str, int]]:
+    """node -> interface -> packets its root qdisc dropped so far, for the nodes of
+    `ports`. The program decides every drop of its model before a packet is queued, so
+    the real queues, as deep as the model's or deeper (the lossless one far deeper),
+    drop only when the kernel drains them later than the model's clock: the machine
+    fell behind the emulated switch (experiments/analysis/health.py)."""
+    where = {ifindex: port for port, ifindex in net.ebpf_ports.items()}
+    out: dict[str, dict[str, int]] = {}
+    for node in ports:
+        for ifindex, drops in net.link_state.root_queue_drops(net.get(node).pid).items():
+            port = where.get(ifindex)
+            if port is not None and port[0] == node:
+                out.setdefault(node, {})[port[1]] = drops
+    return out

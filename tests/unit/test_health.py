@@ -43,3 +43,13 @@ def test_late_agents_and_packets_late_for_lost_are_flagged():
 
 def test_agents_that_did_not_say_leave_the_lag_unknown():
     assert loop_lag({0: {"data_tx": 5}}) is None
+
+
+def test_real_queues_that_drop_what_the_model_held_are_flagged():
+    dropped_late = block()
+    dropped_late["switch_counters"]["host_ports"]["queue_dropped"] = 3
+    out = emulation([dropped_late, block("roce-8")], base_rtt_ms=4.5)
+    assert not out["trustworthy"]
+    assert out["problems"] == ["mrc: the kernel's queues dropped 3 packets the switches' "
+                               "model had queued (drained late)"]
+    assert [t["queues_dropped_beyond_the_model"] for t in out["transports"]] == [3, 0]
