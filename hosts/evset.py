@@ -249,10 +249,20 @@ class EvSet:
         for ev in self.rotation:
             self.plane_evs[ev.plane].append(ev)
 
-    def set_plane(self, plane: int, up: bool, now: float = float("-inf")) -> None:
+    def set_plane(self, plane: int, up: bool, now: float = float("-inf"),
+                  probe_wait: float | None = None) -> None:
+        """The plane goes up or down for this connection. On its return, the bad paths
+        of the plane start their probes afresh, `probe_wait` from now: the backoff they
+        built while the plane was down, or while it failed, measured the plane, not
+        them, and a path kept out for a backoff of seconds after its plane is back is
+        capacity the connection lacks for nothing."""
         self.plane_up[plane] = up
         if up:
             self.plane_up_at[plane] = now
+            if probe_wait is not None:
+                for bad in self.bad.values():
+                    if bad.key[0] == plane:
+                        bad.wait, bad.probe_at, bad.pending = probe_wait, now + probe_wait, None
         else:
             # A plane that went down while a path of it was bad is an outage the path's
             # probes could not see (none is sent on a plane that is down): its first

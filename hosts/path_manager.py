@@ -274,7 +274,9 @@ class PathManager:
             up = self.local_up[plane] and self.remote_up[plane]
             if up == self.evs.plane_up[plane]:
                 continue
-            self.evs.set_plane(plane, up, now)
+            self.evs.set_plane(plane, up, now, self.config.probe_initial_s)
+            if up and self.evs.bad:
+                self._probe_from(now + self.config.probe_initial_s)
             # Say which side's port state decided, so logs tell carrier loss from peers.
             self.on_event({"t": now, "event": "plane-up" if up else "plane-down",
                            "plane": plane, "local_up": self.local_up[plane],

@@ -308,6 +308,23 @@ def test_plane_down_takes_its_evs_out_of_the_walk_and_back():
     assert {evs.pick(ready).plane for _ in range(8)} == {0, 1}
 
 
+def test_a_planes_return_starts_its_bad_paths_probes_afresh():
+    evs = make()
+    on_1, on_0 = (next(e for e in evs.rotation if e.plane == p) for p in (1, 0))
+    for ev in (on_1, on_0):
+        evs.retire(ev, 0.0, 0.05, 3.2)
+    for second in range(1, 5):  # four unanswered probes each: waits of 0.8 s
+        for bad in evs.due_probes(float(second), 3.2):
+            evs.probe_failed(bad, 3.2)
+    assert {bad.wait for bad in evs.bad.values()} == {0.8}
+    evs.set_plane(1, False, 10.0)
+    evs.set_plane(1, True, 12.0, probe_wait=0.05)
+    back, other = evs.bad[on_1.key], evs.bad[on_0.key]
+    assert (back.wait, back.probe_at, back.pending) == (0.05, 12.05, None)
+    assert back in evs.due_probes(12.05, 3.2)
+    assert other.wait == 0.8  # another plane's path keeps the backoff it earned
+
+
 def test_denied_ev_is_never_picked_and_is_replaced_then_allowed_back():
     evs = make(per_plane=2)
     victim = evs.rotation[0]
