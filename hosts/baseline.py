@@ -5,12 +5,13 @@ with ECMP routing, PFC and DCQCN), the network MRC is compared with. The lossles
 class (PFC) is the switches' (docs/protocol.md "The RoCE baseline"); here is the NIC:
 
 - **Queue pairs.** A connection has `qps` queue pairs (hosts/protocol.py BASELINE_QPS:
-  `roce` and `single-path` 1, `roce-8` 8, `roce-16` 16). Each message is cut into one
-  contiguous slice per QP, the first slice on the QP after the one that took the
-  previous message's first slice, as collective libraries spread one transfer evenly
-  over their QPs (HCCL_RDMA_QPS_PER_CONNECTION, NCCL_IB_QPS_PER_CONNECTION): even a
-  single large message then uses every QP. A QP's PSNs carry its number in the top
-  byte (protocol.QP_PSN_SHIFT), so each QP is its own in-order sequence.
+  `roce` and `single-path` 1, `roce-2` 2, `roce-4` 4, `roce-8` 8, `roce-16` 16). Each
+  message is cut into one contiguous slice per QP, the first slice on the QP after
+  the one that took the previous message's first slice, as collective libraries spread
+  one transfer evenly over their QPs (HCCL_RDMA_QPS_PER_CONNECTION,
+  NCCL_IB_QPS_PER_CONNECTION): even a single large message then uses every QP. A QP's
+  PSNs carry its number in the top byte (protocol.QP_PSN_SHIFT), so each QP is its own
+  in-order sequence.
 - **Ports and ECMP.** A QP is bound to one NIC port (an RC QP is): the only one on
   the single-plane twin, or, with `@planes`, port `(src + dst + qp) mod planes`. Its
   UDP source port is a hash of the QP (`qp_flow_port`), and the switches' ECMP hashes

@@ -190,14 +190,16 @@ PRIORITY_CONTROL = 7
 # (DSCP_NO_TRIM), so congestion drops instead. `mrc-no-probe`: retired paths are never
 # probed, so they never come back. `roce`, `roce-8`, `roce-16`: the RoCE baseline of
 # hosts/baseline.py with 1, 8 or 16 queue pairs per connection, PFC and DCQCN, as the
-# MRC paper ran it (section 5.2.7); `single-path` is the 1-QP baseline under its older
+# MRC paper ran it (section 5.2.7; `roce-2` and `roce-4` fill in its QP-scaling sweep,
+# Fig. 16: "little gain beyond 8 QPs"); `single-path` is the 1-QP baseline under its older
 # name. `-pfc` (`roce-8-pfc`): PFC alone, no DCQCN (the paper's appendix compares
 # both). The baseline runs on the single-plane twin of the fabric
 # (experiments/dataplanes/twin.py); `@planes` (`roce-8@planes`) runs it on the multi-plane fabric
 # itself, each queue pair bound to one NIC port.
 MRC_TRANSPORTS = ("mrc", "mrc-no-trim", "mrc-no-probe")
 # Queue pairs per connection of each baseline transport, by its base name.
-BASELINE_QPS = {"roce": 1, "roce-8": 8, "roce-16": 16, "single-path": 1}
+BASELINE_QPS = {"roce": 1, "roce-2": 2, "roce-4": 4, "roce-8": 8, "roce-16": 16,
+                "single-path": 1}
 PFC_ONLY = "-pfc"
 ON_PLANES = "@planes"
 TRANSPORTS = MRC_TRANSPORTS + tuple(

@@ -515,6 +515,25 @@ def qp_order(m: Measured) -> Verdict:
                    + ", ".join(f"{t} {g:.2f}" for t, g in at.items()))
 
 
+def qp_scaling(m: Measured) -> Verdict:
+    """RoCE's per-host throughput at the sweep's largest size for each count of QPs:
+    8 QPs at least `helps` x 1 QP, 16 QPs at most `beyond` x 8 QPs. A transport that
+    did not finish is reported as such and fails the claim it is needed for."""
+    p = m.row.params
+    curves = _curves(m)
+    largest = max(curves["mrc"], default=None)
+    at = {t: (c.get(largest) if m.faulty.block(t)["ok"] else None) for t, c in curves.items()}
+    one, eight, sixteen = at.get("roce"), at.get("roce-8"), at.get("roce-16")
+    helps = one is not None and eight is not None and eight >= p["helps"] * one
+    little_beyond = eight is not None and sixteen is not None and sixteen <= p["beyond"] * eight
+    return Verdict(largest is not None and helps and little_beyond,
+                   {"curves": curves, "at_largest": at},
+                   f"per-host throughput at {(largest or 0) / 1000:g} kB (Mbit/s): "
+                   + ", ".join(f"{t} {'did not finish' if g is None else f'{g:.2f}'}"
+                               for t, g in at.items())
+                   + f" (8 QPs at least {p['helps']:g} x 1 QP; 16 at most {p['beyond']:g} x 8)")
+
+
 def loss_ratio(m: Measured) -> Verdict:
     p = m.row.params
     entries = _slowdowns(m)
@@ -545,6 +564,14 @@ def sizes(m: Measured) -> Verdict:
         mine = per["mrc"][size]
         ok = ok and mine is not None and mine <= slack * best + rtt
         rows.append(f"{size / 1000:g} kB: mrc {mine:.2f} s, {best_t} {best:.2f} s")
+    no_help = m.row.params.get("qps_no_help")
+    if no_help is not None and per["mrc"]:
+        # RoCE's other side: 16 QPs do not beat 1 QP at the largest size.
+        size = max(per["mrc"])
+        one, sixteen = (per[t].get(size) or float("inf") for t in ("roce", "roce-16"))
+        ok = ok and sixteen >= no_help * one
+        rows.append(f"RoCE at {size / 1000:g} kB: 16 QPs {sixteen:.2f} s against 1 QP "
+                    f"{one:.2f} s (at least {no_help:g} x)")
     return Verdict(ok, {"phase_s": {t: {str(k): v for k, v in d.items()} for t, d in per.items()},
                         "curves": _curves(m)},
                    "; ".join(rows) or "no phases measured")
@@ -552,8 +579,9 @@ def sizes(m: Measured) -> Verdict:
 
 def victim(m: Measured) -> Verdict:
     """The victim's throughput while the incast ran against the same flow alone, for
-    each transport; MRC's at least `share`, and not below any RoCE's by more than
-    `margin`."""
+    each transport; MRC's at least `share`, every RoCE's below `suffers` (the paper's
+    other side: PFC spreads the incast's congestion to the victim). A victim that did
+    not finish suffered, and is reported as not finished, never as a number."""
     p = m.row.params
     figures = {}
     for block in m.faulty.blocks:
@@ -561,12 +589,14 @@ def victim(m: Measured) -> Verdict:
         under = (block.get("victim_throughput") or {}).get("during_incast_mbps")
         figures[block["transport"]] = round(under / alone, 4) if under and alone else None
     mrc = figures["mrc"]
-    others = [v or 0.0 for t, v in figures.items() if t != "mrc"]
-    passed = (mrc is not None and mrc >= p["share"]
-              and all(mrc >= v - p.get("margin", 1.0) for v in others))
-    return Verdict(passed, {"victim_share": figures},
+    roce = {t: v for t, v in figures.items() if t != "mrc"}
+    mrc_holds = mrc is not None and mrc >= p["share"]
+    roce_suffers = all(v is None or v < p["suffers"] for v in roce.values())
+    return Verdict(mrc_holds and roce_suffers, {"victim_share": figures},
                    "victim throughput during the incast against alone: "
-                   + ", ".join(f"{t} {_ratio(v)}" for t, v in figures.items()))
+                   + ", ".join(f"{t} {_ratio(v) if v is not None else 'did not finish'}"
+                               for t, v in figures.items())
+                   + f" (MRC at least {p['share']:.2f}; RoCE below {p['suffers']:.2f})")
 
 
 def transceiver(m: Measured) -> Verdict:
@@ -647,7 +677,9 @@ def startup_losses(m: Measured) -> Verdict:
 
 def permutation(m: Measured) -> Verdict:
     """Each transport's slowest flow against the line rate's payload and against its
-    own flows' mean: MRC's flows even, and its slowest above the 1-QP RoCE's."""
+    own flows' mean: MRC's flows even, and its slowest above the 1-QP RoCE's; the 1-QP
+    RoCE's slowest at most `collided` of the line rate (the paper's other side: its
+    flows collide on ECMP)."""
     p = m.row.params
     ceiling = payload_rate_mbit(m.fabric)
     slowest, evenness = {}, {}
@@ -656,14 +688,16 @@ def permutation(m: Measured) -> Verdict:
         low = min(means, default=0.0)
         slowest[b["transport"]] = round(low / ceiling, 4)
         evenness[b["transport"]] = round(low / statistics.fmean(means), 4) if any(means) else 0.0
-    mrc, base = slowest["mrc"], slowest.get(p["against"], 0.0)
-    passed = (m.faulty.block("mrc")["ok"] and evenness["mrc"] >= p["even"]
+    mrc, base = slowest["mrc"], slowest.get(p["against"])
+    collided = base is not None and base <= p["collided"]
+    passed = (m.faulty.block("mrc")["ok"] and evenness["mrc"] >= p["even"] and collided
               and mrc >= p["margin"] * base)
     return Verdict(passed, {"slowest_flow_share": slowest, "slowest_of_mean": evenness,
                             "ceiling_mbps": round(ceiling, 3)},
                    "slowest flow against the line rate's payload (and against the mean of "
                    "its transport's flows): " + ", ".join(
-                       f"{t} {_ratio(v)} ({_ratio(evenness[t])})" for t, v in slowest.items()))
+                       f"{t} {_ratio(v)} ({_ratio(evenness[t])})" for t, v in slowest.items())
+                   + f" ({p['against']} at most {p['collided']:.2f})")
 
 
 # The figures each judge decides on, by their path in its figures (a prefix takes every
@@ -681,6 +715,7 @@ DECIDING = {
     "silent_t1": ("slowdown.mrc.goodput_ratio", "baseline_workload_s"),
     "steady_state": ("steady_ratio",),
     "qp_order": ("at_largest",),
+    "qp_scaling": ("at_largest",),
     "loss_ratio": ("goodput_ratio",),
     "sizes": ("phase_s.mrc",),
     "victim": ("victim_share",),
@@ -691,5 +726,6 @@ DECIDING = {
 
 JUDGES = {f.__name__: f for f in (held, capacity, line_rate, ev_loss, ecn_separation,
                                   lost_per_connection, slowdown_at_most, proportional,
-                                  plane_bound, silent_t1, steady_state, qp_order, loss_ratio,
-                                  sizes, victim, transceiver, startup_losses, permutation)}
+                                  plane_bound, silent_t1, steady_state, qp_order, qp_scaling,
+                                  loss_ratio, sizes, victim, transceiver, startup_losses,
+                                  permutation)}

@@ -184,8 +184,9 @@ def test_shapes_one_and_paper_place_the_rows_as_they_say():
                                                          for k in one.keys)
     paper = {leg.fabric.name: leg for leg in plan("2tier-8plane", "paper", loaded=True)}
     assert list(paper) == ["cluster-b", "cluster-c", "cluster-d", "2tier-8plane"]
-    assert paper["cluster-c"].keys == {"ring-allreduce-qps", "random-loss-0p1pct",
-                                       "random-loss-1pct", "all-to-all-sizes"}
+    assert paper["cluster-c"].keys == {"ring-allreduce-qps", "ring-qp-scaling",
+                                       "random-loss-0p1pct", "random-loss-1pct",
+                                       "all-to-all-sizes"}
     assert paper["cluster-d"].keys == {"incast-victim", "permutation"}
     assert all(k.endswith("-loaded") for k in paper["2tier-8plane"].keys)
     # Only the chosen rows' fabrics are brought up; an unknown row is one line.
