@@ -28,6 +28,9 @@ packages=(mininet iproute2 python3 python3-venv python3-pip procps kmod tcpdump 
 # iperf waits with, come with the mininet package); ethtool keeps the hosts' frames
 # within one MTU (docs/cli.md).
 packages+=(iputils-ping ethtool)
+# make bench's C yardstick: netsniff-ng's trafgen sends down the fabric's paths without
+# Python (bench/trafgen.py).
+packages+=(netsniff-ng)
 # simple_switch_CLI (wherever BMv2 came from) runs under the venv's Python, which takes
 # Thrift from the distribution.
 if command -v simple_switch_CLI >/dev/null; then packages+=(python3-thrift); fi

@@ -4,12 +4,14 @@
 
 1. Throughput, on a two-host, 8-plane fabric whose links are fast enough (1 Gbit/s)
    that the CPU is the limit, at the default MTU (1,200-byte payloads) and at the
-   NICs' (4,096): a bare UDP blaster (bench/rawsock.py) between the two namespaces,
-   over one plane and over all planes; then the MRC agent moving one large message over
-   the same paths. Prints packets/s and Mbit/s, in all and per core (the machine's
-   cores drive the one agent pair: sender, receiver and the kernel between them), the
-   agent/raw ratio, the agents' largest resident memory, and the calibrated budget runs
-   cap their links to (experiments/run/calibration.py) at each MTU.
+   NICs' (4,096): the fabric's ceiling with a C sender (trafgen, bench/trafgen.py:
+   what h1's ports receive), a bare Python UDP blaster (bench/rawsock.py) between the
+   two namespaces, over one plane and over all planes; then the MRC agent moving one
+   large message over the same paths. Prints packets/s and Mbit/s, in all and per core
+   (the machine's cores drive the one agent pair: sender, receiver and the kernel
+   between them), the agent/raw, raw/C and agent/C ratios, the agents' largest
+   resident memory, and the calibrated budget runs cap their links to
+   (experiments/run/calibration.py) at each MTU.
 2. Recovery, on 2tier-2plane at its emulated rates: a long transfer h0 -> h3; the link
    under the baseline's hashed path fails half a second in. For `mrc` and `single-path`
    (three runs each, medians) it prints, from per-packet events
@@ -41,6 +43,7 @@ from pathlib import Path
 
 import yaml
 
+from bench import trafgen
 from experiments.analysis.metrics import path_failure_recovery, read_events
 from experiments.analysis.similarity import delay_emulated, headline, proportions
 from experiments.dataplanes.targets import KernelTarget, apply_fault
@@ -135,6 +138,7 @@ def throughput_at(folder: Path, mtu: int, lock: FabricLock) -> dict:
         net = network.net
         for planes in (1, 8):
             # Median of three runs each: the machine's noise is larger than the effects.
+            c = c_limit(net, fabric, folder, planes)
             raw = sorted((raw_limit(net, fabric, planes) for _ in range(3)),
                          key=lambda r: r["pps"])[1]
             agent = sorted((agent_goodput(net, fabric, folder, planes) for _ in range(3)),
@@ -145,15 +149,40 @@ def throughput_at(folder: Path, mtu: int, lock: FabricLock) -> dict:
                 "agent": agent, "agent_over_raw": round(ratio, 3),
                 "agent_pps_per_core": round(agent["pps"] / CORES),
                 "agent_mbps_per_core": round(agent["mbps"] / CORES, 1)}
-            print(f"throughput, {mtu}-byte payloads, {planes} plane(s): raw socket "
+            ceiling = ""
+            if c is not None and not c["pps"]:
+                ceiling = "C sender (trafgen): nothing delivered; "
+                c = None
+            if c is not None:
+                row.update({"c_pps": round(c["pps"]), "c_mbps": round(c["mbps"], 1),
+                            "raw_over_c": round(raw["pps"] / c["pps"], 3),
+                            "agent_over_c": round(agent["pps"] / c["pps"], 3)})
+                ceiling = (f"C sender (trafgen) {c['pps']:,.0f} pkt/s {c['mbps']:.0f} "
+                           f"Mbit/s delivered; ")
+            print(f"throughput, {mtu}-byte payloads, {planes} plane(s): {ceiling}raw socket "
                   f"{raw['pps']:,.0f} pkt/s {raw['mbps']:.0f} Mbit/s; agent "
                   f"{agent['pps']:,} pkt/s {agent['mbps']} Mbit/s goodput "
                   f"({'verified' if agent['ok'] else 'FAILED'}, "
                   f"{agent['end_to_end_s']} s end to end with making and checking the "
                   f"message), per core {row['agent_pps_per_core']:,} pkt/s "
-                  f"{row['agent_mbps_per_core']} Mbit/s; agent/raw = {ratio:.2f}; "
-                  f"at most {agent['max_rss_mb']:g} MB resident per agent", flush=True)
+                  f"{row['agent_mbps_per_core']} Mbit/s; agent/raw = {ratio:.2f}"
+                  + (f", raw/C = {row['raw_over_c']:.2f}, agent/C = {row['agent_over_c']:.2f}"
+                     if c is not None else "")
+                  + f"; at most {agent['max_rss_mb']:g} MB resident per agent", flush=True)
     return out
+
+
+def c_limit(net, fabric, folder: Path, planes: int) -> dict | None:
+    """The fabric's ceiling with a C sender (bench/trafgen.py) over the blaster's paths,
+    median of three; None, said once, where trafgen is missing."""
+    missing = trafgen.available()
+    if missing is not None:
+        print(f"throughput: no C yardstick: {missing}", flush=True)
+        return None
+    paths = [p for p in catalogue(fabric, 0, 1) if p.plane < planes]
+    size = fabric.spec.mtu_payload + MRC_HEADER_BYTES
+    return sorted((trafgen.blast(net, fabric, paths, folder, SECONDS, size)
+                   for _ in range(3)), key=lambda r: r["pps"])[1]
 
 
 def failed_path(fabric):
