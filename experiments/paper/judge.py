@@ -512,7 +512,9 @@ def qp_order(m: Measured) -> Verdict:
               and at["mrc"] >= slack * at["roce-16"] > 0 and at["roce-16"] > at["roce"])
     return Verdict(passed, {"curves": curves, "at_largest": at},
                    f"per-host throughput at {(largest or 0) / 1000:g} kB (Mbit/s): "
-                   + ", ".join(f"{t} {g:.2f}" for t, g in at.items()))
+                   + ", ".join(f"{t} {g:.2f}"
+                               + ("" if m.faulty.block(t)["ok"] else " (did not finish)")
+                               for t, g in at.items()))
 
 
 def qp_scaling(m: Measured) -> Verdict:

@@ -117,6 +117,11 @@ def test_the_ring_row_orders_mrc_roce16_and_roce_at_the_largest_size():
     assert not JUDGES["qp_order"](measured(row, [swept("mrc", {1000: 80.0}),
                                                  swept("roce-16", {1000: 40.0}),
                                                  swept("roce", {1000: 40.0})])).passed
+    # A baseline that did not finish is judged on what it delivered in time, and said so.
+    late = JUDGES["qp_order"](measured(row, [swept("mrc", {1000: 80.0}),
+                                             swept("roce-16", {1000: 78.0}),
+                                             {**swept("roce", {1000: 40.0}), "ok": False}]))
+    assert late.passed and "roce 5.00 (did not finish)" in late.measured
 
 
 def test_the_qp_sweep_wants_scaling_to_help_roce_up_to_8_qps_and_little_beyond():
