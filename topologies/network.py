@@ -12,6 +12,7 @@ owns stopping it (experiments/run/bringup.py does so, also when a step fails).
 from __future__ import annotations
 
 import itertools
+import os
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
@@ -33,6 +34,14 @@ NodeParams = dict[str, dict]  # node name -> keyword arguments of its node class
 IFINDEX_BASE = 100_000
 # Node shells started at once while a fabric is built (FabricNet.buildFromTopo).
 SHELL_STARTS = 16
+# Receive packet steering on every CPU, set as each node namespace's default before its
+# ports exist. A veth hands a packet to the backlog of the CPU that sends it, and a
+# switch port's queue is drained from either CPU (its timer, or the next packet's
+# enqueue), so without steering two packets of one flow could be taken in on two CPUs
+# and overtake each other: make test saw a RoCE queue pair's packet arrive after the
+# next one, with nothing lost anywhere. Steering picks the CPU by the flow's hash, so a
+# flow keeps its order. Kernels without the setting (before 6.2) go on without it.
+RPS_MASK = format((1 << (os.cpu_count() or 1)) - 1, "x")
 
 
 class FabricIntf(Intf):
@@ -86,9 +95,13 @@ class FabricLink(Link):
 
 
 def _node(name: str, info: dict):
-    """A node of the topology made as Mininet's addHost makes it (its shell started)."""
+    """A node of the topology made as Mininet's addHost makes it (its shell started),
+    its namespace set to steer every port's received packets by flow (`RPS_MASK`)."""
     params = dict(info)
-    return params.pop("cls")(name, **params)
+    node = params.pop("cls")(name, **params)
+    if node.inNamespace:
+        node.cmd(f"sysctl -qw net.core.rps_default_mask={RPS_MASK} 2>/dev/null")
+    return node
 
 
 class FabricTopo(Topo):
