@@ -185,9 +185,16 @@ def set_gray_loss(net: FabricNet, fabric: Fabric, entries: list[tuple[str, str, 
     _program(net).write(writes)
 
 
-def _by_port(net: FabricNet, name: str, decode: Callable[[bytes], object]) -> dict:
-    """A map's entries of every port the program runs on: node -> interface -> value."""
-    where = {ifindex: port for port, ifindex in net.ebpf_ports.items()}
+def ports_by_index(net: FabricNet) -> dict[int, tuple[str, str]]:
+    """ifindex -> (node, interface) of every port the program runs on (the fabric's
+    ifindexes are unique: load_fabric)."""
+    return {ifindex: port for port, ifindex in net.ebpf_ports.items()}
+
+
+def _by_port(net: FabricNet, name: str, decode: Callable[[bytes], object],
+             where: dict[int, tuple[str, str]]) -> dict:
+    """A map's entries of every port in `where` (ports_by_index): node -> interface ->
+    value."""
     out: dict = {}
     for key, value in net.ebpf.dump(name):
         port = where.get(int.from_bytes(key, "little"))
@@ -201,10 +208,11 @@ def read_counters(net: FabricNet) -> Counters:
     `pfc_paused_us`, the time its lossless queue has spent paused by PFC so far (pauses
     that ended), and `queue_dropped`, the packets the kernel's own queues of the port
     dropped (`_queue_drops`)."""
-    counters = _by_port(net, cfg.COUNTERS_MAP, cfg.decode_counters)
+    where = ports_by_index(net)
+    counters = _by_port(net, cfg.COUNTERS_MAP, cfg.decode_counters, where)
     paused = _by_port(net, cfg.STATE_MAP,
-                      lambda value: cfg.STATE_PAUSED_TOTAL.unpack_from(value)[0] // 1000)
-    dropped = _queue_drops(net, counters)
+                      lambda value: cfg.STATE_PAUSED_TOTAL.unpack_from(value)[0] // 1000, where)
+    dropped = _queue_drops(net, counters, where)
     for node, ports in counters.items():
         for intf, values in ports.items():
             values["pfc_paused_us"] = paused.get(node, {}).get(intf, 0)
@@ -212,13 +220,14 @@ def read_counters(net: FabricNet) -> Counters:
     return counters
 
 
-def _queue_drops(net: FabricNet, ports: dict) -> dict[str, dict[str, int]]:
+def _queue_drops(net: FabricNet, ports: dict,
+                 where: dict[int, tuple[str, str]]) -> dict[str, dict[str, int]]:
     """node -> interface -> packets its root qdisc dropped so far, for the nodes of
-    `ports`. The program decides every drop of its model before a packet is queued, so
-    the real queues, as deep as the model's or deeper (the lossless one far deeper),
-    drop only when the kernel drains them later than the model's clock: the machine
-    fell behind the emulated switch (experiments/analysis/health.py)."""
-    where = {ifindex: port for port, ifindex in net.ebpf_ports.items()}
+    `ports` (their interfaces found in `where`, ports_by_index). The program decides
+    every drop of its model before a packet is queued, so the real queues, as deep as
+    the model's or deeper (the lossless one far deeper), drop only when the kernel
+    drains them later than the model's clock: the machine fell behind the emulated
+    switch (experiments/analysis/health.py)."""
     out: dict[str, dict[str, int]] = {}
     for node in ports:
         for ifindex, drops in net.link_state.root_queue_drops(net.get(node).pid).items():

@@ -26,6 +26,7 @@ from __future__ import annotations
 import threading
 
 from controller import ebpf_config as cfg
+from experiments.dataplanes.ebpf_switch import ports_by_index
 from topologies.ebpf_program import RingReader
 from topologies.model import Fabric
 
@@ -37,7 +38,7 @@ class PfcController:
 
     def __init__(self, net, fabric: Fabric):
         self.net, self.fabric = net, fabric
-        self.where = {ifindex: port for port, ifindex in net.ebpf_ports.items()}
+        self.where = ports_by_index(net)
         self.hosts = {h.name: h.index for h in fabric.hosts}
         self.paused: set[tuple[str, str]] = set()  # host ports paused now
         self.events = 0
