@@ -44,10 +44,12 @@ class Suspect(NamedTuple):
 
     deadline: float  # no answer by then retires the path
     seq: int  # the probe's sequence number
-    reason: str  # late or late-in-plane: the retirement's reason
+    reason: str  # late, late-in-plane or timeout: the retirement's reason
     ev: Ev  # an EV of the path
     late: Packet  # the late packet
     late_sent_at: float  # when it left on the path (a copy went out since)
+    held_tx: int  # transmissions of the connection when the path was held (_confirm)
+    held_at: float  # and when
 
 
 class LossDetection:
@@ -60,6 +62,9 @@ class LossDetection:
         self.path_samples: dict[PathKey, int] = {}
         self.next_check = 0.0
         self.rack_sent_at = 0.0  # send time of the latest-sent packet acknowledged so far
+        # The latest transmission an ack answered, in the order they left: whether the
+        # connection was heard from since a packet left (_check_losses, _confirm).
+        self.rack_tx_seq = 0
         self.plane_rack = [0.0] * planes  # the same, per plane
         self.path_rack: dict[PathKey, float] = {}  # the same, per path
         # When a packet passed within its plane becomes late enough to count as lost
@@ -103,18 +108,22 @@ class LossDetection:
                     path_racks[key] = sent_at
                     if suspects and key in suspects:
                         self._passed_on_path(key, sent_at, now)
+            # An ack of a first transmission answers it; so does one that names a resend
+            # (its PSN, on the EV it went out on). Any other ack of a resent packet may
+            # answer its first transmission (a timeout that fired on a packet only
+            # queued).
+            this_transmission = first or (pkt.psn == hdr.psn and ev.ev == ctl.echo_ev)
+            if this_transmission and pkt.tx_seq > self.rack_tx_seq:
+                self.rack_tx_seq = pkt.tx_seq
             outstanding = ev.outstanding
             if outstanding and outstanding[0] is pkt:
                 # The oldest on its EV: nothing was passed (the usual case of _detect_gaps).
                 del outstanding[0]
                 continue
-            # Gaps are judged by an ack of a first transmission, or of a resend that
-            # this very SACK answers (its PSN, on the EV it went out on). Any other ack
-            # of a resent packet may answer its first transmission (a timeout that
-            # fired on a packet only queued): it would pass everything sent on the new
-            # EV before the resend, which is still on its way.
-            self._detect_gaps(ev, pkt, now, first
-                              or (pkt.psn == hdr.psn and ev.ev == ctl.echo_ev))
+            # Gaps are judged by an ack that answers this transmission: any other would
+            # pass everything sent on the new EV before the resend, which is still on
+            # its way.
+            self._detect_gaps(ev, pkt, now, this_transmission)
         # The plane's check runs in the next poll(), once the agent has taken in every
         # answer that had arrived (it polls after each receive batch): run here, an
         # answer later in the same batch, for an earlier packet on a sibling path, would
@@ -233,7 +242,8 @@ class LossDetection:
         self.cwnd.on_loss(now)
         wait = ev.srtt + max(4 * ev.rttvar, self.config.path_skew_s, 2 * self.config.tick_s)
         seq = SUSPECT_SEQ | (self.stats["late"] & SUSPECT_SEQ_MASK)
-        self.suspects[key] = Suspect(now + wait, seq, reason, ev, pkt, pkt.sent_at)
+        self.suspects[key] = Suspect(now + wait, seq, reason, ev, pkt, pkt.sent_at,
+                                     self.tx_count, now)
         self.next_check = min(self.next_check, now + wait)  # _confirm's verdict is due then
         self.evs.hold(key)
         self.suspect_probes.append((ev.plane, ev.ev, seq, pkt.path_seq))
@@ -262,6 +272,14 @@ class LossDetection:
         self.suspect_probes.clear()
         for key, suspect in list(self.suspects.items()):
             if now < suspect.deadline:
+                continue
+            if self.rack_tx_seq <= suspect.held_tx:
+                # Nothing sent since the path was held has been acknowledged, on any
+                # path: the whole connection is silent, the probe's silence says
+                # nothing of this path. The verdict waits another round.
+                wait = suspect.deadline - suspect.held_at
+                self.suspects[key] = suspect._replace(deadline=now + wait)
+                self.next_check = min(self.next_check, now + wait)
                 continue
             self._unhold(key)
             if self.evs.plane_up[key[0]]:  # else its plane went down: nothing to judge
@@ -421,11 +439,39 @@ class LossDetection:
                 self._late(pkt, ev, now, "late")
                 continue
             self.stats["timeouts"] += 1
+            # Charged to its path only if a packet sent after it has been acknowledged
+            # (on any path): the receiver and the way back were alive since it left.
+            # Otherwise the whole connection fell silent (a stalled receiver, or every
+            # path at once): the packet is resent elsewhere and its timer backs off,
+            # but no path is retired for it (see _silent_timeout).
+            silent = self.rack_tx_seq < pkt.tx_seq
             self.on_event({"t": now, "event": "timeout", "psn": pkt.psn, "ev": ev.ev,
-                           "plane": ev.plane, "peer": self.peer})
+                           "plane": ev.plane, "peer": self.peer, "silent": silent})
             pkt.timeouts += 1
             limit = self.config.retry_linear_cnt + self.config.retry_exp_cnt
             if self.config.retry_exp_cnt < RETRY_EXP_INFINITE and pkt.timeouts > limit:
                 self._give_up(pkt, now)
                 return
-            self._loss(pkt, ev, now, "timeout")
+            if silent:
+                self._silent_timeout(pkt, ev, now)
+            else:
+                self._loss(pkt, ev, now, "timeout")
+
+    def _silent_timeout(self, pkt: Packet, ev: Ev, now: float) -> None:
+        """A timeout while nothing sent after the packet has been acknowledged on any
+        path: the connection, not only this path, may be silent. On 2 cores the two
+        agents of a pair and the kernel's forwarding starting at once stalled a
+        receiver's loop for 20-46 ms, which with the queues outlasted the 70 ms timeout
+        floor at 5 Mbit/s: charged to the paths, such a stall retired all but one path
+        of a fault-free pair. So the packet is handled as a late one (_late): sent
+        again elsewhere, its path held while a probe asks about it. The verdict waits
+        while the silence lasts (_confirm), and the retry counts toward the
+        connection's budget, so a peer that is gone still ends it (_give_up). Without
+        probes the path stays in use: its next packets are passed by later ones if it
+        is broken."""
+        self.stats["silent_timeouts"] += 1
+        if not self.config.probes:
+            self._take_back(pkt, front=False)
+            self.cwnd.on_loss(now)
+            return
+        self._late(pkt, ev, now, "timeout")

@@ -90,7 +90,7 @@ class Sender(Reliability, LossDetection, PathManager):
                       "losses": 0, "timeouts": 0, "retired": 0, "reinstated": 0, "probes": 0,
                       "messages_completed": 0, "stale_acks": 0, "migrations": 0,
                       "always_skip_rx": 0, "probe_failures": 0, "qp_errors": 0,
-                      "late": 0, "late_cleared": 0}
+                      "late": 0, "late_cleared": 0, "silent_timeouts": 0}
         if config.pin_path is not None and config.pin_path[0] >= planes:
             raise ConfigError(f"protocol.pin_path: plane {config.pin_path[0]}, but the "
                               f"topology has {planes} planes (0..{planes - 1})")

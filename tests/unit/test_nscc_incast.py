@@ -7,9 +7,11 @@ behind (8 planes of data plus the reverse-EV probe replies of five peers), as th
 Python agents do on a two-core machine. Its socket buffers queue what no switch marks.
 
 NSCC without its delay ceiling keeps growing in the "high delay, no ECN" case until the
-queue passes the retransmission timeout: hundreds of EVs retired on spurious timeouts,
-as seen on the kernel data plane. With the ceiling, nscc finishes no later than the
-delay window (within 10%), with no timeout and no more retirements.
+queue passes the retransmission timeout: spurious timeouts and resends, as seen on the
+kernel data plane. They come while the receiver acknowledges nothing sent later, so
+they retire no path (hosts/loss_detection.py `_silent_timeout`); before that rule they
+retired hundreds of EVs. With the ceiling, nscc finishes no later than the delay window
+(within 10%), with no timeout and no more retirements.
 """
 
 from __future__ import annotations
@@ -56,8 +58,8 @@ def test_nscc_without_its_delay_ceiling_times_out_spuriously(delay):
     # it falls behind by more than a retransmission timeout.
     done, retired, timeouts = incast({"cc": "nscc", "nscc_qa_delay_s": 100.0,
                                       "reverse_probe_s": 0.005})
-    assert timeouts >= 20 and retired >= 10 * max(1, delay[1])
-    assert done > 1.3 * delay[0]
+    assert timeouts >= 20 and done > 1.3 * delay[0]
+    assert retired <= delay[1]  # the receiver fell behind: no path is to blame
 
 
 def test_nscc_is_no_worse_than_the_delay_window(delay):

@@ -158,8 +158,9 @@ def test_nack_for_an_old_transmission_does_not_resend_twice():
 # ---------------------------------------------------------------------- ASSUMED_BAD
 def test_timeout_retires_the_path_and_resends_elsewhere_then_probe_reinstates():
     conn = Loopback(CFG)
-    conn.sender.send_message(0, bytes(100), 0.0)
-    (lost,) = conn.send()
+    conn.sender.send_message(0, bytes(200), 0.0)
+    lost, answered = conn.send()
+    conn.deliver(answered, 0.01)  # sent after it: the connection is alive
     ev = conn.sender.evs.by_ev[lost[1]]
     resent = data_only(conn.send(0.3))  # the timer (initial RTO 0.25 s) fires in poll
     assert ev.state == ASSUMED_BAD
@@ -194,10 +195,52 @@ def test_timeout_retires_the_path_and_resends_elsewhere_then_probe_reinstates():
     assert not conn.sender.evs.bad and not conn.sender.busy
 
 
-def test_probes_back_off_while_the_path_stays_dead():
+def test_a_timeout_while_the_connection_is_silent_holds_the_path_until_it_is_heard():
+    # Nothing sent after the packet is acknowledged, on any path: a stalled receiver
+    # looks the same to every path, so the timeout retires none. The packet goes out
+    # again elsewhere and its path is held and probed; the verdict waits while the
+    # silence lasts, and comes once something sent since is acknowledged.
     conn = Loopback(CFG)
     conn.sender.send_message(0, bytes(100), 0.0)
-    conn.send()
+    (lost,) = conn.send()
+    ev = conn.sender.evs.by_ev[lost[1]]
+    out = conn.send(0.3)  # the timer (initial RTO 0.25 s) fires in poll
+    (timeout,) = conn.kinds("timeout")
+    assert timeout["silent"] and conn.sender.stats["silent_timeouts"] == 1
+    assert conn.kinds("suspect")[0]["reason"] == "timeout" and not conn.kinds("retire")
+    assert ev.key in conn.sender.evs.held
+    (resent,) = [p for p in out if p[3] == protocol.TRIMMABLE_RETX]
+    assert resent[1] != lost[1] and probes_of(out)[0][1] == lost[1]
+    for t in (0.31, 0.4, 0.5):  # silence: the probe's deadlines pass, no verdict
+        conn.send(t)
+        assert not conn.kinds("retire") and ev.key in conn.sender.evs.held
+    conn.deliver(resent, 0.51)  # heard: the resend, sent after the path was held
+    t = 0.51
+    while not conn.kinds("retire") and t < 1.5:
+        t = round(t + 0.001, 6)
+        conn.send(t)
+    assert conn.kinds("retire")[0]["reason"] == "timeout" and ev.state == ASSUMED_BAD
+
+
+def test_a_stalled_receiver_that_answers_late_clears_the_held_path():
+    conn = Loopback(CFG)
+    conn.sender.send_message(0, bytes(100), 0.0)
+    (late,) = conn.send()
+    out = conn.send(0.3)  # silent timeout: held and probed
+    ev = conn.sender.evs.by_ev[late[1]]
+    conn.send(0.6)
+    # The receiver wakes up and takes in its backlog: the packet, then the probe.
+    conn.deliver(late, 0.61)
+    conn.deliver(probes_of(out)[0], 0.61)
+    assert conn.sender.stats["late_cleared"] == 1 and ev.key not in conn.sender.evs.held
+    conn.send(1.0)
+    assert not conn.kinds("retire") and ev.state != ASSUMED_BAD and conn.completed == [0]
+
+
+def test_probes_back_off_while_the_path_stays_dead():
+    conn = Loopback(CFG)
+    conn.sender.send_message(0, bytes(200), 0.0)
+    conn.deliver(conn.send()[1], 0.001)
     (resent,) = data_only(conn.send(0.3))  # retired at 0.3
     conn.deliver(resent, 0.301)  # only the one path is bad
     times = []
@@ -214,8 +257,8 @@ def test_probes_back_off_while_the_path_stays_dead():
 
 def test_no_probes_when_turned_off():
     conn = Loopback(ProtocolConfig(ev_count=8, mtu_payload=100, cc=False, probes=False))
-    conn.sender.send_message(0, bytes(100), 0.0)
-    conn.send()
+    conn.sender.send_message(0, bytes(200), 0.0)
+    conn.deliver(conn.send()[1], 0.001)
     conn.send(0.3)
     assert conn.kinds("retire") and not [p for p in conn.send(1.0) if not p[3]]
 
@@ -311,6 +354,7 @@ def test_packet_sent_well_before_one_acked_elsewhere_is_late():
     assert probe_hdr.path_seq == wire.decode(stuck[2])[0].path_seq
     resent = [p for p in out if p[3] == protocol.TRIMMABLE_RETX]
     assert len(resent) == 1 and resent[0][1] != stuck[1]
+    conn.deliver(resent[0], 0.065)  # the connection is alive since the path was held
     # No answer to the probe within the path's srtt + 4 rttvar: retired, as lost.
     conn.send(0.062 + 0.010 + 4 * 0.005 + 0.001)
     assert conn.kinds("retire")[0]["reason"] == "late"
@@ -496,6 +540,8 @@ def test_a_packet_passed_in_its_plane_is_declared_lost_by_the_reordering_timer()
     (suspect,) = conn.kinds("suspect")
     assert suspect["reason"] == "late-in-plane" and suspect["t"] == due
     assert not conn.kinds("retire")
+    (resent,) = data_only(conn.send(due, budget=1))  # sent again on the sibling path
+    conn.deliver(resent, due + 0.001)  # the connection is alive since the path was held
     conn.send(due + 2.5, budget=0)  # the probe's answer never came (ticks of 1 s)
     (retire, *_) = conn.kinds("retire")
     assert retire["reason"] == "late-in-plane"
@@ -534,8 +580,9 @@ def test_retransmission_timeout_doubles():
 def test_min_active_floor_stops_retiring_everything():
     conn = Loopback(ProtocolConfig(window=64, ev_count=2, mtu_payload=100, cc=False,
                                    ev_min_active=2), planes=2, paths=1)
-    conn.sender.send_message(0, bytes(200), 0.0)
-    conn.send()
+    conn.sender.send_message(0, bytes(300), 0.0)
+    first, second, third = conn.send()
+    conn.deliver(third, 0.001)  # the connection is alive: the timeouts blame the paths
     resent = data_only(conn.send(0.3))
     assert not conn.kinds("retire") and conn.kinds("retire-suppressed")
     assert all(e.state == GOOD for e in conn.sender.evs.rotation)
@@ -665,8 +712,9 @@ def test_config_rejects_bad_settings(overrides, match):
 def test_a_plane_down_at_the_peer_with_every_path_bad_is_still_probed():
     conn = Loopback(ProtocolConfig(ev_count=2, mtu_payload=100, cc=False, ev_min_active=1),
                    planes=2, paths=1)
-    conn.sender.send_message(0, bytes(100), 0.0)
-    (lost,) = conn.send()
+    conn.sender.send_message(0, bytes(200), 0.0)
+    lost, answered = conn.send()
+    conn.deliver(answered, 0.01)
     resent = data_only(conn.send(0.3))  # plane lost[0]'s only path retired
     conn.deliver(resent[0], 0.31)
     dead = lost[0]
@@ -683,8 +731,9 @@ def test_the_event_loop_is_never_told_to_wait_for_a_plane_without_evs():
     conn = Loopback(ProtocolConfig(ev_count=2, mtu_payload=100, cc=False, ev_min_active=1),
                    planes=2, paths=1)
     assert conn.sender.wanted_planes() == [0, 1]
-    conn.sender.send_message(0, bytes(100), 0.0)
-    (lost,) = conn.send()
+    conn.sender.send_message(0, bytes(200), 0.0)
+    lost, answered = conn.send()
+    conn.deliver(answered, 0.01)
     conn.send(0.3)  # its plane's only path is retired
     assert conn.sender.wanted_planes() == [1 - lost[0]]
     conn.sender.set_local_plane(1 - lost[0], False, 0.31)
