@@ -726,6 +726,24 @@ DECIDING = {
     "permutation": ("slowest_of_mean.mrc", "slowest_flow_share"),
 }
 
+def judge(m: Measured) -> Verdict:
+    """The row's judge, then the check every comparison with the fault-free pass rests
+    on: that pass retired no path (`fault_free_retired`). A retirement there came from
+    the machine, not a fault (hosts/loss_detection.py), and the row would be judged
+    against a pass that lost paths too: INCONCLUSIVE, with the count."""
+    verdict = JUDGES[m.row.judge](m)
+    if not m.row.fault_free_reference or m.reference is None or "mrc" not in m.reference.events:
+        return verdict
+    retired = _retired(m.reference)
+    verdict.figures["fault_free_retired"] = retired
+    verdict.measured += f"; the fault-free pass retired {retired} paths"
+    if retired and not verdict.inconclusive:
+        verdict.inconclusive = (f"the fault-free pass retired {retired} paths: it is not "
+                                "the fault-free reference the row needs")
+        verdict.measured += f" (INCONCLUSIVE: {verdict.inconclusive})"
+    return verdict
+
+
 JUDGES = {f.__name__: f for f in (held, capacity, line_rate, ev_loss, ecn_separation,
                                   lost_per_connection, slowdown_at_most, proportional,
                                   plane_bound, silent_t1, steady_state, qp_order, qp_scaling,

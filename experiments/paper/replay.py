@@ -58,7 +58,7 @@ from experiments.analysis.plots import (
 )
 from experiments.analysis.similarity import delay_emulated, headline, mrc_lag_p99_ms, proportions
 from experiments.dataplanes.twin import by_fabric, twin_steps
-from experiments.paper.judge import DECIDING, JUDGES, Measured
+from experiments.paper.judge import DECIDING, Measured, judge
 from experiments.paper.rows import (
     DEFAULT_TOPO,
     SHAPES,
@@ -243,8 +243,8 @@ def run_rows(run: Run, table: list[CheckedRow], features: dict,
                 if against is not None:
                     against.order(checked.reference.transports)
                 times = [(a.t, a.up) for a in scenario.faults]
-                verdicts.append(JUDGES[row.judge](Measured(row, run.fabric, faulty, against,
-                                                           times, scenario.faults)))
+                verdicts.append(judge(Measured(row, run.fabric, faulty, against, times,
+                                               scenario.faults)))
                 blocks.append((faulty, against))
         except Exception as err:  # noqa: BLE001 - a judge that cannot decide is the row's ERROR
             entry.update(verdict="ERROR", measured=f"{err.__class__.__name__}: {err}")

@@ -118,6 +118,16 @@ class Row:
     # A variant on a fabric every host loads: not the paper's experiment, played when asked.
     loaded: bool = False
 
+    @property
+    def fault_free_reference(self) -> bool:
+        """Whether the row is measured against a pass without faults: the fault-free
+        pass, or another scenario whose only faults are a controller's denials (they set
+        up the row's paths; judge.py `judge` holds such a pass to retiring none)."""
+        if self.reference == "fault-free":
+            return True
+        return (isinstance(self.reference, dict)
+                and all(f.get("kind") == "deny" for f in self.reference.get("faults", [])))
+
 
 def payload_rate_mbit(fabric: Fabric, mtu_payload: int | None = None) -> float:
     """The most payload a host can send: its line rate times the payload's share of a

@@ -20,7 +20,7 @@ from experiments.analysis.timeseries import (
     throughput,
     window_starts,
 )
-from experiments.paper.judge import JUDGES, Measured, Verdict
+from experiments.paper.judge import JUDGES, Measured, Verdict, judge
 from experiments.paper.replay import (
     checked_rows,
     combine,
@@ -258,6 +258,29 @@ def test_held_throughput_passes_at_the_threshold_and_fails_below_it(fabric):
     short = played(row.params["flows"], flat, row.params["horizon_s"] / 2,
                    [{"t": 1.0, "event": "retire", "host": 0, "peer": 3}])
     assert judged(fabric, row, short, clean).outcome == "INCONCLUSIVE"
+
+
+def test_a_fault_free_pass_that_retired_a_path_makes_the_row_inconclusive(fabric):
+    # The row is judged against its fault-free pass: one that retired paths (the
+    # machine fell behind, no fault) is not the reference the claim needs.
+    for key in ("links-failing", "ev-20pct-loss"):  # the latter: denials, no fault
+        row = row_of(fabric, key)
+        assert row.fault_free_reference
+    row = row_of(fabric, "links-failing")
+    flows, end = row.params["flows"], row.params["horizon_s"] + 0.5
+    clean = played(flows, flat, end)
+    faulty = held_pass(row, 1.0)
+    ok = judge(Measured(row, fabric, faulty, clean, [], ()))
+    assert ok.outcome == "PASS" and ok.figures["fault_free_retired"] == 0
+    assert "the fault-free pass retired 0 paths" in ok.measured
+    damaged = played(flows, flat, end, [{"t": 0.2, "event": "retire", "host": 0, "peer": 3},
+                                         {"t": 0.2, "event": "retire", "host": 3, "peer": 0}])
+    bad = judge(Measured(row, fabric, faulty, damaged, [], ()))
+    assert bad.outcome == "INCONCLUSIVE" and bad.figures["fault_free_retired"] == 2
+    assert "fault-free pass retired 2 paths" in bad.inconclusive
+    # A row measured against another run (a fabric without the fault's cause) is not held
+    # to it.
+    assert not row_of(fabric, "startup-losses").fault_free_reference
 
 
 def test_no_steady_state_degradation_allows_the_settling_round_trips(fabric):
