@@ -329,7 +329,8 @@ class EvSet:
         return []
 
     def retire(self, ev: Ev, now: float, probe_wait: float,
-               max_wait: float = float("inf")) -> list[Ev]:
+               max_wait: float = float("inf"), lost_sent_at: float | None = None
+               ) -> list[Ev]:
         """Retire every EV on ev's path (active and backups) and replace the active ones
         from the same plane. Returns the EVs retired that were in use: active, or
         spares that have carried packets (none if ev was not usable). The plane's
@@ -341,17 +342,20 @@ class EvSet:
         twice the wait its probes had reached (its reinstatement failed), halved for
         each such wait it has since stayed good, never below `probe_wait` nor above
         `max_wait`. So a path that keeps failing spends ever longer out, and one that
-        failed long ago starts afresh."""
+        failed long ago starts afresh. `lost_sent_at`: when the packet whose loss
+        retired the path left (default `now`)."""
         if ev.state in (ASSUMED_BAD, DENIED):
             return []
         bad = self.bad.get(ev.key)
         if bad is None:
             bad = self.bad[ev.key] = BadPath(ev.key, now, self._first_wait(ev.key, now,
                                                                            probe_wait, max_wait))
-            # Retired within the first probe's wait of its plane's return: what it lost
+            # What it lost left within the first probe's wait of its plane's return: it
             # went to the port coming up (its routes restored a moment after the
-            # carrier), an outage, not a lossy path.
-            bad.outage = now - self.plane_up_at[ev.plane] < bad.wait
+            # carrier), an outage, not a lossy path. The packet's send time decides,
+            # not the verdict's: a timeout comes a timeout later, past that wait.
+            sent = now if lost_sent_at is None else lost_sent_at
+            bad.outage = sent - self.plane_up_at[ev.plane] < bad.wait
         retired = [e for e in self.rotation if e.key == ev.key and e.state in (GOOD, SKIP)]
         if ev not in retired:
             retired.append(ev)

@@ -208,7 +208,7 @@ class LossDetection:
         self._take_back(pkt, front=False)
         self.cwnd.on_loss(now)
         ev.losses += 1
-        self._retire_path(ev, now, reason)
+        self._retire_path(ev, now, reason, pkt.sent_at)
 
     # ------------------------------------------------------------------ late packets
     def _late(self, pkt: Packet, ev: Ev, now: float, reason: str) -> None:
@@ -303,7 +303,7 @@ class LossDetection:
         if ev is not None:
             self.stats["losses"] += 1
             ev.losses += 1
-            self._retire_path(ev, now, suspect.reason)
+            self._retire_path(ev, now, suspect.reason, suspect.late_sent_at)
 
     def _unhold(self, key: PathKey) -> None:
         """The path is no longer under suspicion: its EVs take packets again."""

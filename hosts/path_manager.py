@@ -43,9 +43,12 @@ class PathManager:
         self.remote_probe_wait = [config.probe_initial_s] * planes
 
     # ------------------------------------------------------------------ loss verdicts
-    def _retire_path(self, ev: Ev, now: float, reason: str) -> None:
+    def _retire_path(self, ev: Ev, now: float, reason: str,
+                     lost_sent_at: float | None = None) -> None:
         """A real loss verdict on `ev`: retire every EV of its path (unless that would
-        break the ev_min_active floor) and send what was in flight on them elsewhere."""
+        break the ev_min_active floor) and send what was in flight on them elsewhere.
+        `lost_sent_at`: when the lost packet left, if a packet's loss decided
+        (EvSet.retire tells an outage from a lossy path by it)."""
         if ev.state not in (GOOD, SKIP):
             return
         evs = self.evs
@@ -57,7 +60,7 @@ class PathManager:
                            "plane": ev.plane, "reason": reason, "peer": self.peer})
             return
         for retired in evs.retire(ev, now, self.config.probe_initial_s,
-                                  self.config.probe_max_s):
+                                  self.config.probe_max_s, lost_sent_at):
             self.stats["retired"] += 1
             self.on_event({"t": now, "event": "retire", "ev": retired.ev, "plane": retired.plane,
                            "path": retired.key[1], "reason": reason, "peer": self.peer})

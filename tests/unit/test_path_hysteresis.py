@@ -55,6 +55,11 @@ def retired_path(config: ProtocolConfig = CFG) -> tuple[Loopback, object]:
     return conn, conn.sender.evs.by_ev[lost[1]]
 
 
+def data_only_packets(packets: list) -> list:
+    """The DATA packets among what a poll sent."""
+    return [p for p in packets if wire.decode(p[2])[0].type == protocol.DATA]
+
+
 def answer_probes(conn: Loopback, t: float, until: float, step: float = 0.001,
                   **how) -> list[float]:
     """Answer every probe from `t` to `until`, `step` later (deliver()'s options in
@@ -291,3 +296,30 @@ def test_a_path_retired_just_after_its_plane_came_back_returns_after_probe_succe
     # Long after the plane's return, the same first probe answered at once is a loss.
     conn.sender._retire_path(ev, 2.0, "late-in-plane")
     assert not conn.sender.evs.bad[ev.key].outage
+
+
+def test_a_packet_lost_to_the_port_coming_up_is_an_outage_though_its_timeout_comes_later():
+    # The packet left just after its plane came back and was lost while the routes were
+    # put back; its timeout (50 ms) comes after the first probe's wait (also 50 ms) has
+    # run from the plane's return. The send time decides: an outage, not a lossy path.
+    conn = Loopback(CFG)
+    conn.sender.send_message(0, bytes(200), 0.0)
+    for packet in conn.send():
+        conn.deliver(packet, 0.001)
+    plane = conn.sender.evs.rotation[0].plane
+    conn.sender.set_local_plane(plane, False, 0.1)
+    conn.sender.set_local_plane(plane, True, 0.3)
+    conn.sender.send_message(1, bytes(1600), 0.3)
+    out = data_only_packets(conn.send(0.3))
+    lost = next(p for p in out if p[0] == plane)
+    for packet in out:
+        if packet is not lost:
+            conn.deliver(packet, 0.302)
+    t = 0.302
+    while not conn.kinds("retire") and t < 1.0:
+        t = round(t + 0.001, 6)
+        conn.send(t)
+    (retire, *_) = conn.kinds("retire")
+    assert retire["t"] - 0.3 > CFG.probe_initial_s  # the verdict came after the wait
+    key = conn.sender.evs.by_ev[lost[1]].key
+    assert conn.sender.evs.bad[key].outage
