@@ -12,7 +12,10 @@ work in this direction. So does this module:
 - otherwise, while data from the peer keeps arriving (from one `reverse_probe_s` after
   the first), one EV probe per plane and `reverse_probe_s`, on an EV drawn at random:
   its PROBE_REPLY confirms it (a same-rack peer's EV names the direct path, which is
-  all the data takes).
+  all the data takes). As in the paper, a connection that sends probes nothing, even
+  on a plane its SACKs have not confirmed lately (at a low rate shared by many peers a
+  plane carries a pair's packet only every few round trips): only a plane with a
+  suspect path is probed then.
 
 Answers to data take the mirror of their data path by default (so an answer is lost
 only where its data path failed, and one dead spine never takes the answers of the
@@ -36,7 +39,8 @@ _NEVER_SKIP = float("-inf")
 
 class ReverseEvs:
     __slots__ = ("planes", "paths", "rng", "evs", "confirmed_at", "next_probe", "pending",
-                 "inbound_at", "interval", "suspect_paths", "choices", "soonest", "next_at")
+                 "inbound_at", "outbound_at", "interval", "suspect_paths", "choices",
+                 "soonest", "next_at")
 
     def __init__(self, planes: int, paths: int, interval: float, rng: random.Random,
                  choices: Sequence[int] | None = None):
@@ -48,6 +52,7 @@ class ReverseEvs:
         self.next_probe = [0.0] * planes
         self.pending: set[int] = set()  # EVs probed and not answered yet
         self.inbound_at = float("-inf")  # when data from the peer last arrived
+        self.outbound_at = float("-inf")  # when a SACK last answered our data
         # Paths (per plane) whose reverse direction is suspect: answers avoid them.
         self.suspect_paths: list[set[int]] = [set() for _ in range(planes)]
         self._reschedule()
@@ -95,7 +100,13 @@ class ReverseEvs:
         return [mirror, ev]
 
     def confirm(self, plane: int, ev: int, now: float) -> None:
-        """`ev` is known to carry packets to the peer now (every SACK says so)."""
+        """A SACK answered our data, sent on `ev`: the connection sends, and `ev` carries
+        packets to the peer now."""
+        self.outbound_at = now
+        self._confirmed(plane, ev, now)
+
+    def _confirmed(self, plane: int, ev: int, now: float) -> None:
+        """`ev` is known to carry packets to the peer now."""
         self.evs[plane] = ev
         self.confirmed_at[plane] = now
         if self.pending:
@@ -110,7 +121,7 @@ class ReverseEvs:
         """A PROBE_REPLY: True if it answered one of this set's probes."""
         if ev not in self.pending:
             return False
-        self.confirm(plane, ev, now)
+        self._confirmed(plane, ev, now)
         return True
 
     def inbound(self, now: float) -> None:
@@ -138,21 +149,27 @@ class ReverseEvs:
 
     def due_probes(self, now: float) -> list[int]:
         """EVs to probe now: one per plane not confirmed within the interval, while
-        data from the peer arrived within it."""
+        data from the peer arrived within it, if no SACK answered our data within it
+        either (the connection only receives) or the plane has a suspect path."""
         if now - self.inbound_at > self.interval:
             self._soon()
             return []
         due = []
+        sending = now - self.outbound_at < self.interval
+        deferred = False
         for plane in range(self.planes):
             if now < self.next_probe[plane] or now - self.confirmed_at[plane] < self.interval:
                 continue
             self.next_probe[plane] = self._grid(now)
+            if sending and not self.suspect_paths[plane]:
+                deferred = True  # the connection sends: its SACKs keep the set current
+                continue
             ev = self._random_ev(plane)
             self.pending.add(ev)
             due.append(ev)
         if len(self.pending) > 4 * self.planes:  # unanswered probes are forgotten
             self.pending = set(due)
-        if due:
+        if due or deferred:
             self._reschedule()
         self._soon()
         return due

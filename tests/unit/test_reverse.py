@@ -42,3 +42,21 @@ def test_probes_while_data_arrives_one_per_plane_and_interval():
     assert rev.next_due(0.009) == 0.01
     assert [ev_plane(ev) for ev in rev.due_probes(0.01)] == [1]  # plane 0 is confirmed
     assert rev.next_due(0.2) is None  # the data stopped: no more probes
+
+
+def test_a_connection_that_sends_probes_only_planes_with_a_suspect_path():
+    # At a low rate shared by many peers, a plane carries a pair's packet only every
+    # few round trips: its confirmations come further apart than the interval. While
+    # SACKs answer our data (the connection sends), that is no reason to probe; the
+    # paper probes only a QP that receives and sends nothing.
+    rev = reverse_set()
+    rev.inbound(0.0)
+    rev.confirm(0, make_ev(0, 1), 0.0049)  # a SACK for our data, on plane 0
+    rev.inbound(0.0049)
+    assert rev.due_probes(0.005) == []  # plane 1 is unconfirmed, but the connection sends
+    assert rev.next_due(0.005) > 0.009  # not due again at every poll
+    rev.suspect(1, make_ev(1, 3), 0.006)  # the peer probed a path of plane 1
+    assert [ev_plane(ev) for ev in rev.due_probes(0.006)] == [1]
+    # The SACKs stop (nothing more to send): each unconfirmed plane is probed again.
+    rev.inbound(0.019)
+    assert sorted(ev_plane(ev) for ev in rev.due_probes(0.02)) == [0, 1]
