@@ -49,7 +49,7 @@ class Suspect(NamedTuple):
     late: Packet  # the late packet
     late_sent_at: float  # when it left on the path (a copy went out since)
     held_tx: int  # transmissions of the connection when the path was held (_confirm)
-    held_at: float  # and when
+    wait: float  # from the hold to the deadline: a silent connection's next round
 
 
 class LossDetection:
@@ -243,7 +243,7 @@ class LossDetection:
         wait = ev.srtt + max(4 * ev.rttvar, self.config.path_skew_s, 2 * self.config.tick_s)
         seq = SUSPECT_SEQ | (self.stats["late"] & SUSPECT_SEQ_MASK)
         self.suspects[key] = Suspect(now + wait, seq, reason, ev, pkt, pkt.sent_at,
-                                     self.tx_count, now)
+                                     self.tx_count, wait)
         self.next_check = min(self.next_check, now + wait)  # _confirm's verdict is due then
         self.evs.hold(key)
         self.suspect_probes.append((ev.plane, ev.ev, seq, pkt.path_seq))
@@ -277,9 +277,8 @@ class LossDetection:
                 # Nothing sent since the path was held has been acknowledged, on any
                 # path: the whole connection is silent, the probe's silence says
                 # nothing of this path. The verdict waits another round.
-                wait = suspect.deadline - suspect.held_at
-                self.suspects[key] = suspect._replace(deadline=now + wait)
-                self.next_check = min(self.next_check, now + wait)
+                self.suspects[key] = suspect._replace(deadline=now + suspect.wait)
+                self.next_check = min(self.next_check, now + suspect.wait)
                 continue
             self._unhold(key)
             if self.evs.plane_up[key[0]]:  # else its plane went down: nothing to judge
@@ -442,8 +441,9 @@ class LossDetection:
             # Charged to its path only if a packet sent after it has been acknowledged
             # (on any path): the receiver and the way back were alive since it left.
             # Otherwise the whole connection fell silent (a stalled receiver, or every
-            # path at once): the packet is resent elsewhere and its timer backs off,
-            # but no path is retired for it (see _silent_timeout).
+            # path at once): the packet is resent elsewhere and its path held and
+            # probed, its verdict waiting until the connection is heard from again
+            # (_silent_timeout).
             silent = self.rack_tx_seq < pkt.tx_seq
             self.on_event({"t": now, "event": "timeout", "psn": pkt.psn, "ev": ev.ev,
                            "plane": ev.plane, "peer": self.peer, "silent": silent})
