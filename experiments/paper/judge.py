@@ -398,6 +398,61 @@ def ev_loss(m: Measured) -> Verdict:
                    f"{HELD:g})" + ("" if _finished(m) else "; did not finish"))
 
 
+def lossy_plane(m: Measured) -> Verdict:
+    """A NIC link losing packets, then a denylist entry for its plane (section 4), from
+    both connections' per-packet events. Before the entry MRC keeps the plane in use: a
+    path of it reinstated by its probes (`returns`) is retired again (`retired_again`).
+    From the moment each host applied the entry (its `deny` events) it sends nothing
+    on the plane; from SETTLE_RTTS after the entry the throughput is within BAND of the
+    remaining-capacity line (`share` of the fault-free pass's same windows).
+    INCONCLUSIVE when no path of the plane was retired: the loss touched no packet."""
+    p = m.row.params
+    w, plane, loss_s, entry_s = p["window_s"], p["plane"], p["loss_s"], p["entry_s"]
+    events, start = m.faulty.events["mrc"], m.faulty.run("mrc").start
+
+    def on_plane(kind: str) -> list[dict]:
+        return [e for e in events if e.get("event") == kind and e.get("plane") == plane]
+
+    def before_entry(kind: str) -> list[float]:
+        return sorted(t for t in (e["t"] - start for e in on_plane(kind))
+                      if loss_s - EPS_S <= t < entry_s)
+
+    retired, returned = before_entry("retire"), before_entry("reinstate")
+    again = sum(1 for t in retired if returned and t > returned[0])
+    applied = {}  # host -> when it applied the entry
+    for e in on_plane("deny"):
+        applied[e["host"]] = max(applied.get(e["host"], 0.0), e["t"])
+    hosts = {s for s, _ in p["flows"]}
+    sends_after = sum(1 for e in events if e.get("event") == "send"
+                      and ev_plane(e["ev"]) == plane
+                      and e["t"] >= applied.get(e["host"], start + entry_s))
+    mine, clean = _series(m, m.faulty), _series(m, m.reference)
+    after = entry_s + SETTLE_RTTS * m.fabric.spec.base_rtt_s
+    level = ratio(span_mean(mine, w, after, p["horizon_s"]),
+                  span_mean(clean, w, after, p["horizon_s"]))
+    level = _rounded(None if level is None else level / p["share"])
+    expected = [[round(s, 4), _rounded(ref * p["share"], 3)] for s, ref in clean
+                if s >= entry_s - EPS_S and ref is not None]
+    figures = {"lost_before": len(retired), "returns": len(returned),
+               "retired_again": again, "entry_applied": sorted(applied) == sorted(hosts),
+               "sends_after_entry": sends_after, "level": level,
+               "series": {"faults": _points(mine), "fault-free": _points(clean),
+                          "remaining capacity": expected}}
+    why = None if retired else "no path of the lossy plane was retired: the loss touched none"
+    passed = (_finished(m) and returned != [] and again > 0 and figures["entry_applied"]
+              and sends_after == 0 and level is not None and abs(level - 1) <= BAND)
+    return Verdict(passed, figures,
+                   f"mrc: before the entry {len(retired)} paths of plane {plane} retired, "
+                   f"{len(returned)} reinstated, {again} retired after the first return; "
+                   f"{sends_after} packets on the plane after the entry"
+                   + ("" if figures["entry_applied"] else " (the entry did not reach every "
+                      "host)")
+                   + f"; throughput from {SETTLE_RTTS} RTT after it {_ratio(level)} of the "
+                   f"remaining-capacity line (within {BAND:.0%})"
+                   + ("" if _finished(m) else "; did not finish")
+                   + (f"; INCONCLUSIVE: {why}" if why else ""), why)
+
+
 def ecn_separation(m: Measured) -> Verdict:
     """The first ECN migration after the second flow joins, in round trips (the senders'
     smoothed RTT, `rtt_at_least_counted`); whether the two flows' EVs share a path at
@@ -709,6 +764,7 @@ DECIDING = {
     "capacity": ("levels", "back_rtts"),
     "line_rate": ("line_share",),
     "ev_loss": ("retire_rtts", "ratio", "ev_a_sends_after", "reinstated"),
+    "lossy_plane": ("returns", "retired_again", "sends_after_entry", "level"),
     "ecn_separation": ("first_migration_rtts", "shares"),
     "lost_per_connection": ("lost.per_connection",),
     "slowdown_at_most": ("slowdown.mrc.slowdown",),
@@ -744,8 +800,9 @@ def judge(m: Measured) -> Verdict:
     return verdict
 
 
-JUDGES = {f.__name__: f for f in (held, capacity, line_rate, ev_loss, ecn_separation,
-                                  lost_per_connection, slowdown_at_most, proportional,
+JUDGES = {f.__name__: f for f in (held, capacity, line_rate, ev_loss, lossy_plane,
+                                  ecn_separation, lost_per_connection, slowdown_at_most,
+                                  proportional,
                                   plane_bound, silent_t1, steady_state, qp_order, qp_scaling,
                                   loss_ratio, sizes, victim, transceiver, startup_losses,
                                   permutation)}

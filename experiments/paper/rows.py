@@ -99,6 +99,10 @@ LINK_EVERY = 2  # between two of the twenty T0-T1 links failing (Fig. 9c)
 ALLOW = 2  # the EV experiment: its backup path allowed, before the loss at WARMUP
 ECN_ALONE = 8  # the ECN experiment: the first flow alone before the second joins
 ECN_TOGETHER = 16
+LOSSY_LINK = 20  # a NIC link losing packets before the denylist entry (section 4)
+# Its loss rate: "unacceptably high" (the paper gives no figure), 50 times the random-loss
+# rows' 0.1%.
+LOSSY_LINK_P = 0.05
 
 
 @dataclass(frozen=True)
@@ -291,6 +295,13 @@ def _paper_rows(fabric: Fabric) -> list[Row]:
 
     one_ev = {"ev_count": planes, "ev_min_active": 1}
 
+    # Section 4: the cross-T1 pair's NIC link in plane 0 at h{src} loses packets, then
+    # a denylist entry at both ends takes the plane out of both connections.
+    lossy_end = WARMUP + LOSSY_LINK + AFTER
+    lossy_flows = _pair_workload(fabric, cross, lossy_end, packet_events=True)
+    lossy_t0 = fabric.t0(0, fabric.host(src).rack).name
+    entry_at = line.t(WARMUP + LOSSY_LINK)
+
     # Point to point: one way, cross-T1 against T0-local.
     p2p_end = WARMUP + 20
     one = _pair_workload(fabric, cross, p2p_end, both_ways=False)
@@ -440,6 +451,36 @@ def _paper_rows(fabric: Fabric) -> list[Row]:
             params=line.params(ev_end, flows=ev_flows["params"]["flows"], src=src, dst=dst,
                                plane=0, spine_a=a, spine_b=b, allowed_s=line.t(ALLOW),
                                loss_s=line.t(WARMUP))),
+        Row("lossy-nic-link", "4",
+            "A NIC-T0 link that does not fail completely but has an unacceptably high "
+            "packet loss rate: MRC cannot rebalance to avoid the bad plane, because it "
+            "cannot reliably tell whether the problem is at its end or the remote end; "
+            "the bad plane can then be avoided by specifying a matching denylist entry.",
+            f"Every byte delivered; before the entry MRC keeps the lossy plane in use: a "
+            f"path of it mapped out is reinstated by its probes and lost on again; from "
+            f"the entry on no packet is sent on the plane, and from {SETTLE_RTTS} round "
+            f"trips after it MRC's throughput is within {b_pct} of the remaining-capacity "
+            f"line ({planes - 1}/{planes} of the fault-free pass's same windows). "
+            "INCONCLUSIVE if no packet was lost on the plane.",
+            f"h{src}'s plane-0 NIC link (to {lossy_t0}) loses {LOSSY_LINK_P:.0%} of the "
+            f"packets both ways from window {WARMUP} (loss on the link; the paper gives no "
+            f"rate); at window {WARMUP + LOSSY_LINK} the entries a Clustermapper policy "
+            f"would set: h{src} denies its plane 0 toward every peer, h{dst} its plane 0 "
+            f"toward h{src} (deny). Cross-T1 both ways, one connection each way, "
+            f"{EV_COUNT} EVs, per-packet events. Both connections fill every port, so no "
+            f"plane could take the lossy plane's share whatever MRC did: the row shows "
+            f"MRC returning to the plane, not what a rebalancing would give; {shown}; "
+            f"{DIFFERS_EMULATION}.",
+            {**lossy_flows, "faults": [
+                {"kind": "loss", "link": [f"h{src}", lossy_t0],
+                 "probability": LOSSY_LINK_P, "at_s": line.t(WARMUP)},
+                {"kind": "deny", "host": f"h{src}", "plane": 0, "at_s": entry_at},
+                {"kind": "deny", "host": f"h{dst}", "peer": f"h{src}", "plane": 0,
+                 "at_s": entry_at}]},
+            "lossy_plane", needs=("faults",), shape="A",
+            params=line.params(lossy_end, flows=lossy_flows["params"]["flows"], plane=0,
+                               loss_s=line.t(WARMUP), entry_s=entry_at,
+                               share=round((planes - 1) / planes, 6))),
         Row("ecn-migration", "5.2.5 (Fig. 14)",
             "A second flow forced onto the EV of a first flow: on ECN, MRC moves the first "
             "flow to another EV while the second keeps the first EV, and both flows "

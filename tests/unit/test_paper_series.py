@@ -47,6 +47,7 @@ from experiments.run.play import Pass
 from experiments.run.workload_run import TransportRun
 from hosts.config import ProtocolConfig
 from hosts.evset import EvSet
+from hosts.protocol import ev_plane
 from topologies.errors import UserError
 from topologies.model import load_topology, with_rate_cap
 from topologies.paths import catalogue, choices_per_plane, shortest_choices
@@ -434,6 +435,62 @@ def test_the_lossy_ev_goes_at_once_stays_out_and_its_backup_takes_its_place(fabr
                   clean).outcome == "FAIL"
     idle = judged(fabric, row, ev_pass(fabric, row, a_before=False), clean)
     assert idle.outcome == "INCONCLUSIVE" and "not the active EV" in idle.inconclusive
+
+
+# ---------------------------------------------------------------- a lossy NIC link
+def lossy_pass(fabric, row, returns=True, again=True, sent_after=False, denied=(0, 3),
+               factor=0.875, retired=True):
+    """The lossy plane's events: a path of it retired, reinstated, retired again before
+    the entry; the entry applied by `denied` hosts; throughput `factor` of fault-free
+    from the entry on."""
+    p = row.params
+    paths = catalogue(fabric, 0, 3)
+    lossy = next(x.ev for x in paths if x.plane == p["plane"])
+    other = next(x.ev for x in paths if x.plane != p["plane"])
+    loss, entry = p["loss_s"], p["entry_s"]
+
+    def at(t, event, host, ev=lossy, **more):
+        return {"t": t, "event": event, "host": host, "peer": 3 - host, "ev": ev,
+                "plane": ev_plane(ev), "path": 0, **more}
+
+    events = [at(loss - 0.1, "send", 0), at(loss + 0.05, "send", 0)]
+    events += [at(loss + 0.1, "retire", 0)] if retired else []
+    events += [at(loss + 0.5, "reinstate", 0), at(loss + 0.6, "send", 0)] if returns else []
+    events += [at(loss + 0.7, "retire", 0)] if again else []
+    events += [at(entry + 0.002, "deny", host) for host in denied]
+    events += [at(entry + 0.01, "send", host, other) for host in (0, 3)]
+    events += [at(entry + 0.5, "send", 3)] if sent_after else []
+
+    def rate(t, f):
+        return RATE * (factor if t >= entry else 1.0)
+
+    return played(p["flows"], rate, p["horizon_s"] + 0.5, events)
+
+
+def test_a_lossy_nic_link_keeps_its_plane_in_use_until_a_denylist_entry(fabric):
+    row = row_of(fabric, "lossy-nic-link")
+    clean = played(row.params["flows"], flat, row.params["horizon_s"] + 0.5)
+    ok = judged(fabric, row, lossy_pass(fabric, row), clean)
+    assert ok.outcome == "PASS", ok.measured
+    assert ok.figures["returns"] == 1 and ok.figures["retired_again"] == 1
+    assert ok.figures["level"] == pytest.approx(1.0, abs=0.01)
+    # MRC kept the plane out by itself: not the paper's claim.
+    assert judged(fabric, row, lossy_pass(fabric, row, returns=False, again=False),
+                  clean).outcome == "FAIL"
+    assert judged(fabric, row, lossy_pass(fabric, row, again=False), clean).outcome == "FAIL"
+    # The entry did not avoid the plane: a packet on it after, or a host never applied it.
+    assert judged(fabric, row, lossy_pass(fabric, row, sent_after=True),
+                  clean).outcome == "FAIL"
+    assert judged(fabric, row, lossy_pass(fabric, row, denied=(0,)), clean).outcome == "FAIL"
+    # The remaining-capacity line, just inside and just outside the band.
+    share = row.params["share"]
+    assert judged(fabric, row, lossy_pass(fabric, row, factor=share * (1 - BAND + 0.01)),
+                  clean).outcome == "PASS"
+    assert judged(fabric, row, lossy_pass(fabric, row, factor=share * (1 - BAND - 0.01)),
+                  clean).outcome == "FAIL"
+    untouched = judged(fabric, row, lossy_pass(fabric, row, retired=False, returns=False,
+                                               again=False), clean)
+    assert untouched.outcome == "INCONCLUSIVE" and "touched none" in untouched.inconclusive
 
 
 # ---------------------------------------------------------------- ECN migration
