@@ -584,6 +584,9 @@ def _other_rows(fabric: Fabric) -> list[Row]:
     victim = [n - 1, 1]
     fan_in = max(1, min(7, n - 3))  # the paper's 7:1, where the hosts allow it
     incast_bytes = spec.host_bytes_in(d) // fan_in
+    # The workload takes the senders from the other racks first (a cross-spine incast).
+    across = min(fan_in, sum(1 for h in fabric.hosts if h.rack != fabric.host(0).rack
+                             and h.index not in victim))
 
     def with_faults(base: dict, *faults: dict) -> dict:
         return {**base, "faults": list(faults)}
@@ -653,8 +656,9 @@ def _other_rows(fabric: Fabric) -> list[Row]:
             "MRC's victim keeps at least 90% of its throughput alone; RoCE's victim, "
             "with PFC and DCQCN, keeps less than 90% of it at 1 and at 8 QPs (the "
             "paper: about 75% with 1 QP, dips to 25% with 8).",
-            f"{fan_in}:1 incast (the victim needs its own source and idle "
-            f"destination among {n} hosts; the paper: 7:1 on 16 servers); RoCE runs on "
+            f"{fan_in}:1 incast, {across} of its senders across the spine (the victim "
+            f"needs its own source and idle destination among {n} hosts; the paper: 7:1 "
+            f"across the spine on 16 servers); RoCE runs on "
             f"the single-plane twin with PFC and DCQCN, whose pauses hold packets only "
             f"at the senders' NICs (a switch port's pause is modelled in its counters, "
             f"not carried out: docs/protocol.md, PFC by data plane), so the congestion "

@@ -12,7 +12,8 @@ collective. Message ids are unique per (source, destination) across the workload
   across-racks` makes the ring alternate between racks (h0, h4, h1, h5, ... on two racks
   of four), so that every hop crosses the spine, as the ring of the paper's 64 GPUs
   mostly did, instead of running through each rack in turn (`order: hosts`);
-- `incast`: `fan_in` senders to one `receiver`, optionally beside a `victim` flow that
+- `incast`: `fan_in` senders to one `receiver` (hosts of other racks first, so that
+  the incast crosses the spine), optionally beside a `victim` flow that
   has hosts of its own: its source sends nothing else and its destination receives
   nothing else, so whatever slows it down is congestion that spread from the incast.
   `victim: auto` picks them as the MRC paper did (section 5.2.8): the destination an
@@ -239,7 +240,11 @@ def _incast(params: dict, fabric: Fabric, source: str, size, host, transfer,
                             f"on a fabric of {hosts} hosts", "use a topology with 4 hosts "
                             "or more, or remove the victim")
     fan_in = _int(params, "fan_in", most, 1, most, "a number of senders", source)
-    senders = [h for h in range(hosts) if h not in busy][:fan_in]
+    # Senders from the other racks first, so that the incast crosses the spine into the
+    # receiver's T0 as the paper's 7:1 did; the receiver's rack only where they are too few.
+    rack = fabric.host(receiver).rack
+    idle = [h for h in range(hosts) if h not in busy]
+    senders = sorted(idle, key=lambda h: fabric.host(h).rack == rack)[:fan_in]
     phase = [transfer(s, receiver, nbytes) for s in senders]
     if victim is not None:
         phase.append(transfer(victim[0], victim[1], size("victim_bytes", nbytes), "victim"))

@@ -7,6 +7,7 @@ import pytest
 
 from experiments.scenarios.workloads import MAX_SIZES, WorkloadError, phases
 from tests.fabrics import hosts
+from topologies.model import load_topology
 
 
 def flows_of(phase):
@@ -15,11 +16,26 @@ def flows_of(phase):
 
 def test_incast_victim_has_its_own_source_and_an_idle_destination():
     [phase] = phases("incast", {"receiver": 0, "victim": [7, 1]}, hosts(8))
-    assert flows_of(phase) == [(s, 0, "data") for s in range(2, 7)] + [(7, 1, "victim")]
+    # Senders from the other rack (4-6) first, then the receiver's own.
+    assert flows_of(phase) == [(s, 0, "data") for s in (4, 5, 6, 2, 3)] + [(7, 1, "victim")]
     senders = {t.src for t in phase if t.role == "data"}
     assert not senders & {7, 1}
     # The victim's destination receives the victim's flow and nothing else.
     assert [t.src for t in phase if t.dst == 1] == [7]
+
+
+def test_incast_senders_come_from_the_other_racks_first():
+    # cluster-d (4 racks of 4): the paper's 7:1 crosses the spine, the victim from
+    # another rack into the receiver's.
+    fabric = load_topology("cluster-d")
+    [phase] = phases("incast", {"receiver": 0, "victim": "auto", "fan_in": 7}, fabric)
+    senders = [t.src for t in phase if t.role == "data"]
+    assert len(senders) == 7 and all(fabric.host(s).rack != 0 for s in senders)
+    (victim,) = [t for t in phase if t.role == "victim"]
+    assert fabric.host(victim.dst).rack == 0 and fabric.host(victim.src).rack != 0
+    # The receiver's rack only when the other racks have too few idle hosts.
+    [phase] = phases("incast", {"receiver": 0, "fan_in": 14}, fabric)
+    assert [fabric.host(t.src).rack == 0 for t in phase][-2:] == [True, True]
 
 
 def test_incast_fan_in_defaults_and_limits_with_and_without_a_victim():
