@@ -5,23 +5,33 @@ The agents are Python processes sharing the machine's cores with the kernel's
 forwarding: past some packet rate their event loops fall behind, their timers measure
 the CPU rather than the network, and a run's result is the machine's
 (experiments/analysis/health.py). The budget is the traffic, in Mbit/s per core, that the
-hosts of a fabric may send at once with the agents still keeping up: measured with every
-host sending on every plane at line rate, and applied to as many hosts as a run has
-sending at once (`cap_for`).
+hosts of a fabric may send at once with the agents still keeping up: measured with the
+workload's hosts sending on every plane at line rate, and applied to as many hosts as a
+run has sending at once (`cap_for`).
 
-`calibrate()` measures it: a fault-free all-to-all on 2tier-8plane (the shipped
-workload with the most connections per agent, the heaviest per packet) at rising
-budgets (`LADDER`), each step's messages sized to keep the fabric busy for about
-STEP_S; a step passes when the agents' timers fire within half a round trip (p99) and
-fewer than 1% of the packets arrive twice with nothing dropped; the budget is the last
-step that passed. The agents' work is per packet, so the budget depends on the
-fabric's MTU (topologies/model.py `mtu_payload`): it is measured, and cached, for each
-MTU a run uses. A calibration takes about a minute and is cached in
-build/calibration.json under a key of the agents' code and the machine (CPU model and
-cores): `budget()` reads it, or gives the figure measured the same way on a 2-core VM
-(`default_mbit_per_core`), and says so.
-`make calibrate` measures again; `experiments run` and `make paper` measure when the
-cache is missing or stale and their fabric would be capped (`cap_for`).
+It depends on the workload (`WORKLOADS`), so it is measured for two:
+- `all-to-all`: a fault-free all-to-all on 2tier-8plane, the shipped workload with the
+  most connections per agent, the heaviest per packet; every run that does not say
+  otherwise;
+- `pair`: write bandwidth both ways between one cross-T1 pair on cluster-b, the fault
+  rows of `make paper` (two hosts sending: `workload_for`). Sharing the all-to-all's
+  budget between two hosts ran their links four times faster, where a round trip is a
+  quarter as long, while the agents' timers were late by as much as before: the pair
+  rows' agents were late by 0.53-1.07 round trips (p99) at 56 Mbit/s a core, where
+  the all-to-all kept up.
+
+`calibrate()` measures a workload's budget at rising budgets (`LADDER`), each step
+keeping the fabric busy for about STEP_S; a step passes when the agents' timers fire
+within half a round trip (p99) and fewer than 1% of the packets arrive twice with
+nothing dropped; the budget is the last step that passed. The agents' work is per
+packet, so the budget depends on the fabric's MTU (topologies/model.py `mtu_payload`):
+it is measured, and cached, for each MTU and workload a run uses. A calibration takes
+about a minute and is cached in build/calibration.json under a key of the agents' code
+and the machine (CPU model and cores): `budget()` reads it, or gives the figure
+measured the same way on a 2-core VM (`default_mbit_per_core`), and says so.
+`make calibrate` measures both again; `experiments run` and `make paper` measure the
+one they need when the cache is missing or stale and their fabric would be capped
+(`cap_for`).
 
 The figure is the machine's only if nothing else ran on it (experiments/run/quietness.py):
 a calibration beside another program measures what the agents keep up with in the CPU
@@ -54,16 +64,54 @@ CACHE = REPO / "build" / "calibration.json"
 # Measured by calibrate() on a 2-core VM (Debian 12, no netem): the all-to-all's agents
 # kept their timers within half a round trip up to 56 Mbit/s per core, not at 80.
 DEFAULT_MBIT_PER_CORE = 56.0
+# One pair's, measured the same way on cluster-b: 40 (5 Mbit/s links, timers 2.0 ms late
+# p99 against a 9.0 ms round trip), not 56 (5.3 ms against 6.45).
+DEFAULT_PAIR_MBIT_PER_CORE = 40.0
 # The same at the NICs' 4 KiB payloads (three calibrations: 113, 80, 113): about twice
 # the figure at 1,200 bytes, not the 3.2 times the frames' sizes would give.
 MEASURED_MBIT_PER_CORE = {DEFAULT_MTU_PAYLOAD: DEFAULT_MBIT_PER_CORE, NIC_MTU_PAYLOAD: 113.0}
 # Mbit/s per core, tried in order: steps of sqrt(2), so that the budget chosen is
 # within 30% of the most the machine sustains.
 LADDER = (20.0, 28.0, 40.0, 56.0, 80.0, 113.0, 160.0, 226.0, 320.0, 453.0, 640.0)
-REFERENCE = "2tier-8plane"
-# An all-to-all: a ring all-reduce (one peer per host) kept up at twice the budget at
-# which the shipped all-to-all scenarios' agents fell half a round trip behind.
-WORKLOAD = "all-to-all"
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A workload the budget is measured on: its fabric, and its traffic there."""
+
+    name: str
+    reference: str  # the topology it runs on
+    description: str  # for the run's note: whose budget it is
+    one_pair: bool  # one cross-T1 pair sending both ways, else every host to every other
+
+    def pair(self, fabric: Fabric) -> list[int] | None:
+        """The pair that sends both ways, or None: every host sends."""
+        return [0, len(fabric.hosts) - 1] if self.one_pair else None
+
+    def plan(self, fabric: Fabric, seconds: float) -> list[list]:
+        """The phases that keep the workload's hosts sending at line rate for about
+        `seconds`."""
+        from experiments.scenarios.workloads import phases
+
+        pair = self.pair(fabric)
+        if pair is None:  # each host sends to every other at its line rate shared among them
+            message = fabric.spec.host_bytes_in(seconds) // (len(fabric.hosts) - 1)
+            return [list(p) for p in phases(ALL_TO_ALL, {"message_bytes": message}, fabric)]
+        return [list(p) for p in phases("flows", {
+            "flows": [pair, pair[::-1]], "message_bytes": fabric.spec.host_bytes_in(seconds)},
+            fabric)]
+
+
+# The all-to-all, not a ring all-reduce (one peer per host): the ring kept up at twice
+# the budget at which the shipped all-to-all scenarios' agents fell half a round trip
+# behind.
+ALL_TO_ALL = "all-to-all"
+PAIR = "pair"
+WORKLOADS = {
+    ALL_TO_ALL: Workload(ALL_TO_ALL, "2tier-8plane", "every host sending to every other",
+                         one_pair=False),
+    PAIR: Workload(PAIR, "cluster-b", "one pair sending both ways", one_pair=True),
+}
 # How long each step keeps the fabric busy: long enough that the agents' start (all
 # of them at once) is not the step's worst hundredth of timers.
 STEP_S = 3.0
@@ -103,7 +151,8 @@ def machine_key() -> str:
                     if line.startswith("model name")), "")
     except OSError:
         pass
-    digest.update(f"{cpu}|{os.cpu_count()}|{platform.machine()}|{WORKLOAD}|{STEP_S}"
+    digest.update(f"{cpu}|{os.cpu_count()}|{platform.machine()}|{','.join(WORKLOADS)}|"
+                  f"{STEP_S}"
                   .encode())
     return digest.hexdigest()[:16]
 
@@ -119,33 +168,55 @@ def _cache(path: Path | None = None) -> dict:
     return data["by_mtu"]
 
 
-def cached(mtu_payload: int = DEFAULT_MTU_PAYLOAD, cache: Path | None = None) -> dict | None:
-    """The cached calibration of this code on this machine at this MTU, if it was
-    measured on a quiet machine (a figure that does not say so is not known to be)."""
-    found = _cache(cache).get(str(mtu_payload))
+def _slot(mtu_payload: int, workload: str) -> str:
+    """A calibration's place in the cache: its MTU payload, and the workload unless it
+    is the all-to-all ("1200", "1200 pair")."""
+    return str(mtu_payload) if workload == ALL_TO_ALL else f"{mtu_payload} {workload}"
+
+
+def workload_for(active_hosts: int | None) -> str:
+    """The calibrated workload whose budget a run with `active_hosts` hosts sending at
+    once takes (all of the fabric's when None): one pair's for two or fewer."""
+    return PAIR if active_hosts is not None and active_hosts <= 2 else ALL_TO_ALL
+
+
+def cached(mtu_payload: int = DEFAULT_MTU_PAYLOAD, cache: Path | None = None,
+           workload: str = ALL_TO_ALL) -> dict | None:
+    """The cached calibration of this code on this machine at this MTU for `workload`,
+    if it was measured on a quiet machine (a figure that does not say so is not known
+    to be)."""
+    found = _cache(cache).get(_slot(mtu_payload, workload))
     if not isinstance(found, dict) or "idle_share_before" not in found:
         return None
     return found
 
 
-def budget(mtu_payload: int = DEFAULT_MTU_PAYLOAD, cache: Path | None = None) -> Budget:
-    data = cached(mtu_payload, cache)
+def budget(mtu_payload: int = DEFAULT_MTU_PAYLOAD, cache: Path | None = None,
+           workload: str = ALL_TO_ALL) -> Budget:
+    data = cached(mtu_payload, cache, workload)
+    whose = WORKLOADS[workload].description
     if data is not None:
         return Budget(data["mbit_per_core"], f"calibrated here {data['measured_at']} at "
-                      f"{mtu_payload}-byte payloads (make calibrate measures again)")
-    return Budget(default_mbit_per_core(mtu_payload), "not calibrated on this machine: the "
-                  "default (make calibrate measures it)")
+                      f"{mtu_payload}-byte payloads, {whose} (make calibrate measures "
+                      "again)")
+    return Budget(default_mbit_per_core(mtu_payload, workload), f"not calibrated on this "
+                  f"machine: the default for {whose} (make calibrate measures it)")
 
 
-def default_mbit_per_core(mtu_payload: int) -> float:
+def default_mbit_per_core(mtu_payload: int, workload: str = ALL_TO_ALL) -> float:
     """The budget measured on a 2-core VM at the largest payload size not above
     `mtu_payload` (a larger packet never costs the agents less); below the default
-    size, the default's scaled by the frame (the agents' work is per packet)."""
+    size, the default's scaled by the frame (the agents' work is per packet). One
+    pair's is scaled from the all-to-all's by the two measured at the default size."""
     below = [m for m in MEASURED_MBIT_PER_CORE if m <= mtu_payload]
     if below:
-        return MEASURED_MBIT_PER_CORE[max(below)]
-    return round(DEFAULT_MBIT_PER_CORE * data_frame_bytes(mtu_payload)
-                 / data_frame_bytes(DEFAULT_MTU_PAYLOAD), 1)
+        found = MEASURED_MBIT_PER_CORE[max(below)]
+    else:
+        found = round(DEFAULT_MBIT_PER_CORE * data_frame_bytes(mtu_payload)
+                      / data_frame_bytes(DEFAULT_MTU_PAYLOAD), 1)
+    if workload == PAIR:
+        found = round(found * DEFAULT_PAIR_MBIT_PER_CORE / DEFAULT_MBIT_PER_CORE, 1)
+    return found
 
 
 def cap_for(fabric: Fabric, mbit_per_core: float, cores: int | None = None,
@@ -153,12 +224,9 @@ def cap_for(fabric: Fabric, mbit_per_core: float, cores: int | None = None,
     """The link rate at which `active_hosts` hosts (all of the fabric's unless given),
     each sending on every plane at line rate, ask the agents for no more than the budget.
 
-    The budget was measured on the all-to-all, where every agent sends to all the others
-    and receives from them: the most connections per agent, the heaviest work per
-    packet. A run with fewer hosts sending at once (a row that drives one NIC pair on a
-    wide fabric) asks less of each packet, so the same budget shared among the hosts
-    that send is conservative per packet: its links run faster than the all-hosts cap,
-    and the agents still keep up."""
+    The budget is the one of the workload the run resembles (`workload_for`): shared
+    among the hosts that send, the all-to-all's ran one pair's links so fast that its
+    round trip fell below twice the agents' lateness (module docstring)."""
     hosts = len(fabric.hosts)
     if active_hosts is None:
         active_hosts = hosts
@@ -179,10 +247,10 @@ def no_faults(step) -> None:
     raise AssertionError("the calibration plays no fault")
 
 
-def fabric_step(mtu_payload: int, lock) -> Measure:
-    """The ladder's step on the reference fabric at this MTU (module docstring), its
-    fabrics built under `lock`, the machine's fabric lock held by the caller. Needs root
-    and Mininet."""
+def fabric_step(mtu_payload: int, lock, workload: str = ALL_TO_ALL) -> Measure:
+    """The ladder's step of `workload` on its reference fabric at this MTU (module
+    docstring), its fabrics built under `lock`, the machine's fabric lock held by the
+    caller. Needs root and Mininet."""
     import tempfile
 
     from experiments.analysis.health import MAX_LATE_SHARE
@@ -191,16 +259,15 @@ def fabric_step(mtu_payload: int, lock) -> Measure:
     from experiments.dataplanes.targets import KernelTarget
     from experiments.run.bringup import running
     from experiments.run.workload_run import run_transport
-    from experiments.scenarios.workloads import phases
     from topologies.model import without_delay
 
-    reference = without_delay(with_mtu(load_topology(REFERENCE), mtu_payload))
+    chosen = WORKLOADS[workload]
+    reference = without_delay(with_mtu(load_topology(chosen.reference), mtu_payload))
+    pair = chosen.pair(reference)
 
     def measure(per_core: float, window: quietness.Window) -> Step:
-        fabric = capped(reference, per_core)
-        # Each host sends to every other at the host's line rate shared among them.
-        message = fabric.spec.host_bytes_in(STEP_S) // (len(fabric.hosts) - 1)
-        plan = [list(p) for p in phases(WORKLOAD, {"message_bytes": message}, fabric)]
+        fabric = capped(reference, per_core, active_hosts=pair and len(pair))
+        plan = chosen.plan(fabric, STEP_S)
         with running(fabric, KernelTarget(), lock) as network, \
                 tempfile.TemporaryDirectory() as folder:
             with window:
@@ -228,11 +295,12 @@ def fabric_step(mtu_payload: int, lock) -> Measure:
 
 
 def calibrate(progress=print, mtu_payload: int = DEFAULT_MTU_PAYLOAD, lock=None, *,
-              measure: Measure | None = None, cache: Path | None = None,
+              workload: str = ALL_TO_ALL, measure: Measure | None = None,
+              cache: Path | None = None,
               limits: quietness.Limits = quietness.LIMITS) -> Budget:
-    """Measure the budget at this MTU (module docstring) and cache it, if the machine
-    was quiet before and during the measurement; else keep the cache as it is and
-    give its last quiet figure, or the default. `measure` is one step of the ladder
+    """Measure `workload`'s budget at this MTU (module docstring) and cache it, if the
+    machine was quiet before and during the measurement; else keep the cache as it is
+    and give its last quiet figure, or the default. `measure` is one step of the ladder
     (unless given, `fabric_step`, which needs root, Mininet and `lock`, the machine's
     fabric lock held by the caller); `cache` is the cache file (build/calibration.json
     unless given)."""
@@ -243,8 +311,8 @@ def calibrate(progress=print, mtu_payload: int = DEFAULT_MTU_PAYLOAD, lock=None,
     before = quietness.before(quietness.BEFORE_S)
     busy = quietness.busy_before(before, limits)
     if busy:  # a figure measured now would not be stored: save the minute
-        return _disturbed(progress, mtu_payload, path, busy)
-    measure = measure or fabric_step(mtu_payload, lock)
+        return _disturbed(progress, mtu_payload, path, busy, workload)
+    measure = measure or fabric_step(mtu_payload, lock, workload)
     steps, passed, others = [], None, 0.0
     for per_core in LADDER:
         window = quietness.Window()
@@ -256,22 +324,22 @@ def calibrate(progress=print, mtu_payload: int = DEFAULT_MTU_PAYLOAD, lock=None,
         others = max(others, share)
         steps.append({"mbit_per_core": per_core, "ok": step.ok, **step.record,
                       "others_share": round(share, 3)})
-        progress(f"calibration: {per_core:g} Mbit/s per core ({step.detail}): "
+        progress(f"calibration, {workload}: {per_core:g} Mbit/s per core ({step.detail}): "
                  f"{'ok' if step.ok else 'too much'}; other programs {share:.0%} of the CPU")
         busy = quietness.busy_during(window.load, limits)
         if busy:
-            return _disturbed(progress, mtu_payload, path, busy)
+            return _disturbed(progress, mtu_payload, path, busy, workload)
         if not step.ok:
             break
         passed = per_core
     chosen = passed or LADDER[0] / 2
     by_mtu = _cache(path)
-    by_mtu[str(mtu_payload)] = {
+    by_mtu[_slot(mtu_payload, workload)] = {
         "mbit_per_core": chosen, "cores": os.cpu_count(),
         "measured_at": datetime.now().isoformat(timespec="seconds"),
         "idle_share_before": round(before.idle_share, 3),
         "others_share_during": round(others, 3),
-        "reference": REFERENCE, "workload": WORKLOAD,
+        "reference": WORKLOADS[workload].reference, "workload": workload,
         "frame_bytes": data_frame_bytes(mtu_payload), "steps": steps}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"key": machine_key(), "by_mtu": by_mtu}, indent=2) + "\n")
@@ -280,26 +348,27 @@ def calibrate(progress=print, mtu_payload: int = DEFAULT_MTU_PAYLOAD, lock=None,
                   f"{others:.0%} of the CPU during)", stored=True)
 
 
-def _disturbed(progress, mtu_payload: int, path: Path, busy: str) -> Budget:
+def _disturbed(progress, mtu_payload: int, path: Path, busy: str,
+               workload: str = ALL_TO_ALL) -> Budget:
     """The budget a run goes on with when the machine was busy, and a line saying so."""
-    last = cached(mtu_payload, path)
+    last = cached(mtu_payload, path, workload)
     if last is not None:
         where = f"the last quiet calibration here, {last['measured_at']},"
         found = Budget(last["mbit_per_core"], f"{where} at {mtu_payload}-byte payloads: the "
                        "machine was busy when it calibrated again")
     else:
         where = "the default"
-        found = Budget(default_mbit_per_core(mtu_payload), "the default: the machine was "
-                       "busy when it calibrated (make calibrate on a quiet machine measures "
-                       "it)")
-    progress(f"calibration: not stored, the machine was busy ({busy}); going on with "
-             f"{found.mbit_per_core:g} Mbit/s per core, {where.rstrip(',')}")
+        found = Budget(default_mbit_per_core(mtu_payload, workload), "the default: the "
+                       "machine was busy when it calibrated (make calibrate on a quiet "
+                       "machine measures it)")
+    progress(f"calibration, {workload}: not stored, the machine was busy ({busy}); going on "
+             f"with {found.mbit_per_core:g} Mbit/s per core, {where.rstrip(',')}")
     return found
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`make calibrate` (MTU=4096: at that payload size). Exits 1 when the machine was
-    too busy to store a figure."""
+    """`make calibrate` (MTU=4096: at that payload size; WORKLOAD=pair: that one only).
+    Exits 1 when the machine was too busy to store a figure."""
     import argparse
     import sys
 
@@ -308,20 +377,25 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m experiments.run.calibration")
     parser.add_argument("--mtu", type=int, default=DEFAULT_MTU_PAYLOAD,
                         help="payload bytes per DATA packet (a topology's mtu_payload)")
+    parser.add_argument("--workload", choices=list(WORKLOADS),
+                        help="measure this workload's budget only (default: each)")
     args = parser.parse_args(argv)
+    status = 0
     try:
         with FabricLock("calibrate") as lock:
-            found = calibrate(mtu_payload=args.mtu, lock=lock)
+            for workload in [args.workload] if args.workload else list(WORKLOADS):
+                found = calibrate(mtu_payload=args.mtu, lock=lock, workload=workload)
+                if not found.stored:
+                    print(f"calibration, {workload}: nothing stored at {args.mtu}-byte "
+                          "payloads; make calibrate again once the machine is quiet")
+                    status = 1
+                    continue
+                print(f"calibration, {workload}: {found.mbit_per_core:g} Mbit/s per core at "
+                      f"{args.mtu}-byte payloads ({CACHE})")
     except FabricBusy as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    if not found.stored:
-        print(f"calibration: nothing stored at {args.mtu}-byte payloads; make calibrate "
-              "again once the machine is quiet")
-        return 1
-    print(f"calibration: {found.mbit_per_core:g} Mbit/s per core at {args.mtu}-byte "
-          f"payloads ({CACHE})")
-    return 0
+    return status
 
 
 if __name__ == "__main__":

@@ -161,15 +161,16 @@ def _agents_cap(fabric: Fabric, cap: str, progress: Progress, lock=None,
             f"links capped from {fabric.spec.host_t0.rate_mbit:g} to {rate:g} Mbit/s "
             f"(RATE_CAP={cap}); RATE_CAP=off runs at the topology's rate")
     mtu = fabric.spec.mtu_payload  # the agents' work is per packet: a budget per MTU
-    found = calibration.budget(mtu)
+    workload = calibration.workload_for(active_hosts)
+    found = calibration.budget(mtu, workload=workload)
     rate = calibration.cap_for(fabric, found.mbit_per_core, active_hosts=active_hosts)
     if rate >= fabric.spec.host_t0.rate_mbit:
         return fabric, ""
-    if cap == "calibrated" and calibration.cached(mtu) is None:
-        progress(f"the agents' budget at {mtu}-byte payloads is not measured on this "
-                 "machine yet: calibrating (about a minute; make calibrate measures it "
-                 "again)")
-        found = calibration.calibrate(progress, mtu, lock)
+    if cap == "calibrated" and calibration.cached(mtu, workload=workload) is None:
+        progress(f"the agents' budget at {mtu}-byte payloads for {workload} is not "
+                 "measured on this machine yet: calibrating (about a minute; make "
+                 "calibrate measures it again)")
+        found = calibration.calibrate(progress, mtu, lock, workload=workload)
         rate = calibration.cap_for(fabric, found.mbit_per_core, active_hosts=active_hosts)
         if rate >= fabric.spec.host_t0.rate_mbit:
             return fabric, ""

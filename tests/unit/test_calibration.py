@@ -110,7 +110,7 @@ def test_a_hog_before_the_measurement_keeps_the_quiet_figure(tmp_path):
     assert lines[-1].endswith("going on with 40 Mbit/s per core, the last quiet "
                               "calibration here, 2024-05-01T09:00:00")
     (line,) = lines
-    assert line.startswith("calibration: not stored, the machine was busy (")
+    assert line.startswith("calibration, all-to-all: not stored, the machine was busy (")
     # It names the busiest other programs: the hog, unless something else on the
     # machine was busier still.
     assert "idle before the measurement" in line and "(pid " in line
@@ -180,7 +180,7 @@ def test_a_busy_machine_without_a_quiet_figure_goes_on_with_the_default(
     assert not cache.exists()
     assert found.mbit_per_core == calibration.default_mbit_per_core(MTU)
     assert found.source.startswith("the default: the machine was busy")
-    assert lines == ["calibration: not stored, the machine was busy (50% idle before the "
+    assert lines == ["calibration, all-to-all: not stored, the machine was busy (50% idle before the "
                      "measurement, quiet is 95% or more: make (pid 4242) 90% of a core); "
                      f"going on with {found.mbit_per_core:g} Mbit/s per core, the default"]
 
@@ -193,6 +193,33 @@ def test_a_quiet_machine_adds_its_figure_beside_the_other_mtus(tmp_path, fake_pr
     assert calibration.cached(4096, cache)["steps"][-1] == {
         "mbit_per_core": 80.0, "ok": False, "rate_mbit": 2.5, "others_share": 0.0}
     assert calibration.cached(MTU, cache) == QUIET_FIGURE
+
+
+def test_one_pairs_budget_is_stored_beside_the_all_to_alls(tmp_path, fake_probe):
+    cache = quiet_cache(tmp_path)
+    found = calibration.calibrate(lambda line: None, MTU, workload=calibration.PAIR,
+                                  measure=stand_in(28, []), cache=cache)
+    assert found.stored and found.mbit_per_core == 28.0
+    figure = calibration.cached(MTU, cache, calibration.PAIR)
+    assert (figure["workload"], figure["reference"]) == ("pair", "cluster-b")
+    assert calibration.cached(MTU, cache) == QUIET_FIGURE  # the all-to-all's, untouched
+    pair = calibration.budget(MTU, cache, calibration.PAIR)
+    assert pair.mbit_per_core == 28.0 and "one pair sending both ways" in pair.source
+    assert calibration.budget(MTU, cache).mbit_per_core == QUIET_FIGURE["mbit_per_core"]
+    # Without a figure of its own, the pair's default, not the all-to-all's.
+    assert calibration.budget(4096, cache, calibration.PAIR).mbit_per_core == (
+        calibration.default_mbit_per_core(4096, calibration.PAIR))
+
+
+def test_a_run_with_two_hosts_sending_takes_one_pairs_budget():
+    assert calibration.workload_for(2) == calibration.workload_for(1) == calibration.PAIR
+    assert calibration.workload_for(None) == calibration.workload_for(8) == "all-to-all"
+    # The pair's default is the one measured on the reference VM, at every MTU in the
+    # same proportion to the all-to-all's.
+    for mtu in (MTU, 4096):
+        assert calibration.default_mbit_per_core(mtu, calibration.PAIR) == pytest.approx(
+            calibration.default_mbit_per_core(mtu) * calibration.DEFAULT_PAIR_MBIT_PER_CORE
+            / calibration.DEFAULT_MBIT_PER_CORE, abs=0.1)
 
 
 def test_nothing_passes_stores_half_the_first_step(tmp_path, fake_probe):
