@@ -400,8 +400,9 @@ def ev_loss(m: Measured) -> Verdict:
 
 def lossy_plane(m: Measured) -> Verdict:
     """A NIC link losing packets, then a denylist entry for its plane (section 4), from
-    both connections' per-packet events. Before the entry MRC keeps the plane in use: a
-    path of it reinstated by its probes (`returns`) is retired again (`retired_again`).
+    both connections' per-packet events. Before the entry MRC keeps the plane in use:
+    paths of it are reinstated by their probes (`returns`) and retired again
+    (`retired_again`: retirements of a connection's path after its own reinstatement).
     From the moment each host applied the entry (its `deny` events) it sends nothing
     on the plane; from SETTLE_RTTS after the entry the throughput is within BAND of the
     remaining-capacity line (`share` of the fault-free pass's same windows).
@@ -413,12 +414,18 @@ def lossy_plane(m: Measured) -> Verdict:
     def on_plane(kind: str) -> list[dict]:
         return [e for e in events if e.get("event") == kind and e.get("plane") == plane]
 
-    def before_entry(kind: str) -> list[float]:
-        return sorted(t for t in (e["t"] - start for e in on_plane(kind))
-                      if loss_s - EPS_S <= t < entry_s)
+    def before_entry(kind: str) -> list[tuple[float, tuple]]:
+        """(time, (host, peer, path)) of the plane's `kind` events from the loss to
+        the entry."""
+        return sorted((e["t"] - start, (e["host"], e.get("peer"), e.get("path")))
+                      for e in on_plane(kind) if loss_s - EPS_S <= e["t"] - start < entry_s)
 
     retired, returned = before_entry("retire"), before_entry("reinstate")
-    again = sum(1 for t in retired if returned and t > returned[0])
+    # A path of the connection retired after a reinstatement of its own.
+    back_at: dict[tuple, float] = {}
+    for t, path in returned:
+        back_at.setdefault(path, t)
+    again = sum(1 for t, path in retired if path in back_at and t > back_at[path])
     applied = {}  # host -> when it applied the entry
     for e in on_plane("deny"):
         applied[e["host"]] = max(applied.get(e["host"], 0.0), e["t"])
@@ -439,11 +446,12 @@ def lossy_plane(m: Measured) -> Verdict:
                "series": {"faults": _points(mine), "fault-free": _points(clean),
                           "remaining capacity": expected}}
     why = None if retired else "no path of the lossy plane was retired: the loss touched none"
-    passed = (_finished(m) and returned != [] and again > 0 and figures["entry_applied"]
+    passed = (_finished(m) and again > 0 and figures["entry_applied"]
               and sends_after == 0 and level is not None and abs(level - 1) <= BAND)
     return Verdict(passed, figures,
-                   f"mrc: before the entry {len(retired)} paths of plane {plane} retired, "
-                   f"{len(returned)} reinstated, {again} retired after the first return; "
+                   f"mrc: before the entry {len(retired)} retirements of plane {plane}'s "
+                   f"paths, {len(returned)} reinstatements, {again} retirements of a path "
+                   f"after its own return; "
                    f"{sends_after} packets on the plane after the entry"
                    + ("" if figures["entry_applied"] else " (the entry did not reach every "
                       "host)")
@@ -611,8 +619,7 @@ def sizes(m: Measured) -> Verdict:
     by about one with the agents' scheduling); a baseline phase that delivered nothing
     in time counts as endless."""
     slack, rtt = m.row.params["slack"], m.fabric.spec.base_rtt_s
-    per = {b["transport"]: {ph["message_bytes"]: ph["duration_s"] for ph in b["phases"]}
-           for b in m.faulty.blocks}
+    per = _phase_times(m.faulty)
     ok = bool(per["mrc"]) and m.faulty.block("mrc")["ok"]
     rows = []
     for size in sorted(per["mrc"]):
@@ -632,6 +639,58 @@ def sizes(m: Measured) -> Verdict:
     return Verdict(ok, {"phase_s": {t: {str(k): v for k, v in d.items()} for t, d in per.items()},
                         "curves": _curves(m)},
                    "; ".join(rows) or "no phases measured")
+
+
+def _phase_times(played: Pass) -> dict[str, dict[int, float | None]]:
+    """Each transport's phase time at each message size of a sweep."""
+    return {b["transport"]: {ph["message_bytes"]: ph["duration_s"] for ph in b["phases"]}
+            for b in played.blocks}
+
+
+def loss_sizes(m: Measured) -> Verdict:
+    """The all-to-all sweep with loss (Fig. 17's dashed lines), against the same sweep
+    without it (the reference): MRC's phase time at every size within `slack` of the
+    best baseline's and one round trip (as `sizes`); at the smallest size the loss
+    slows `baseline` down more than MRC (each one's time with the loss over without),
+    and by more than at the largest size; with `barely`, the baseline's time at the
+    largest size at most that many times its time without the loss. A phase that
+    delivered nothing in time counts as endless."""
+    p = m.row.params
+    slack, rtt, base = p["slack"], m.fabric.spec.base_rtt_s, p["baseline"]
+    lossy, clean = _phase_times(m.faulty), _phase_times(m.reference)
+
+    def slowed(transport: str, size: int) -> float:
+        with_loss = lossy[transport].get(size) or float("inf")
+        without = clean.get(transport, {}).get(size)
+        return with_loss / without if without else float("inf")
+
+    sizes = sorted(lossy["mrc"])
+    ok = bool(sizes) and m.faulty.block("mrc")["ok"]
+    shown = []
+    for size in sizes:
+        best_t, best = min(((t, lossy[t].get(size) or float("inf")) for t in lossy
+                            if t != "mrc"), key=lambda x: x[1])
+        mine = lossy["mrc"][size]
+        ok = ok and mine is not None and mine <= slack * best + rtt
+        shown.append(f"{size / 1000:g} kB: mrc {mine:.2f} s, {best_t} {best:.2f} s")
+    slowdown = {t: {str(size): _rounded(slowed(t, size), 3) for size in sizes}
+                for t in ("mrc", base)}
+    if sizes:
+        small, large = sizes[0], sizes[-1]
+        gap_small = slowed(base, small) - slowed("mrc", small)
+        gap_large = slowed(base, large) - slowed("mrc", large)
+        ok = ok and gap_small > 0 and gap_small > gap_large
+        shown.append(f"loss slows {base} {slowed(base, small):.2f} x and mrc "
+                     f"{slowed('mrc', small):.2f} x at {small / 1000:g} kB, {base} "
+                     f"{slowed(base, large):.2f} x and mrc {slowed('mrc', large):.2f} x at "
+                     f"{large / 1000:g} kB")
+        if "barely" in p:
+            ok = ok and slowed(base, large) <= p["barely"]
+            shown[-1] += f" ({base} at most {p['barely']:g} x at the largest)"
+    return Verdict(ok, {"phase_s": {t: {str(k): v for k, v in d.items()}
+                                    for t, d in lossy.items()},
+                        "slowed": slowdown, "curves": _curves(m)},
+                   "; ".join(shown) or "no phases measured")
 
 
 def victim(m: Measured) -> Verdict:
@@ -776,6 +835,7 @@ DECIDING = {
     "qp_scaling": ("at_largest",),
     "loss_ratio": ("goodput_ratio",),
     "sizes": ("phase_s.mrc",),
+    "loss_sizes": ("phase_s.mrc", "slowed"),
     "victim": ("victim_share",),
     "transceiver": ("down_share", "after_share"),
     "startup_losses": ("lost.mrc.per_broken_path",),
@@ -800,9 +860,8 @@ def judge(m: Measured) -> Verdict:
     return verdict
 
 
-JUDGES = {f.__name__: f for f in (held, capacity, line_rate, ev_loss, lossy_plane,
-                                  ecn_separation, lost_per_connection, slowdown_at_most,
-                                  proportional,
-                                  plane_bound, silent_t1, steady_state, qp_order, qp_scaling,
-                                  loss_ratio, sizes, victim, transceiver, startup_losses,
-                                  permutation)}
+JUDGES = {f.__name__: f for f in (
+    held, capacity, line_rate, ev_loss, lossy_plane, ecn_separation, lost_per_connection,
+    slowdown_at_most, proportional, plane_bound, silent_t1, steady_state, qp_order,
+    qp_scaling, loss_ratio, sizes, loss_sizes, victim, transceiver, startup_losses,
+    permutation)}

@@ -187,8 +187,9 @@ def test_shapes_one_and_paper_place_the_rows_as_they_say():
     assert list(paper) == ["cluster-b", "cluster-c", "cluster-d", "2tier-8plane"]
     assert paper["cluster-c"].keys == {"ring-allreduce-qps", "ring-qp-scaling",
                                        "random-loss-0p1pct", "random-loss-1pct",
-                                       "all-to-all-sizes"}
-    assert paper["cluster-d"].keys == {"incast-victim", "permutation"}
+                                       "all-to-all-sizes", "all-to-all-loss-0p1pct",
+                                       "all-to-all-loss-1pct"}
+    assert paper["cluster-d"].keys == {"incast-victim", "incast-victim-pfc", "permutation"}
     assert all(k.endswith("-loaded") for k in paper["2tier-8plane"].keys)
     # Only the chosen rows' fabrics are brought up; an unknown row is one line.
     assert [leg.fabric.name for leg in plan("2tier-8plane", "paper",
@@ -439,7 +440,7 @@ def test_the_lossy_ev_goes_at_once_stays_out_and_its_backup_takes_its_place(fabr
 
 # ---------------------------------------------------------------- a lossy NIC link
 def lossy_pass(fabric, row, returns=True, again=True, sent_after=False, denied=(0, 3),
-               factor=0.875, retired=True):
+               factor=0.875, retired=True, again_path=0):
     """The lossy plane's events: a path of it retired, reinstated, retired again before
     the entry; the entry applied by `denied` hosts; throughput `factor` of fault-free
     from the entry on."""
@@ -449,14 +450,14 @@ def lossy_pass(fabric, row, returns=True, again=True, sent_after=False, denied=(
     other = next(x.ev for x in paths if x.plane != p["plane"])
     loss, entry = p["loss_s"], p["entry_s"]
 
-    def at(t, event, host, ev=lossy, **more):
+    def at(t, event, host, ev=lossy, path=0):
         return {"t": t, "event": event, "host": host, "peer": 3 - host, "ev": ev,
-                "plane": ev_plane(ev), "path": 0, **more}
+                "plane": ev_plane(ev), "path": path}
 
     events = [at(loss - 0.1, "send", 0), at(loss + 0.05, "send", 0)]
     events += [at(loss + 0.1, "retire", 0)] if retired else []
     events += [at(loss + 0.5, "reinstate", 0), at(loss + 0.6, "send", 0)] if returns else []
-    events += [at(loss + 0.7, "retire", 0)] if again else []
+    events += [at(loss + 0.7, "retire", 0, path=again_path)] if again else []
     events += [at(entry + 0.002, "deny", host) for host in denied]
     events += [at(entry + 0.01, "send", host, other) for host in (0, 3)]
     events += [at(entry + 0.5, "send", 3)] if sent_after else []
@@ -478,6 +479,9 @@ def test_a_lossy_nic_link_keeps_its_plane_in_use_until_a_denylist_entry(fabric):
     assert judged(fabric, row, lossy_pass(fabric, row, returns=False, again=False),
                   clean).outcome == "FAIL"
     assert judged(fabric, row, lossy_pass(fabric, row, again=False), clean).outcome == "FAIL"
+    # Another path retired after one came back is not the path coming back to lose again.
+    assert judged(fabric, row, lossy_pass(fabric, row, again_path=1),
+                  clean).outcome == "FAIL"
     # The entry did not avoid the plane: a packet on it after, or a host never applied it.
     assert judged(fabric, row, lossy_pass(fabric, row, sent_after=True),
                   clean).outcome == "FAIL"
