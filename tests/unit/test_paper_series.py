@@ -100,6 +100,16 @@ def flat(t, f):
     return RATE
 
 
+def played_from(p, at, factor, events):
+    """A pass of the row's flows (params `p`) at RATE, and `factor` of it from `at` on,
+    with `events` beside the progress samples."""
+
+    def rate(t, f):
+        return RATE * (factor if t >= at else 1.0)
+
+    return played(p["flows"], rate, p["horizon_s"] + 0.5, events)
+
+
 def judged(fabric, row, faulty, clean, faults=()):
     return JUDGES[row.judge](Measured(row, fabric, faulty, clean, [], faults))
 
@@ -408,11 +418,7 @@ def ev_pass(fabric, row, retire_after=0.03, reinstate=False, a_before=True, fact
     if reinstate:
         events.append({"t": retired + 1.0, "event": "reinstate", "host": src, "peer": dst,
                        "plane": 0, "path": 0, "ev": ev_a})
-
-    def rate(t, f):
-        return RATE * (factor if t >= loss else 1.0)
-
-    return played(p["flows"], rate, p["horizon_s"] + 0.5, events)
+    return played_from(p, loss, factor, events)
 
 
 def test_the_lossy_ev_goes_at_once_stays_out_and_its_backup_takes_its_place(fabric):
@@ -461,11 +467,7 @@ def lossy_pass(fabric, row, returns=True, again=True, sent_after=False, denied=(
     events += [at(entry + 0.002, "deny", host) for host in denied]
     events += [at(entry + 0.01, "send", host, other) for host in (0, 3)]
     events += [at(entry + 0.5, "send", 3)] if sent_after else []
-
-    def rate(t, f):
-        return RATE * (factor if t >= entry else 1.0)
-
-    return played(p["flows"], rate, p["horizon_s"] + 0.5, events)
+    return played_from(p, entry, factor, events)
 
 
 def test_a_lossy_nic_link_keeps_its_plane_in_use_until_a_denylist_entry(fabric):
