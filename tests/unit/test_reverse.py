@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import random
 
+from hosts import protocol, wire
+from hosts.config import ProtocolConfig
+from hosts.endpoint import Endpoint
 from hosts.protocol import ev_plane, make_ev
 from hosts.reverse import ReverseEvs
+from topologies.model import load_topology
 
 
 def reverse_set() -> ReverseEvs:
@@ -60,3 +64,25 @@ def test_a_connection_that_sends_probes_only_planes_with_a_suspect_path():
     # The SACKs stop (nothing more to send): each unconfirmed plane is probed again.
     rev.inbound(0.019)
     assert sorted(ev_plane(ev) for ev in rev.due_probes(0.02)) == [0, 1]
+
+
+def test_only_a_probe_of_a_retired_path_makes_its_reverse_suspect():
+    # A probe about a late packet (SUSPECT_SEQ) says the path was slow, not dead: its
+    # answers keep to the mirror. Taken as a suspect reverse, every late packet sent the
+    # plane's answers onto one EV, whose queue made the next packets late in turn.
+    me, peer = 2, 0
+    endpoint = Endpoint(me, load_topology("2tier-2plane"), "mrc", ProtocolConfig(),
+                        lambda e: None, lambda *a: None, lambda *a: None)
+    ev = make_ev(0, 1)
+    conn_id = (peer << 16) | me  # the peer's connection to this host
+
+    def probe(psn):
+        ctl = wire.Control(0, 0, 0, ev, 0, 0b11)
+        endpoint.on_datagram(0, peer, wire.encode_control(protocol.PROBE, 0, 0, 0, conn_id,
+                                                          ev, 0, psn, ctl),
+                             False, 0.0, protocol.CONTROL)
+        endpoint.poll(0.0)
+        return endpoint.reverse[peer].suspect_paths[0] if peer in endpoint.reverse else set()
+
+    assert probe(protocol.SUSPECT_SEQ | 1) == set()
+    assert probe(1) == {endpoint.reverse[peer].path(ev)}
