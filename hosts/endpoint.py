@@ -278,11 +278,10 @@ class Endpoint:
                 # The peer probes a path it retired: perhaps only our answers died. Not
                 # so a probe about a late packet (SUSPECT_SEQ): the peer holds that path
                 # because a packet was slow, not dead. Taken as a suspect reverse, the
-                # late packets' probes sent the answers of a plane's paths onto its one
-                # confirmed EV, and the plane's packets kept looking late: after eight
-                # T0-T1 links came back (make paper's t0-t1-link-flaps), every path of
-                # the plane was held over and over until the end, 271-576 retired in a
-                # run and throughput 0.89 of fault-free; without, 20 and 0.998.
+                # late packets' probes sent the answers of all of a plane's paths onto
+                # its one confirmed EV (seen after eight T0-T1 links came back in make
+                # paper's t0-t1-link-flaps, where every path of the plane was then held
+                # over and over until the end of the run).
                 self._reverse_set(src).suspect(plane, hdr.ev, now)
             ctl = wire.Control(0, 0, 0, hdr.ev, 0, self.port_state())
             # A CE-marked probe says the path is congested: the prober must not count
