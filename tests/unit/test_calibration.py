@@ -180,8 +180,9 @@ def test_a_busy_machine_without_a_quiet_figure_goes_on_with_the_default(
     assert not cache.exists()
     assert found.mbit_per_core == calibration.default_mbit_per_core(MTU)
     assert found.source.startswith("the default: the machine was busy")
-    assert lines == ["calibration, all-to-all: not stored, the machine was busy (50% idle before the "
-                     "measurement, quiet is 95% or more: make (pid 4242) 90% of a core); "
+    assert lines == ["calibration, all-to-all: not stored, the machine was busy (50% idle "
+                     "before the measurement, quiet is 95% or more: make (pid 4242) 90% of a "
+                     "core); "
                      f"going on with {found.mbit_per_core:g} Mbit/s per core, the default"]
 
 

@@ -11,8 +11,9 @@ queue passes the retransmission timeout: spurious timeouts and resends, as seen 
 kernel data plane. They come while the receiver acknowledges nothing sent later, so
 they retire no path (hosts/loss_detection.py `_silent_timeout`), but for one path at
 most, whose packet a plane's queue held past its timeout while later ones came back on
-other planes; before that rule they retired hundreds of EVs. With the ceiling, nscc finishes no later than the delay window
-(within 10%), with no timeout and no more retirements.
+other planes; before that rule they retired hundreds of EVs. With the ceiling, nscc
+finishes no later than the delay window (within 10%), with no timeout and no more
+retirements.
 """
 
 from __future__ import annotations
