@@ -441,7 +441,7 @@ def lossy_plane(m: Measured) -> Verdict:
     expected = [[round(s, 4), _rounded(ref * p["share"], 3)] for s, ref in clean
                 if s >= entry_s - EPS_S and ref is not None]
     figures = {"lost_before": len(retired), "returns": len(returned),
-               "retired_again": again, "entry_applied": sorted(applied) == sorted(hosts),
+               "retired_again": again, "entry_applied": set(applied) == hosts,
                "sends_after_entry": sends_after, "level": level,
                "series": {"faults": _points(mine), "fault-free": _points(clean),
                           "remaining capacity": expected}}
@@ -618,16 +618,8 @@ def sizes(m: Measured) -> Verdict:
     and one round trip as counted (a latency-bound phase of a few round trips varies
     by about one with the agents' scheduling); a baseline phase that delivered nothing
     in time counts as endless."""
-    slack, rtt = m.row.params["slack"], m.fabric.spec.base_rtt_s
     per = _phase_times(m.faulty)
-    ok = bool(per["mrc"]) and m.faulty.block("mrc")["ok"]
-    rows = []
-    for size in sorted(per["mrc"]):
-        best_t, best = min(((t, per[t].get(size) or float("inf")) for t in per if t != "mrc"),
-                           key=lambda x: x[1])
-        mine = per["mrc"][size]
-        ok = ok and mine is not None and mine <= slack * best + rtt
-        rows.append(f"{size / 1000:g} kB: mrc {mine:.2f} s, {best_t} {best:.2f} s")
+    ok, rows = _mrc_within_best(m, per)
     no_help = m.row.params.get("qps_no_help")
     if no_help is not None and per["mrc"]:
         # RoCE's other side: 16 QPs do not beat 1 QP at the largest size.
@@ -647,6 +639,23 @@ def _phase_times(played: Pass) -> dict[str, dict[int, float | None]]:
             for b in played.blocks}
 
 
+def _mrc_within_best(m: Measured, per: dict[str, dict[int, float | None]]
+                     ) -> tuple[bool, list[str]]:
+    """Whether MRC's phase at every size of `per` (`_phase_times`) took at most the
+    row's `slack` times the best baseline's plus one round trip as counted (a phase
+    that delivered nothing in time counts as endless), and a line per size."""
+    slack, rtt = m.row.params["slack"], m.fabric.spec.base_rtt_s
+    ok = bool(per["mrc"]) and m.faulty.block("mrc")["ok"]
+    shown = []
+    for size in sorted(per["mrc"]):
+        best_t, best = min(((t, per[t].get(size) or float("inf")) for t in per if t != "mrc"),
+                           key=lambda x: x[1])
+        mine = per["mrc"][size]
+        ok = ok and mine is not None and mine <= slack * best + rtt
+        shown.append(f"{size / 1000:g} kB: mrc {mine:.2f} s, {best_t} {best:.2f} s")
+    return ok, shown
+
+
 def loss_sizes(m: Measured) -> Verdict:
     """The all-to-all sweep with loss (Fig. 17's dashed lines), against the same sweep
     without it (the reference): MRC's phase time at every size within `slack` of the
@@ -656,7 +665,7 @@ def loss_sizes(m: Measured) -> Verdict:
     largest size at most that many times its time without the loss. A phase that
     delivered nothing in time counts as endless."""
     p = m.row.params
-    slack, rtt, base = p["slack"], m.fabric.spec.base_rtt_s, p["baseline"]
+    base = p["baseline"]
     lossy, clean = _phase_times(m.faulty), _phase_times(m.reference)
 
     def slowed(transport: str, size: int) -> float:
@@ -664,19 +673,12 @@ def loss_sizes(m: Measured) -> Verdict:
         without = clean.get(transport, {}).get(size)
         return with_loss / without if without else float("inf")
 
-    sizes = sorted(lossy["mrc"])
-    ok = bool(sizes) and m.faulty.block("mrc")["ok"]
-    shown = []
-    for size in sizes:
-        best_t, best = min(((t, lossy[t].get(size) or float("inf")) for t in lossy
-                            if t != "mrc"), key=lambda x: x[1])
-        mine = lossy["mrc"][size]
-        ok = ok and mine is not None and mine <= slack * best + rtt
-        shown.append(f"{size / 1000:g} kB: mrc {mine:.2f} s, {best_t} {best:.2f} s")
-    slowdown = {t: {str(size): _rounded(slowed(t, size), 3) for size in sizes}
+    swept = sorted(lossy["mrc"])
+    ok, shown = _mrc_within_best(m, lossy)
+    slowdown = {t: {str(size): _rounded(slowed(t, size), 3) for size in swept}
                 for t in ("mrc", base)}
-    if sizes:
-        small, large = sizes[0], sizes[-1]
+    if swept:
+        small, large = swept[0], swept[-1]
         gap_small = slowed(base, small) - slowed("mrc", small)
         gap_large = slowed(base, large) - slowed("mrc", large)
         ok = ok and gap_small > 0 and gap_small > gap_large

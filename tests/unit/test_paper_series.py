@@ -102,12 +102,17 @@ def flat(t, f):
 
 def played_from(p, at, factor, events):
     """A pass of the row's flows (params `p`) at RATE, and `factor` of it from `at` on,
-    with `events` beside the progress samples."""
+    with `events` beside the progress samples, past the row's judged time."""
 
     def rate(t, f):
         return RATE * (factor if t >= at else 1.0)
 
     return played(p["flows"], rate, p["horizon_s"] + 0.5, events)
+
+
+def fault_free(row):
+    """The row's flows at RATE throughout, past its judged time."""
+    return played_from(row.params, 0.0, 1.0, ())
 
 
 def judged(fabric, row, faulty, clean, faults=()):
@@ -257,7 +262,7 @@ def held_pass(row, factor, retired=True):
 
 def test_held_throughput_passes_at_the_threshold_and_fails_below_it(fabric):
     row = row_of(fabric, "links-failing")
-    clean = played(row.params["flows"], flat, row.params["horizon_s"] + 0.5)
+    clean = fault_free(row)
     above = judged(fabric, row, held_pass(row, HELD + 0.005), clean)
     assert above.outcome == "PASS" and set(above.figures["ratios"]) == {"failing", "after"}
     assert above.figures["ratios"]["failing"] == pytest.approx(HELD + 0.005, abs=1e-3)
@@ -299,7 +304,7 @@ def test_no_steady_state_degradation_allows_the_settling_round_trips(fabric):
     row = row_of(fabric, "t1-down")
     rtt = fabric.spec.base_rtt_s
     failure = row.scenario["faults"][0]["at_s"]
-    clean = played(row.params["flows"], flat, row.params["horizon_s"] + 0.5)
+    clean = fault_free(row)
 
     def dip(rtts):
         def rate(t, f):
@@ -334,7 +339,7 @@ def test_proportional_throughput_is_within_the_band_of_the_remaining_capacity(fa
     faults = sorted(row.scenario["faults"], key=lambda f: f["at_s"])
     steps = [f["at_s"] for f in faults] + [f["at_s"] + f["down_s"] for f in faults[::-1]]
     assert [a for a, _, _, _ in row.params["levels"]] == pytest.approx(steps, abs=1e-3)
-    clean = played(row.params["flows"], flat, row.params["horizon_s"] + 0.5)
+    clean = fault_free(row)
     ok = judged(fabric, row, capacity_pass(row, 1 - BAND + 0.01, 10, rtt), clean)
     assert ok.outcome == "PASS", ok.measured
     assert len(ok.figures["levels"]) == len(shares)  # one figure a step
@@ -357,7 +362,7 @@ def test_nothing_left_to_be_proportional_to_is_inconclusive():
     one = load_topology("2tier-1plane")
     row = row_of(one, "t0-down")
     assert row.params["levels"][0][2] == 0  # one plane: its T0 was all there was
-    clean = played(row.params["flows"], flat, row.params["horizon_s"] + 0.5)
+    clean = fault_free(row)
     verdict = judged(one, row, capacity_pass(row, 1.0, 0, one.spec.base_rtt_s), clean)
     assert verdict.outcome == "INCONCLUSIVE" and "no capacity left" in verdict.inconclusive
 
@@ -423,7 +428,7 @@ def ev_pass(fabric, row, retire_after=0.03, reinstate=False, a_before=True, fact
 
 def test_the_lossy_ev_goes_at_once_stays_out_and_its_backup_takes_its_place(fabric):
     row = row_of(fabric, "ev-20pct-loss")
-    clean = played(row.params["flows"], flat, row.params["horizon_s"] + 0.5)
+    clean = fault_free(row)
     ok = judged(fabric, row, ev_pass(fabric, row), clean)
     assert ok.outcome == "PASS", ok.measured
     rtt = fabric.spec.base_rtt_s
@@ -472,7 +477,7 @@ def lossy_pass(fabric, row, returns=True, again=True, sent_after=False, denied=(
 
 def test_a_lossy_nic_link_keeps_its_plane_in_use_until_a_denylist_entry(fabric):
     row = row_of(fabric, "lossy-nic-link")
-    clean = played(row.params["flows"], flat, row.params["horizon_s"] + 0.5)
+    clean = fault_free(row)
     ok = judged(fabric, row, lossy_pass(fabric, row), clean)
     assert ok.outcome == "PASS", ok.measured
     assert ok.figures["returns"] == 1 and ok.figures["retired_again"] == 1
@@ -588,7 +593,7 @@ def test_each_fault_row_draws_its_figure(fabric, tmp_path, key):
     p = row.params
     if key == "ev-20pct-loss":
         faulty = ev_pass(fabric, row)
-        clean = played(p["flows"], flat, p["horizon_s"] + 0.5)
+        clean = fault_free(row)
     elif key == "ecn-migration":
         one = tuple(p["flows"][0])
         faulty = ecn_pass(fabric, row, [(3, one, 0, 5)])
@@ -598,10 +603,10 @@ def test_each_fault_row_draws_its_figure(fabric, tmp_path, key):
         clean = played([p["local"]], flat, p["horizon_s"] + 0.5)
     elif key == "nic-links-down":
         faulty = capacity_pass(row, 1.0, 10, fabric.spec.base_rtt_s)
-        clean = played(p["flows"], flat, p["horizon_s"] + 0.5)
+        clean = fault_free(row)
     else:
         faulty = held_pass(row, 0.99)
-        clean = played(p["flows"], flat, p["horizon_s"] + 0.5)
+        clean = fault_free(row)
     faulty.runs[0].faults = [{"t": 1.0, "up": False, "fault": "link-down"},
                              {"t": 0.0, "up": False, "fault": "deny"}]
     verdict = judged(fabric, row, faulty, clean)
