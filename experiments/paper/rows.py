@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 
 from experiments.faults.kinds.link import max_links_fail
 from experiments.run.workload_run import PROGRESS_S
+from experiments.scenarios.workloads import incast_senders
 from hosts.protocol import data_frame_bytes
 from topologies.model import Fabric
 
@@ -586,9 +587,8 @@ def _other_rows(fabric: Fabric) -> list[Row]:
     victim = [n - 1, 1]
     fan_in = max(1, min(7, n - 3))  # the paper's 7:1, where the hosts allow it
     incast_bytes = spec.host_bytes_in(d) // fan_in
-    # The workload takes the senders from the other racks first (a cross-spine incast).
-    across = min(fan_in, sum(1 for h in fabric.hosts if h.rack != fabric.host(0).rack
-                             and h.index not in victim))
+    across = sum(1 for h in incast_senders(fabric, 0, {0, *victim}, fan_in)
+                 if fabric.host(h).rack != fabric.host(0).rack)
 
     # All-to-all over three sizes (a curve, as Fig. 17).
     a2a_sizes = {**a2a, "params": {"message_bytes": sorted({max(1000, m) for m in (

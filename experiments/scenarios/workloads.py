@@ -240,15 +240,20 @@ def _incast(params: dict, fabric: Fabric, source: str, size, host, transfer,
                             f"on a fabric of {hosts} hosts", "use a topology with 4 hosts "
                             "or more, or remove the victim")
     fan_in = _int(params, "fan_in", most, 1, most, "a number of senders", source)
-    # Senders from the other racks first, so that the incast crosses the spine into the
-    # receiver's T0 as the paper's 7:1 did; the receiver's rack only where they are too few.
-    rack = fabric.host(receiver).rack
-    idle = [h for h in range(hosts) if h not in busy]
-    senders = sorted(idle, key=lambda h: fabric.host(h).rack == rack)[:fan_in]
+    senders = incast_senders(fabric, receiver, busy, fan_in)
     phase = [transfer(s, receiver, nbytes) for s in senders]
     if victim is not None:
         phase.append(transfer(victim[0], victim[1], size("victim_bytes", nbytes), "victim"))
     return phase
+
+
+def incast_senders(fabric: Fabric, receiver: int, busy: set[int], fan_in: int) -> list[int]:
+    """The `fan_in` senders of an incast to `receiver` among the hosts not `busy`: from
+    the other racks first, so that the incast crosses the spine into the receiver's T0
+    as the paper's 7:1 did; the receiver's rack only where they are too few."""
+    rack = fabric.host(receiver).rack
+    idle = [h.index for h in fabric.hosts if h.index not in busy]
+    return sorted(idle, key=lambda h: fabric.host(h).rack == rack)[:fan_in]
 
 
 def _auto_victim(fabric: Fabric, receiver: int) -> tuple[int, int] | None:
