@@ -171,6 +171,36 @@ def test_a_reinstated_path_takes_back_its_share_of_the_plane():
     assert stand_in.active and stand_in in evs.rotation
 
 
+def longest_run(evs: EvSet, plane: int) -> int:
+    """The most consecutive EVs of one path in the plane's turn of the rotation."""
+    keys = [e.key[1] for e in evs.rotation if e.plane == plane]
+    longest = run = 1
+    for a, b in zip(keys, keys[1:]):
+        run = run + 1 if a == b else 1
+        longest = max(longest, run)
+    return longest
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_paths_back_in_use_are_spread_around_the_rotation_not_bunched(seed):
+    # Cluster D's one plane: 4 paths, 128 EVs. Two paths fail and come back; each
+    # returning EV took the slot of an EV of the busiest path, one after another, so
+    # the path got runs of 30 of the plane's packets in a row before the spread.
+    evs = EvSet(2, 4, 128, random.Random(seed))
+    assert longest_run(evs, 0) == 1
+    for path in (0, 1):
+        evs.retire(next(e for e in evs.rotation if e.key == (0, path)), 1.0, 0.05)
+        assert longest_run(evs, 0) == 1
+    for path in (0, 1):
+        evs.reinstate((0, path), 5.0)
+        assert longest_run(evs, 0) == 1
+    keys = [e.key[1] for e in evs.rotation if e.plane == 0]
+    # Every window of 4 consecutive packets of the plane visits every path once.
+    assert all(sorted(keys[i:i + 4]) == [0, 1, 2, 3] for i in range(0, 128, 4))
+    # The planes still alternate.
+    assert [e.plane for e in evs.rotation] == [0, 1] * 128
+
+
 def test_reinstated_evs_beyond_the_plane_share_become_backups():
     evs = make(planes=1, paths=2, per_plane=4)
     on_0 = [e for e in evs.rotation if e.key == (0, 0)]
