@@ -57,7 +57,8 @@ from pathlib import Path
 
 from experiments.run import quietness
 from hosts.protocol import DEFAULT_MTU_PAYLOAD, NIC_MTU_PAYLOAD, data_frame_bytes
-from topologies.model import Fabric, load_topology, with_mtu, with_rate_cap
+from topologies import scale
+from topologies.model import Fabric, load_topology, with_mtu, with_rate_cap, without_delay
 
 REPO = Path(__file__).resolve().parents[2]
 CACHE = REPO / "build" / "calibration.json"
@@ -237,6 +238,40 @@ def cap_for(fabric: Fabric, mbit_per_core: float, cores: int | None = None,
     return round(mbit_per_core * cores / (active_hosts * fabric.spec.planes), 3)
 
 
+def rtt_floor_rate(fabric: Fabric, mbit_per_core: float, workload: str = ALL_TO_ALL,
+                   cores: int | None = None) -> float | None:
+    """The fastest link rate (as `with_rate_cap` applies it) at which `fabric`'s base
+    round trip is still as long as the workload's reference fabric's at its cap, or None
+    when every rate keeps it. The budget says the agents keep up there, where their
+    lateness was judged against that round trip: a fabric whose round trip is shorter
+    at the same rate per host (cluster-d's one plane against cluster-b's eight: a
+    quarter of a millisecond a hop instead of two) would find the same lateness a
+    larger share of it. Measured on cluster-d's pair at 40 Mbit/s links: a round trip
+    of 1.1 ms, the busy agents 0.4-1.1 ms late (p99), and a fault-free pass that
+    retired paths on timeouts."""
+    chosen = WORKLOADS[workload]
+    reference = without_delay(with_mtu(load_topology(chosen.reference),
+                                       fabric.spec.mtu_payload))
+    pair = chosen.pair(reference)
+    floor = with_rate_cap(reference, cap_for(reference, mbit_per_core, cores,
+                                             pair and len(pair))).spec.base_rtt_s
+    spec = fabric.spec
+
+    def rtt(rate: float) -> float:
+        return scale.base_rtt_s(min(rate, spec.host_t0.rate_mbit),
+                                min(rate, spec.t0_t1.rate_mbit), spec.host_t0.delay_ms,
+                                spec.t0_t1.delay_ms, spec.data_frame_bytes)
+
+    fastest = max(spec.host_t0.rate_mbit, spec.t0_t1.rate_mbit)
+    if rtt(fastest) >= floor:
+        return None
+    low, high = 0.0, fastest  # rtt(low) >= floor > rtt(high); the round trip falls with rate
+    for _ in range(50):
+        middle = (low + high) / 2
+        low, high = (middle, high) if middle > 0 and rtt(middle) >= floor else (low, middle)
+    return round(low, 3) if low > 0 else None
+
+
 def capped(fabric: Fabric, mbit_per_core: float, cores: int | None = None,
            active_hosts: int | None = None) -> Fabric:
     """`fabric` with its links capped to `cap_for` (same arguments)."""
@@ -259,7 +294,6 @@ def fabric_step(mtu_payload: int, lock, workload: str = ALL_TO_ALL) -> Measure:
     from experiments.dataplanes.targets import KernelTarget
     from experiments.run.bringup import running
     from experiments.run.workload_run import run_transport
-    from topologies.model import without_delay
 
     chosen = WORKLOADS[workload]
     reference = without_delay(with_mtu(load_topology(chosen.reference), mtu_payload))

@@ -142,6 +142,14 @@ def rate_cap_choice(text: str) -> str:
     return f"{rate:g}"
 
 
+def _slower(budget_rate: float, floor_rate: float | None) -> float:
+    """The budget's link rate, or the round trip's floor where that is slower by more
+    than its rounding (the calibration's own fabric meets its floor exactly)."""
+    if floor_rate is None or floor_rate >= budget_rate * (1 - 1e-3):
+        return budget_rate
+    return floor_rate
+
+
 def _agents_cap(fabric: Fabric, cap: str, progress: Progress, lock=None,
                 active_hosts: int | None = None) -> tuple[Fabric, str]:
     """`fabric` with its links capped to what the agents drive on this machine (or to
@@ -163,7 +171,13 @@ def _agents_cap(fabric: Fabric, cap: str, progress: Progress, lock=None,
     mtu = fabric.spec.mtu_payload  # the agents' work is per packet: a budget per MTU
     workload = calibration.workload_for(active_hosts)
     found = calibration.budget(mtu, workload=workload)
-    rate = calibration.cap_for(fabric, found.mbit_per_core, active_hosts=active_hosts)
+
+    def rates() -> tuple[float, float | None]:
+        return (calibration.cap_for(fabric, found.mbit_per_core, active_hosts=active_hosts),
+                calibration.rtt_floor_rate(fabric, found.mbit_per_core, workload))
+
+    budget_rate, floor_rate = rates()
+    rate = _slower(budget_rate, floor_rate)
     if rate >= fabric.spec.host_t0.rate_mbit:
         return fabric, ""
     if cap == "calibrated" and calibration.cached(mtu, workload=workload) is None:
@@ -171,14 +185,19 @@ def _agents_cap(fabric: Fabric, cap: str, progress: Progress, lock=None,
                  "measured on this machine yet: calibrating (about a minute; make "
                  "calibrate measures it again)")
         found = calibration.calibrate(progress, mtu, lock, workload=workload)
-        rate = calibration.cap_for(fabric, found.mbit_per_core, active_hosts=active_hosts)
+        budget_rate, floor_rate = rates()
+        rate = _slower(budget_rate, floor_rate)
         if rate >= fabric.spec.host_t0.rate_mbit:
             return fabric, ""
     senders = (f" shared by the {active_hosts} hosts that send at once"
                if active_hosts and active_hosts < len(fabric.hosts) else "")
+    slower = (f", and no faster than keeps its round trip as long as the calibration's "
+              f"fabric's ({calibration.WORKLOADS[workload].reference}: their lateness is "
+              f"judged against it; {budget_rate:g} Mbit/s would shorten it)"
+              if rate < budget_rate else "")
     note = (f"links capped from {fabric.spec.host_t0.rate_mbit:g} to {rate:g} Mbit/s: the "
             f"agents drive {found.mbit_per_core:g} Mbit/s per core here ({found.source})"
-            f"{senders}; RATE_CAP=off runs at the topology's rate")
+            f"{senders}{slower}; RATE_CAP=off runs at the topology's rate")
     progress(note)
     return with_rate_cap(fabric, rate), note
 

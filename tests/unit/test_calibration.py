@@ -26,7 +26,7 @@ from experiments.run import calibration, quietness
 from experiments.run.calibration import Step, cap_for, capped
 from experiments.run.quietness import Busy, Limits, Load, Proc, Sample
 from hosts.protocol import DEFAULT_MTU_PAYLOAD
-from topologies.model import load_topology
+from topologies.model import load_topology, with_rate_cap, without_delay
 
 MTU = DEFAULT_MTU_PAYLOAD
 QUIET_FIGURE = {"mbit_per_core": 40.0, "cores": 2, "measured_at": "2024-05-01T09:00:00",
@@ -309,6 +309,27 @@ def test_the_cap_follows_the_hosts_that_send():
     assert capped(eight, 80, cores=2).spec.host_t0.rate_mbit == 2.5
     # Within the topology's own rate, the fabric is left as it is.
     assert capped(eight, 80_000, cores=2, active_hosts=1) is eight
+
+
+def test_a_fabric_with_a_shorter_round_trip_runs_slower_than_the_budget_gives():
+    # One plane under one pair: the pair's budget gives cluster-d's links 40 Mbit/s, a
+    # round trip an eighth of cluster-b's at its 5; the floor keeps cluster-b's.
+    d = without_delay(load_topology("cluster-d"))
+    b = without_delay(load_topology("cluster-b"))
+    pair = calibration.PAIR
+    assert cap_for(d, 40, cores=2, active_hosts=2) == 40.0
+    floor = calibration.rtt_floor_rate(d, 40, pair, cores=2)
+    assert floor == pytest.approx(5.0, abs=0.01)
+    reference = capped(b, 40, cores=2, active_hosts=2).spec.base_rtt_s
+    assert with_rate_cap(d, floor).spec.base_rtt_s == pytest.approx(reference, rel=1e-3)
+    # The calibration's own fabric meets its floor; 64 hosts sharing the budget run
+    # slower than the floor, which then changes nothing; a fabric whose round trip is
+    # long at its own rate has no floor.
+    assert calibration.rtt_floor_rate(b, 40, pair, cores=2) == pytest.approx(5.0, abs=0.01)
+    c = without_delay(load_topology("cluster-c"))
+    assert cap_for(c, 56, cores=2) < calibration.rtt_floor_rate(c, 56, cores=2)
+    slow = with_rate_cap(d, 1.0)
+    assert calibration.rtt_floor_rate(slow, 40, pair, cores=2) is None
 
 
 @pytest.mark.parametrize("active", [0, -1, 9])

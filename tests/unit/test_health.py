@@ -41,6 +41,13 @@ def test_late_agents_and_packets_late_for_lost_are_flagged():
     assert emulation([block(duplicates=226, dropped=300)], 4.5)["trustworthy"]
 
 
+def test_idle_agents_do_not_count_when_some_carried_data():
+    busy, idle = {"event_loop": loop(0.4), "data_tx": 900}, {"event_loop": loop(4.0)}
+    assert loop_lag({0: busy, 1: idle, 2: {**idle, "data_rx": 0}})["lag_p99_ms"] == 0.4
+    assert loop_lag({0: busy, 1: {**idle, "data_rx": 3}})["lag_p99_ms"] == 4.0
+    assert loop_lag({1: idle, 2: {"event_loop": loop(2.0)}})["lag_p99_ms"] == 4.0
+
+
 def test_agents_that_did_not_say_leave_the_lag_unknown():
     assert loop_lag({0: {"data_tx": 5}}) is None
 
