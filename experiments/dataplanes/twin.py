@@ -37,6 +37,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Iterable
+from fractions import Fraction
 
 from experiments.faults import Fault, NotOnTwin, Step
 from experiments.faults.kinds.capacity import RateCut, TwinShare
@@ -118,12 +119,26 @@ def twin_steps(steps: tuple[Step, ...], fabric: Fabric, twin: Fabric
     return tuple(mapped), notes
 
 
+def _twin_rate(a: str, b: str, planes: int, planes_out: set[int],
+               slowed: dict[int, Fraction]) -> Fault:
+    """The twin link a-b with its planes' links `planes_out` out and `slowed` kept at a
+    share of their rate: down when nothing is left, else a `rate-cut` to the sum of
+    what each plane keeps (in planes-ths when no link is slowed, as 7/8)."""
+    kept = [Fraction(0) if p in planes_out else slowed.get(p, Fraction(1))
+            for p in range(planes)]
+    if not any(kept):
+        return LinkDown(a, b)
+    scale = math.lcm(*(k.denominator for k in kept))
+    return RateCut(a, b, int(sum(k * scale for k in kept)), planes * scale)
+
+
 def twin_settings(shares: Iterable[TwinShare]) -> dict[tuple, Fault]:
     """The faults that put the twin where `shares` (of the faults down at once) leave it,
     by what each acts on (`Fault.key`):
 
     - a twin link with k of its `planes` links out: a `rate-cut` to (planes - k)/planes,
-      or `link-down` both ways when k is `planes`;
+      or `link-down` both ways when k is `planes`; a plane's link slowed (`link-rate`)
+      keeps its share of that plane's part;
     - a direction of a twin link that loses packets: a `loss` of the mean, over its
       planes still up, of what each plane's link loses (several losses of one plane's
       link compound); none on a link that is down;
@@ -146,10 +161,13 @@ def twin_settings(shares: Iterable[TwinShare]) -> dict[tuple, Fault]:
         for target, plane, p in share.gray:
             by_plane = gray.setdefault(target, {})
             by_plane[plane] = by_plane.get(plane, 1.0) * (1 - p)
+    slowed: dict[tuple[str, str], dict[int, Fraction]] = {}  # link -> plane -> share kept
+    for share in shares:
+        for a, b, plane, kept_share in share.slowed:
+            slowed.setdefault((a, b), {})[plane] = kept_share
     found: list[Fault] = []
-    for (a, b), planes_out in sorted(out.items()):
-        left = planes - len(planes_out)
-        found.append(LinkDown(a, b) if left == 0 else RateCut(a, b, left, planes))
+    for a, b in sorted({*out, *slowed}):
+        found.append(_twin_rate(a, b, planes, out.get((a, b), set()), slowed.get((a, b), {})))
     for (a, b), by_plane in sorted(kept.items()):
         planes_out = out.get((a, b)) or out.get((b, a)) or set()
         live = [plane for plane in range(planes) if plane not in planes_out]

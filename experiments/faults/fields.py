@@ -87,11 +87,15 @@ class Entry:
 
     # ------------------------------------------------------------ values
     def probability(self) -> float:
-        value = self.data.get("probability")
+        return self.fraction("probability", "e.g. probability: 0.01 for 1%")
+
+    def fraction(self, name: str, example: str) -> float:
+        """A number above 0 up to 1 (a probability, a share of a link's rate)."""
+        value = self.data.get(name)
         if (isinstance(value, bool) or not isinstance(value, (int, float))
                 or not math.isfinite(value) or not 0 < value <= 1):
-            raise self.error("probability", f"must be a number above 0 up to 1 "
-                             f"(got {shown(value)})", "e.g. probability: 0.01 for 1%")
+            raise self.error(name, f"must be a number above 0 up to 1 "
+                             f"(got {shown(value)})", example)
         return float(value)
 
     def seconds(self, name: str, default: float | None = None, positive: bool = False) -> float:

@@ -59,6 +59,9 @@ ON_TWIN = {
              {("loss", ("p0t0r0>p0t1s0",), 0.01 / 8), ("loss", ("p0t1s0>p0t0r0",), 0.01 / 8)}),
     "gray-loss": ({"path": ["h0", "h7"], "plane": 4, "spine": 2, "probability": 0.2},
                   {("gray-loss", ("h0", "h7", 0, 2), 0.2 / 8)}),
+    # Seven planes' links at their rate and one at a quarter: (7 + 1/4) / 8.
+    "link-rate": ({"link": ["p5t0r1", "p5t1s2"], "share": 0.25},
+                  {("rate-cut", ("p0t0r1", "p0t1s2", "29/32"), None)}),
 }
 
 

@@ -197,6 +197,8 @@ def every_kind(fabric: Fabric) -> list[dict]:
         {"kind": "gray-loss", "path": ["h0", last_host], "plane": 4, "spine": 2,
          "probability": 0.2, "down_s": 1},
         {"kind": "gray-loss", "switch": "p3t1s1", "probability": 0.5, "down_s": 1},
+        {"kind": "link-rate", "link": ["p3t0r1", "p3t1s1"], "share": 0.25, "down_s": 1},
+        {"kind": "link-rate", "link": ["h1", "p2t0r0"], "share": 0.5, "down_s": 1},
     ]
 
 
@@ -301,6 +303,19 @@ def test_links_out_in_several_planes_add_up_and_come_back_one_by_one():
     assert [(s.t, s.up, s.target[-1]) for s in mapped] == [
         (1.0, False, "7/8"), (1.1, False, "6/8"), (1.2, False, "5/8"),
         (2.0, False, "6/8"), (2.1, False, "7/8"), (2.2, True, "7/8")]
+
+
+def test_a_slowed_link_beside_a_link_down_keeps_its_share_of_the_twin_link():
+    steps = timeline(EIGHT,
+                     {"kind": "link-rate", "link": ["p1t0r1", "p1t1s2"], "share": 0.25,
+                      "before_start": True},
+                     {"kind": "link-down", "link": ["p4t0r1", "p4t1s2"], "at_s": 1,
+                      "down_s": 1})
+    assert_same_share(EIGHT, steps)
+    mapped, _ = twin_steps(steps, EIGHT, twin_of(EIGHT))
+    # 8 planes: one at a quarter (29/32), then one more out (25/32), then back.
+    assert [(s.t, s.up, s.target[-1]) for s in mapped] == [
+        (0.0, False, "29/32"), (1.0, False, "25/32"), (2.0, False, "29/32")]
 
 
 def test_a_loss_beside_a_link_down_is_a_share_of_the_planes_still_up():

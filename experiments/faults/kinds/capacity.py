@@ -1,5 +1,7 @@
-"""What a fault of a multi-plane fabric takes from its single-plane twin, and `rate-cut`,
-the fault that carries a share of a link's capacity there.
+"""What a fault of a multi-plane fabric takes from its single-plane twin; `rate-cut`,
+the fault that carries a share of a link's capacity there; and `link-rate`, a link slowed
+on purpose (a port that came up at a lower speed, or the appendix's T0-T1 links at a
+quarter of a NIC's rate).
 
 A link of the twin (experiments/dataplanes/twin.py) stands for `planes` links of the
 multi-plane fabric, the links of the same host, or of the same rack and T1 number, in
@@ -17,7 +19,9 @@ twin, a share of the links it touches, plane by plane: a `TwinShare`, which each
   the packets sent on that plane's link. The twin link loses the same share of its
   packets: the mean over its planes still up;
 - `gray`: a gray loss of one plane's path or T1 is the same share of the packets of the
-  twin's path (the same host pair and T1) or T1: the probability over `planes`.
+  twin's path (the same host pair and T1) or T1: the probability over `planes`;
+- `slowed`: a plane's link kept at a share of its rate (`link-rate`): that plane's part
+  of the twin link's rate is cut to the same share.
 
 experiments/dataplanes/twin.py adds up the shares of the faults down at each step of
 the timeline into the twin's settings: rate cuts, links down, losses, gray losses.
@@ -27,9 +31,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from fractions import Fraction
 
-from experiments.faults.base import Env, Fault, twin_name
+from experiments.faults.base import Env, Fault, link_of, twin_name
+from experiments.faults.fields import Entry
 from topologies.model import Fabric, Link
+
+# A share of a link's rate is kept as a fraction of at most this denominator: a rate
+# finer than a thousandth of a link's means nothing to a token bucket.
+SHARE_DENOMINATOR = 1000
 
 
 @dataclass(frozen=True)
@@ -41,12 +51,14 @@ class TwinShare:
     probability) for each direction of a plane's link that loses a share of what it
     sends, silently; `gray`: (target, plane, probability) for each gray loss, `target`
     the twin's path or T1 as a `gray-loss` names it ((source, destination, 0, spine) or
-    (T1,))."""
+    (T1,)); `slowed`: (a, b, plane, share) for each planes' link kept at a share of its
+    rate, (a, b) its twin link."""
 
     planes: int
     down: frozenset[tuple[str, str, int]] = frozenset()
     lost: frozenset[tuple[str, str, int, float]] = frozenset()
     gray: frozenset[tuple[tuple, int, float]] = frozenset()
+    slowed: frozenset[tuple[str, str, int, Fraction]] = frozenset()
 
     @classmethod
     def links_down(cls, fabric: Fabric, twin: Fabric, links: Iterable[Link]) -> TwinShare:
@@ -121,3 +133,30 @@ class RateCut(Fault, register=False):
             node = fabric.node(name)
             if node.role == "host":
                 agents.command(node.index, cmd="line-rate", share=share)
+
+
+@dataclass(frozen=True)
+class LinkRate(RateCut):
+    """A link kept at a share of its rate both ways, as a port that came up at a lower
+    speed: it stays up, so routing and the agents' link state see nothing, and a flow
+    through it finds the slower rate only in its queue (ECN, trims, losses)."""
+
+    kind = "link-rate"
+    entry_fields = ("link", "share")
+    open_ended = True
+    before_start_ok = True
+    help = ("a link runs at `share` of its rate both ways (a port at a lower speed); "
+            "routing sees nothing")
+
+    @classmethod
+    def read(cls, entry: Entry) -> Fault:
+        link = entry.link()
+        share = Fraction(entry.fraction("share", "e.g. share: 0.25 for a quarter of the "
+                                        "link's rate")).limit_denominator(SHARE_DENOMINATOR)
+        return cls(link.a, link.b, share.numerator, share.denominator)
+
+    def on_twin(self, fabric: Fabric, twin: Fabric) -> TwinShare:
+        link = link_of(fabric, self.a, self.b)
+        return TwinShare(fabric.spec.planes, slowed=frozenset({(
+            twin_name(fabric, twin, link.a), twin_name(fabric, twin, link.b), link.plane,
+            Fraction(self.left, self.of))}))
