@@ -263,6 +263,46 @@ def held(m: Measured) -> Verdict:
                             "spans": p["spans"]}, line, why)
 
 
+def glitch(m: Measured) -> Verdict:
+    """A T0's transceiver flapping its host links (Figs. 6, 7): MRC's throughput while
+    they flap, against the fault-free pass's same windows, at least the `floor` (the
+    plane those hosts lose, less BAND); from the `after` span on (SETTLE_RTTS past the
+    last flap) at least HELD; every byte delivered and no connection in error; and the
+    losses on both sides of the flapping links: the `flapping` hosts' own connections
+    and the `remote` senders' to them lost packets (a loss: a packet sent again for a
+    loss or a timeout, not for a trim). INCONCLUSIVE when one side lost none (the flaps
+    met no packet of its)."""
+    p = m.row.params
+    w = p["window_s"]
+    mine, clean = _series(m, m.faulty), _series(m, m.reference)
+    spans = {name: (a, b) for name, a, b in p["spans"]}
+    ratios = {name: _rounded(ratio(span_mean(mine, w, a, b), span_mean(clean, w, a, b)))
+              for name, (a, b) in spans.items()}
+    stats = m.faulty.run("mrc").stats
+    lost = {f"h{h}": max(0, stats.get(h, {}).get("retransmits", 0)
+                         - stats.get(h, {}).get("nacks", 0))
+            for h in (*p["flapping"], *p["remote"])}
+    errors = m.faulty.block("mrc")["agent_counters"].get("qp_errors", 0)
+    floors = {"flapping": p["floor"], "after": HELD}
+    passed = (_finished(m) and errors == 0
+              and all(r is not None and r >= floors[name] for name, r in ratios.items()))
+    quiet = [h for h, n in lost.items() if n == 0]
+    why = (f"{', '.join(quiet)} lost no packet: the flaps met none of its traffic"
+           if quiet else None)
+    if why is None and any(r is None for r in ratios.values()):
+        why = "no window of a span that both passes cover"
+    line = (f"mrc throughput against fault-free, same windows: while flapping "
+            f"{_ratio(ratios['flapping'])} (at least {p['floor']:.2f}), after "
+            f"{_ratio(ratios['after'])} (at least {HELD:g}); packets lost: "
+            + ", ".join(f"{h} {n}" for h, n in lost.items())
+            + f"; {errors} connections in error"
+            + ("" if _finished(m) else "; did not finish")
+            + (f"; INCONCLUSIVE: {why}" if why else ""))
+    return Verdict(passed, {"ratios": ratios, "lost": lost, "qp_errors": errors,
+                            "series": {"faults": _points(mine), "fault-free": _points(clean)},
+                            "spans": p["spans"]}, line, why)
+
+
 def capacity(m: Measured) -> Verdict:
     """Throughput proportional to the capacity left: for each of the row's levels (from
     a fault or a restore to the next), the first window from its start whose throughput
@@ -822,6 +862,7 @@ def permutation(m: Measured) -> Verdict:
 # figure under it): paper.md gives their median and range over the repetitions.
 DECIDING = {
     "held": ("ratios",),
+    "glitch": ("ratios", "lost"),
     "capacity": ("levels", "back_rtts"),
     "line_rate": ("line_share",),
     "ev_loss": ("retire_rtts", "ratio", "ev_a_sends_after", "reinstated"),
@@ -863,7 +904,7 @@ def judge(m: Measured) -> Verdict:
 
 
 JUDGES = {f.__name__: f for f in (
-    held, capacity, line_rate, ev_loss, lossy_plane, ecn_separation, lost_per_connection,
+    held, glitch, capacity, line_rate, ev_loss, lossy_plane, ecn_separation, lost_per_connection,
     slowdown_at_most, proportional, plane_bound, silent_t1, steady_state, qp_order,
     qp_scaling, loss_ratio, sizes, loss_sizes, victim, transceiver, startup_losses,
     permutation)}

@@ -579,7 +579,8 @@ def plan(topo: str, shapes: str = "default", only: set[str] | None = None,
         order.setdefault(name, len(order))
     for row in chosen:
         on_shape = not row.loaded and (shapes == "paper"
-                                       or (shapes == "default" and row.shape in WIDE))
+                                       or (shapes == "default"
+                                           and (row.shape in WIDE or row.own_fabric)))
         name = SHAPES[row.shape] if on_shape else topo
         place = (order[name] if on_shape else len(order), name)
         by_place.setdefault(place, set()).add(row.key)

@@ -104,6 +104,17 @@ LOSSY_LINK = 20  # a NIC link losing packets before the denylist entry (section 
 # Its loss rate: "unacceptably high" (the paper gives no figure), 50 times the random-loss
 # rows' 0.1%.
 LOSSY_LINK_P = 0.05
+# A T0's transceiver glitch (Figs. 6, 7): each of its host links flaps GLITCH_FLAPS times,
+# down GLITCH_DOWN windows every GLITCH_EVERY, one link GLITCH_STAGGER after the other
+# ("in rapid succession").
+GLITCH_FLAPS = 4
+GLITCH_DOWN = 1
+GLITCH_EVERY = 3
+GLITCH_STAGGER = 0.5
+# The appendix's Cluster D failures (Fig. 19): uplinks of the sender's T0 fail STEP
+# windows apart; UPLINKS_FAILING of them (three of four), and UPLINKS_AT_ONCE together.
+UPLINKS_FAILING = 3
+UPLINKS_AT_ONCE = 2
 
 
 @dataclass(frozen=True)
@@ -122,6 +133,10 @@ class Row:
     curve: tuple[str, str] | None = None  # (figure, this row's curve): throughput by size
     # A variant on a fabric every host loads: not the paper's experiment, played when asked.
     loaded: bool = False
+    # Played on its shape's fabric even when `--shapes default` plays the other rows of
+    # its shape on --topo: an experiment that fabric defines (the appendix's one pair on
+    # Cluster D's single plane, as the one-pair rows of WIDE shapes).
+    own_fabric: bool = False
 
     @property
     def fault_free_reference(self) -> bool:
@@ -177,7 +192,8 @@ def loaded_table(table: list[Row]) -> list[str]:
 
 def rows(fabric: Fabric, only: Callable[[str], bool] = lambda key: True) -> list[Row]:
     """Every row, scaled to `fabric`; `only` picks rows by key."""
-    table = _paper_rows(fabric) + _other_rows(fabric) + _loaded_rows(fabric)
+    table = (_paper_rows(fabric) + _appendix_rows(fabric) + _other_rows(fabric)
+             + _loaded_rows(fabric))
     return [row for row in table if only(row.key)]
 
 
@@ -302,6 +318,18 @@ def _paper_rows(fabric: Fabric) -> list[Row]:
     lossy_flows = _pair_workload(fabric, cross, lossy_end, packet_events=True)
     lossy_t0 = fabric.t0(0, fabric.host(src).rack).name
     entry_at = line.t(WARMUP + LOSSY_LINK)
+
+    # Sections 5.1's transceiver glitch: every host link of the cross pair's first T0
+    # in plane 0 flaps, one after the other; the pair's first host is one of those
+    # hosts, its peer the remote sender.
+    glitch_t0 = fabric.t0(0, fabric.host(src).rack)
+    under = [h.index for h in fabric.hosts if h.rack == glitch_t0.index]
+    glitch_end = WARMUP + (GLITCH_FLAPS - 1) * GLITCH_EVERY + GLITCH_DOWN \
+        + GLITCH_STAGGER * (len(under) - 1)
+    glitch = [{"kind": "link-flap", "link": [f"h{h}", glitch_t0.name],
+               "at_s": line.t(WARMUP + GLITCH_STAGGER * i), "down_s": line.t(GLITCH_DOWN),
+               "every_s": line.t(GLITCH_EVERY), "count": GLITCH_FLAPS}
+              for i, h in enumerate(under)]
 
     # Point to point: one way, cross-T1 against T0-local.
     p2p_end = WARMUP + 20
@@ -505,6 +533,32 @@ def _paper_rows(fabric: Fabric) -> list[Row]:
             reference={**pinned, "protocol": {**one_ev, "pin_path": [0, None]}},
             params=ecn.params(ecn_end, flows=[cross, pair2], join_s=ecn.t(ECN_ALONE),
                               pinned=0)),
+        Row("t0-transceiver-glitch", "5.1 (Figs. 6, 7)",
+            "A transceiver on a T0 glitches and flaps its host links in rapid succession: "
+            "throughput suffers about the plane's share (25% of four planes) over the "
+            "flaps and recovers to full speed immediately afterwards; no QP fails; the "
+            "nodes whose ports flapped and those sending to them both lose packets, and "
+            "MRC recovers the losses quickly.",
+            f"Every byte delivered and no connection in error; MRC's throughput while the "
+            f"links flap is at least {(planes - 1) / planes - BAND:.2f} of the fault-free "
+            f"pass's same windows (the plane lost, less {b_pct}), and from {SETTLE_RTTS} "
+            f"round trips after the last flap at least {held_s}; the flapping host and "
+            f"the remote sender both lost packets. INCONCLUSIVE if one of them lost "
+            "none.",
+            f"The {len(under)} host links of {glitch_t0.name} (of h"
+            + ", h".join(map(str, under)) + f") each flap {GLITCH_FLAPS} times, down "
+            f"{GLITCH_DOWN} window every {GLITCH_EVERY}, {GLITCH_STAGGER:g} window apart "
+            f"(the paper: four links of a T0 over a minute, 3 of their nodes in the job; "
+            f"here the T0 has {len(under)}); cross-T1 both ways as links-failing, so "
+            f"h{src} is a flapping node and h{dst} the remote sender; both ends of a link "
+            f"see it go down at once (the paper's NIC and switch disagree by moments); "
+            f"{shown}; {DIFFERS_EMULATION}.",
+            {**cross_flows, "faults": glitch}, "glitch", shape="A",
+            params=line.params(cross_end, flows=flows, flapping=[src], remote=[dst],
+                               floor=round((planes - 1) / planes - BAND, 6),
+                               spans=[["flapping", line.t(WARMUP), line.t(glitch_end)],
+                                      ["after", line.t(glitch_end + settle_w),
+                                       line.t(cross_end)]])),
         Row("silent-t1", "5.1 (Fig. 8)",
             "A T1 that stops forwarding but stays up: throughput dips as QPs lose packets, "
             "they quickly map out the bad path and throughput is largely unaffected "
@@ -549,6 +603,107 @@ def _paper_rows(fabric: Fabric) -> list[Row]:
                                         "before_start": True} for link in broken]},
             "lost_per_connection", reference=None, shape="A",
             params={"limit": LOST_PER_CONNECTION}),
+    ]
+
+
+def _appendix_rows(fabric: Fabric) -> list[Row]:
+    """The appendix's failures on Cluster D (Fig. 19): one pair in different racks,
+    the uplinks of the sender's T0 failing, at the NIC's rate (a), then slowed so that
+    together they carry just one NIC's rate (b, c). One timeline for the three, so that
+    they share one fault-free pass."""
+    spec = fabric.spec
+    n, planes, spines = len(fabric.hosts), spec.planes, spec.t1_per_plane
+    line = _Timeline(fabric)
+    pair = [0, n - 1] if spec.racks > 1 else [0, 1]
+    rack = fabric.host(pair[0]).rack
+    t0 = fabric.t0(0, rack).name
+    failing = max(1, min(UPLINKS_FAILING, spines - 1))
+    at_once = max(1, min(UPLINKS_AT_ONCE, spines - 1))
+    end = WARMUP + (2 * failing - 1) * STEP + AFTER
+    flows = _pair_workload(fabric, pair, end)
+    uplinks = [_link(fabric, 0, rack, s) for s in range(spines)]
+    # Each T0-T1 link of plane 0 at the share of its rate that makes a T0's uplinks
+    # together one host port's rate (the paper: 100G links under 400G NICs).
+    slow = min(1.0, spec.host_t0.rate_mbit / (spines * spec.t0_t1.rate_mbit))
+    slowed = [{"kind": "link-rate", "link": [lk.a, lk.b], "share": round(slow, 6),
+               "before_start": True}
+              for lk in fabric.links if lk.tier == "t0_t1" and lk.plane == 0]
+
+    def level(up: int) -> float:
+        """The pair's capacity, as a share of its NICs', with `up` of plane 0's uplinks
+        at the sender's T0 up and slowed: the other planes whole, plane 0 what its
+        uplinks carry, at most a port."""
+        return round((planes - 1 + min(1.0, up * slow * spec.t0_t1.rate_mbit
+                                       / spec.host_t0.rate_mbit)) / planes, 6)
+
+    sequential, levels = [], []
+    for i in range(failing):
+        down, up = WARMUP + i * STEP, WARMUP + (2 * failing - 1 - i) * STEP
+        sequential.append({"kind": "link-down", "link": uplinks[i], "at_s": line.t(down),
+                           "down_s": line.t(up - down)})
+    for j in range(2 * failing - 1):
+        out = min(j + 1, 2 * failing - 1 - j)
+        levels.append((WARMUP + j * STEP, WARMUP + (j + 1) * STEP, level(spines - out),
+                       f"step {j + 1}, {spines - out} of {spines} uplinks"))
+    levels.append((WARMUP + (2 * failing - 1) * STEP, end, 1.0, "restored"))
+    together_end = WARMUP + (2 * failing - 1) * STEP
+    together = [{"kind": "link-down", "link": uplinks[i], "at_s": line.t(WARMUP),
+                 "down_s": line.t(together_end - WARMUP)} for i in range(at_once)]
+
+    def capacity(spans: list[tuple[float, float, float, str]]) -> dict:
+        return line.params(end, flows=flows["params"]["flows"], levels=[
+            [line.t(a), line.t(b), share, label] for a, b, share, label in spans])
+
+    shown = (f"windows of {line.rtts} round trips ({line.window * 1000:.0f} ms at "
+             f"{spec.host_t0.rate_mbit:g} Mbit/s a host link)")
+    workload = (f"write bandwidth both ways between h{pair[0]} and h{pair[1]} in different "
+                f"racks (the paper: ib_write_bw between two servers), MRC alone")
+    slowed_text = (f"every T0-T1 link of plane 0 at {slow:.2g} of its rate from the start "
+                   f"(link-rate), so that {t0}'s {spines} uplinks together carry one host "
+                   f"port (the paper: 100G links under 400G NICs)")
+    b_pct = f"{BAND:.0%}"
+    tracks = (f"Every byte delivered; after each change MRC's throughput is back within "
+              f"{b_pct} of the remaining-capacity line (the fault-free pass's same windows "
+              f"times the share of the capacity the uplinks up carry) within {SETTLE_RTTS} "
+              f"round trips, and from then to the next change its mean is within {b_pct} of "
+              "that line.")
+    return [
+        Row("uplinks-failing-d", "appendix (Fig. 19a)",
+            "Three of the four T0-T1 links progressively failed, with enough capacity on "
+            "the remaining link: MRC quickly recovers from the failed links with no "
+            "discernible impact on end-to-end throughput.",
+            f"Every byte delivered; MRC's throughput while the links fail and after, each "
+            f"against the fault-free pass's same windows, is at least {HELD:g}. "
+            "INCONCLUSIVE if no path of the pair's was retired.",
+            f"{failing} of {t0}'s {spines} uplinks fail {STEP} windows apart and stay down, "
+            f"every link at a host port's rate; {workload}; {shown}; {DIFFERS_EMULATION}.",
+            {**flows, "faults": [{k: v for k, v in f.items() if k != "down_s"}
+                                 for f in sequential]},
+            "held", shape="D", own_fabric=True, params=line.params(
+                end, flows=flows["params"]["flows"], retired=True, spans=[
+                    ["failing", line.t(WARMUP), line.t(WARMUP + failing * STEP)],
+                    ["after", line.t(WARMUP + failing * STEP), line.t(end)]])),
+        Row("uplinks-bottleneck-d", "appendix (Fig. 19b)",
+            "With T0-T1 links of a quarter of a NIC's speed, so that failures create a "
+            "bottleneck, three of four are disabled one after another and added back: MRC "
+            "fails onto the remaining paths while giving throughput that tracks the "
+            "remaining available capacity.",
+            tracks,
+            f"{slowed_text}; {failing} of {t0}'s uplinks go down {STEP} windows apart and "
+            f"come back in the reverse order; {workload}; {shown}; {DIFFERS_EMULATION}.",
+            {**flows, "faults": [*slowed, *sequential]}, "capacity",
+            shape="D", own_fabric=True, params=capacity(levels)),
+        Row("uplinks-two-at-once-d", "appendix (Fig. 19c)",
+            "The same slow T0-T1 links, two dropped at once and brought back: MRC tracks "
+            "the available capacity closely.",
+            tracks,
+            f"{slowed_text}; {at_once} of {t0}'s uplinks down together for "
+            f"{together_end - WARMUP} windows; {workload}; {shown}; {DIFFERS_EMULATION}.",
+            {**flows, "faults": [*slowed, *together]}, "capacity",
+            shape="D", own_fabric=True, params=capacity([
+                (WARMUP, together_end, level(spines - at_once),
+                 f"{spines - at_once} of {spines} uplinks"),
+                (together_end, end, 1.0, "restored")])),
     ]
 
 

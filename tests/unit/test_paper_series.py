@@ -180,15 +180,20 @@ def test_the_fault_rows_run_one_pair_on_cluster_b_with_128_evs(fabric):
 def test_plain_make_paper_plays_every_row_of_clusters_a_and_b_on_cluster_b():
     legs = plan("2tier-8plane")
     assert [(leg.fabric.name, leg.active_hosts) for leg in legs] == [
-        ("cluster-b", 2), ("2tier-8plane", None)]
+        ("cluster-b", 2), ("cluster-d", 2), ("2tier-8plane", None)]
     every = rows(load_topology("2tier-8plane"))
     wide = {r.key for r in every if r.shape in WIDE and not r.loaded}
     assert legs[0].keys == wide and SHAPES["B"] == SHAPES["A"] == "cluster-b"
-    assert legs[1].keys == {r.key for r in every if r.shape not in WIDE and not r.loaded}
+    # The appendix's one pair on Cluster D's plane, on its own fabric.
+    own = {r.key for r in every if r.own_fabric}
+    assert legs[1].keys == own == {"uplinks-failing-d", "uplinks-bottleneck-d",
+                                   "uplinks-two-at-once-d"}
+    assert legs[2].keys == {r.key for r in every
+                            if r.shape not in WIDE and not r.own_fabric and not r.loaded}
     # The loaded variants only when asked for, on --topo.
     loaded = {r.key for r in every if r.loaded}
     assert loaded and all(k.endswith("-loaded") for k in loaded)
-    assert plan("2tier-8plane", loaded=True)[1].keys == legs[1].keys | loaded
+    assert plan("2tier-8plane", loaded=True)[2].keys == legs[2].keys | loaded
     assert [(leg.fabric.name, leg.keys) for leg in plan("2tier-8plane",
                                                          only={"t1-down-loaded"})] == [
         ("2tier-8plane", {"t1-down-loaded"})]
@@ -204,7 +209,9 @@ def test_shapes_one_and_paper_place_the_rows_as_they_say():
                                        "random-loss-0p1pct", "random-loss-1pct",
                                        "all-to-all-sizes", "all-to-all-loss-0p1pct",
                                        "all-to-all-loss-1pct"}
-    assert paper["cluster-d"].keys == {"incast-victim", "incast-victim-pfc", "permutation"}
+    assert paper["cluster-d"].keys == {"incast-victim", "incast-victim-pfc", "permutation",
+                                       "uplinks-failing-d", "uplinks-bottleneck-d",
+                                       "uplinks-two-at-once-d"}
     assert all(k.endswith("-loaded") for k in paper["2tier-8plane"].keys)
     # Only the chosen rows' fabrics are brought up; an unknown row is one line.
     assert [leg.fabric.name for leg in plan("2tier-8plane", "paper",
@@ -275,6 +282,39 @@ def test_held_throughput_passes_at_the_threshold_and_fails_below_it(fabric):
     short = played(row.params["flows"], flat, row.params["horizon_s"] / 2,
                    [{"t": 1.0, "event": "retire", "host": 0, "peer": 3}])
     assert judged(fabric, row, short, clean).outcome == "INCONCLUSIVE"
+
+
+def glitch_pass(row, during, after, lost=(3, 2), errors=0):
+    """The glitch row's flows at RATE, `during` of it while the links flap and `after`
+    of it from the end of the flaps on; `lost`: packets each side sent again for a loss
+    (the flapping host's, the remote sender's)."""
+    p = row.params
+    (_, a, b), _ = p["spans"]
+
+    def rate(t, f):
+        return RATE * (during if a <= t < b else after if t >= b else 1.0)
+
+    out = played(p["flows"], rate, p["horizon_s"] + 0.5,
+                 counters={"qp_errors": errors})
+    out.runs[0].stats = {h: {"retransmits": 10 + n, "nacks": 10}
+                         for h, n in zip((*p["flapping"], *p["remote"]), lost)}
+    return out
+
+
+def test_the_transceiver_glitch_holds_the_plane_s_share_and_recovers(fabric):
+    row = row_of(fabric, "t0-transceiver-glitch")
+    p, clean = row.params, fault_free(row)
+    floor = 7 / 8 - BAND
+    assert p["floor"] == pytest.approx(floor) and p["flapping"] == [0] and p["remote"] == [3]
+    ok = judged(fabric, row, glitch_pass(row, floor + 0.01, HELD + 0.01), clean)
+    assert ok.outcome == "PASS", ok.measured
+    assert ok.figures["lost"] == {"h0": 3, "h3": 2}
+    assert judged(fabric, row, glitch_pass(row, floor - 0.01, 1.0), clean).outcome == "FAIL"
+    assert judged(fabric, row, glitch_pass(row, 1.0, HELD - 0.01), clean).outcome == "FAIL"
+    assert judged(fabric, row, glitch_pass(row, 1.0, 1.0, errors=1), clean).outcome == "FAIL"
+    # The remote sender lost nothing: the flaps met none of its packets.
+    quiet = judged(fabric, row, glitch_pass(row, 1.0, 1.0, lost=(3, 0)), clean)
+    assert quiet.outcome == "INCONCLUSIVE" and "h3 lost no packet" in quiet.inconclusive
 
 
 def test_a_fault_free_pass_that_retired_a_path_makes_the_row_inconclusive(fabric):
