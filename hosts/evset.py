@@ -6,10 +6,10 @@ its planes), drawn at random per connection: a random subset of the plane's path
 than the plane), random choice bits. They sit in a rotation that interleaves the planes
 so consecutive packets go to different planes, and a plane's paths so that a plane's
 consecutive packets go to different paths; after a retirement or a reinstatement the
-plane's EVs are spread round its slots again (`_interleave`). With them each plane draws a backup set
-of as many EVs (`backups`), continuing the same random order of its paths: on paths the
-active set does not use while the plane has any left, then spread evenly over the
-others. An EV is GOOD, SKIP (passed over for one
+plane's EVs are spread round its slots again (`_interleave`). With them each plane
+draws a backup set of as many EVs (`backups`), continuing the same random order of its
+paths: on paths the active set does not use while the plane has any left, then spread
+evenly over the others. An EV is GOOD, SKIP (passed over for one
 rotation after an ECN echo or a trimmed NACK, or while its path is held: `hold`),
 ASSUMED_BAD (retired after a real loss, probed until it has earned its way back) or
 DENIED (set by an operator, never used). An

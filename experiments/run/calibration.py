@@ -238,6 +238,17 @@ def cap_for(fabric: Fabric, mbit_per_core: float, cores: int | None = None,
     return round(mbit_per_core * cores / (active_hosts * fabric.spec.planes), 3)
 
 
+def ladder_top(mtu_payload: int, workload: str) -> float:
+    """The budget (Mbit/s per core) at which the workload's reference fabric runs at
+    its topology's own link rate, past which the ladder cannot load it more."""
+    chosen = WORKLOADS[workload]
+    reference = with_mtu(load_topology(chosen.reference), mtu_payload)
+    pair = chosen.pair(reference)
+    cores = os.cpu_count() or 1
+    senders = len(pair) if pair else len(reference.hosts)
+    return reference.spec.host_t0.rate_mbit * senders * reference.spec.planes / cores
+
+
 def rtt_floor_rate(fabric: Fabric, mbit_per_core: float, workload: str = ALL_TO_ALL,
                    cores: int | None = None) -> float | None:
     """The fastest link rate (as `with_rate_cap` applies it) at which `fabric`'s base
@@ -348,7 +359,15 @@ def calibrate(progress=print, mtu_payload: int = DEFAULT_MTU_PAYLOAD, lock=None,
         return _disturbed(progress, mtu_payload, path, busy, workload)
     measure = measure or fabric_step(mtu_payload, lock, workload)
     steps, passed, others = [], None, 0.0
+    top = ladder_top(mtu_payload, workload)
     for per_core in LADDER:
+        if passed is not None and passed >= top:
+            # The reference runs at its topology's own rates from here on: a higher
+            # step would play the same load again and pass for what it never measured.
+            progress(f"calibration, {workload}: {passed:g} Mbit/s per core already runs "
+                     f"{WORKLOADS[workload].reference} at its own link rate: the budget "
+                     "is at least that")
+            break
         window = quietness.Window()
         step = measure(per_core, window)
         if window.load is None:

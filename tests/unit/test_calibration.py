@@ -212,6 +212,19 @@ def test_one_pairs_budget_is_stored_beside_the_all_to_alls(tmp_path, fake_probe)
         calibration.default_mbit_per_core(4096, calibration.PAIR))
 
 
+def test_the_ladder_stops_once_the_reference_runs_at_its_own_rate(tmp_path, fake_probe):
+    # cluster-b's links are 10 Mbit/s: two hosts on 8 planes reach them at 80 Mbit/s a
+    # core on 2 cores; a step above would play the same load and pass for nothing.
+    top = calibration.ladder_top(MTU, calibration.PAIR)
+    assert top == 10 * 2 * 8 / (os.cpu_count() or 1)
+    calls: list[float] = []
+    lines: list[str] = []
+    found = calibration.calibrate(lines.append, MTU, workload=calibration.PAIR,
+                                  measure=stand_in(10_000, calls), cache=quiet_cache(tmp_path))
+    assert found.mbit_per_core == min(s for s in calibration.LADDER if s >= top)
+    assert calls[-1] == found.mbit_per_core and "at least that" in lines[-1]
+
+
 def test_a_run_with_two_hosts_sending_takes_one_pairs_budget():
     assert calibration.workload_for(2) == calibration.workload_for(1) == calibration.PAIR
     assert calibration.workload_for(None) == calibration.workload_for(8) == "all-to-all"
