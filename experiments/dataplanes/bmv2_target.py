@@ -158,6 +158,8 @@ class Bmv2Target:
     name = "bmv2"
     switch_cls = Bmv2Switch
     shape_switch_ports = False  # queues live inside BMv2
+    pfc = ("counted only: a port past XOFF counts the pause it would send, nothing is "
+           "paused (lossless queues 16 x deep; DCQCN slows the senders; docs/protocol.md)")
 
     def __init__(self, build: Path = REPO / "build", program: Path = P4_MAIN):
         self.build = build

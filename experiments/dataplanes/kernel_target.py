@@ -35,6 +35,9 @@ class KernelTarget:
     name = "kernel"
     switch_cls = KernelRouter
     shape_switch_ports = True  # tc shapes every link; the kernel has no switch queues of its own
+    pfc = ("modelled hop by hop in the eBPF program: the hosts' NIC ports are paused for "
+           "real, a switch port's pause is counted and held in its modelled queue, not on "
+           "the real packets (lossless queues 16 x deep instead; docs/protocol.md)")
 
     def fabric_for(self, fabric: Fabric) -> Fabric:
         return fabric  # the kernel forwards at the topology's rates

@@ -46,6 +46,8 @@ class Target(Protocol):
     # Whether tc shapes the switches' ports too: False when the switch queues by itself
     # (and then also marks ECN and trims on its own queues).
     shape_switch_ports: bool
+    # What PFC is here: how far a pause is carried out (the summary's link_emulation).
+    pfc: str
 
     def fabric_for(self, fabric: Fabric) -> Fabric:
         """The fabric this target runs: the topology's, or one with slower links where

@@ -424,7 +424,8 @@ def write_paper(folder: Path, meta: dict, results: list[dict]) -> None:
         f"{meta['hosts']} hosts, {meta['planes']} planes, {meta['t1_per_plane']} T1 per "
         f"plane. Emulated here: ECN {meta['link_emulation'].get('ecn') or 'no'}, trimming "
         f"{meta['link_emulation'].get('trimming') or 'no'}, loss faults "
-        f"{meta['link_emulation'].get('faults') or 'no'}.", "",
+        f"{meta['link_emulation'].get('faults') or 'no'}, PFC "
+        f"{meta['link_emulation'].get('pfc') or 'no'}.", "",
         "Verdicts: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n) + ".", "",
     ]
     paper = [r for r in results if not r.get("loaded")]

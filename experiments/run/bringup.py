@@ -62,7 +62,7 @@ class Network:
                     else "trimming, and loss, gray-loss and one-way link-down faults")
             notes.append(f"{self.ebpf.reason}: no {lost}")
         return {"rate": True, "queue_limit": True, "delay": self.features.netem,
-                "ecn": ecn, "trimming": trimming,
+                "ecn": ecn, "trimming": trimming, "pfc": self.target.pfc,
                 "faults": "eBPF maps" if self.ebpf.available else False,
                 "ebpf": {"available": self.ebpf.available, "reason": self.ebpf.reason},
                 "tc_commands": self.tc_commands, "notes": notes}

@@ -7,6 +7,7 @@ import pytest
 
 from controller import ebpf_config as cfg
 from experiments.analysis.report import write_report
+from experiments.dataplanes.bmv2_target import Bmv2Target
 from experiments.dataplanes.ebpf_switch import EbpfStatus
 from experiments.dataplanes.kernel_target import KernelTarget
 from experiments.dataplanes.switch_counters import counter_totals
@@ -160,6 +161,10 @@ def test_link_emulation_says_what_emulates_ecn_trimming_and_faults():
     assert ("no eBPF switch program: bpftool is not installed: no trimming, and loss, "
             "gray-loss and one-way link-down faults" in off["notes"])
     assert _network(kernel, False, False, red=True).link_emulation()["ecn"] == "RED qdisc"
+    # How far PFC is carried out, by data plane (docs/protocol.md).
+    assert on["pfc"].startswith("modelled hop by hop") and "paused for real" in on["pfc"]
+    assert "not on the real packets" in on["pfc"]
+    assert Bmv2Target.pfc.startswith("counted only")
 
 
 def test_the_report_shows_the_switch_counters_of_each_transport(tmp_path):
