@@ -235,16 +235,22 @@ def _finished(m: Measured) -> bool:
     return bool(m.faulty.block("mrc")["ok"])
 
 
+def _span_ratios(m: Measured, mine, clean) -> dict[str, float | None]:
+    """Per span of the row's (name, from, to), MRC's mean over the windows lying within
+    it against the fault-free pass's over the same windows."""
+    w = m.row.params["window_s"]
+    return {name: _rounded(ratio(span_mean(mine, w, a, b), span_mean(clean, w, a, b)))
+            for name, a, b in m.row.params["spans"]}
+
+
 def held(m: Measured) -> Verdict:
     """Throughput held: in each of the row's spans, MRC's mean over the windows lying
     within it against the fault-free pass's over the same windows, at least HELD.
     INCONCLUSIVE when no path of the pair's was retired (`retired`: the faults touched
     none of its traffic) or a span has no window both passes cover."""
     p = m.row.params
-    w = p["window_s"]
     mine, clean = _series(m, m.faulty), _series(m, m.reference)
-    ratios = {name: _rounded(ratio(span_mean(mine, w, a, b), span_mean(clean, w, a, b)))
-              for name, a, b in p["spans"]}
+    ratios = _span_ratios(m, mine, clean)
     retired = _retired(m.faulty)
     passed = _finished(m) and all(r is not None and r >= HELD for r in ratios.values())
     why = None
@@ -273,11 +279,8 @@ def glitch(m: Measured) -> Verdict:
     loss or a timeout, not for a trim). INCONCLUSIVE when one side lost none (the flaps
     met no packet of its)."""
     p = m.row.params
-    w = p["window_s"]
     mine, clean = _series(m, m.faulty), _series(m, m.reference)
-    spans = {name: (a, b) for name, a, b in p["spans"]}
-    ratios = {name: _rounded(ratio(span_mean(mine, w, a, b), span_mean(clean, w, a, b)))
-              for name, (a, b) in spans.items()}
+    ratios = _span_ratios(m, mine, clean)
     stats = m.faulty.run("mrc").stats
     lost = {f"h{h}": max(0, stats.get(h, {}).get("retransmits", 0)
                          - stats.get(h, {}).get("nacks", 0))

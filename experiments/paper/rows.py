@@ -212,6 +212,32 @@ class _Timeline:
     def params(self, horizon: int, **more) -> dict:
         return {"window_s": self.window, "horizon_s": self.t(horizon), **more}
 
+    def levels(self, horizon: float, flows: list,
+               levels: list[tuple[float, float, float, str]]) -> dict:
+        """The `capacity` judge's parameters: each level (from, to in windows, share of
+        the capacity left, label) in seconds."""
+        return self.params(horizon, flows=flows, levels=[
+            [self.t(a), self.t(b), round(share, 6), label] for a, b, share, label in levels])
+
+
+def _down_one_by_one(line: _Timeline, count: int, horizon: float,
+                     entry: Callable[[int], dict], share: Callable[[int], float],
+                     left: Callable[[int], str]) -> tuple[list[dict], list[tuple]]:
+    """`count` elements taken down STEP windows apart from WARMUP, the i-th by the fault
+    `entry(i)`, and brought back in the reverse order; and the levels of the capacity
+    left in between (`share(out)` and `left(out)` with `out` of them down), then
+    restored to `horizon`."""
+    faults, levels = [], []
+    for i in range(count):
+        down, up = WARMUP + i * STEP, WARMUP + (2 * count - 1 - i) * STEP
+        faults.append({**entry(i), "at_s": line.t(down), "down_s": line.t(up - down)})
+    for j in range(2 * count - 1):  # each step, from the first one down
+        out = min(j + 1, 2 * count - 1 - j)
+        levels.append((WARMUP + j * STEP, WARMUP + (j + 1) * STEP, share(out),
+                       f"step {j + 1}, {left(out)}"))
+    levels.append((WARMUP + (2 * count - 1) * STEP, horizon, 1.0, "restored"))
+    return faults, levels
+
 
 def _pair_workload(fabric: Fabric, pair: list[int], windows: int,
                    both_ways: bool = True, **protocol) -> dict:
@@ -267,20 +293,12 @@ def _paper_rows(fabric: Fabric) -> list[Row]:
     host = f"h{local[0]}"
 
     def capacity(levels: list[tuple[float, float, float, str]]) -> dict:
-        return line.params(local_end, flows=local_flows["params"]["flows"], levels=[
-            [line.t(a), line.t(b), round(share, 6), label] for a, b, share, label in levels])
+        return line.levels(local_end, local_flows["params"]["flows"], levels)
 
-    sequential = []
-    levels = []
-    for i in range(half):
-        down, up = WARMUP + i * STEP, WARMUP + (2 * half - 1 - i) * STEP
-        sequential.append({"kind": "nic-port-down", "host": host, "plane": i,
-                           "at_s": line.t(down), "down_s": line.t(up - down)})
-    for j in range(2 * half - 1):  # each step, from the first link down
-        out = min(j + 1, 2 * half - 1 - j)
-        levels.append((WARMUP + j * STEP, WARMUP + (j + 1) * STEP, (planes - out) / planes,
-                       f"step {j + 1}, {planes - out} of {planes} links"))
-    levels.append((WARMUP + (2 * half - 1) * STEP, local_end, 1.0, "restored"))
+    sequential, levels = _down_one_by_one(
+        line, half, local_end,
+        lambda i: {"kind": "nic-port-down", "host": host, "plane": i},
+        lambda out: (planes - out) / planes, lambda out: f"{planes - out} of {planes} links")
 
     # The EV experiment: the lossy connection restricted to two paths a plane, its EV-A
     # alone in plane 0 until its EV-B (the other path) is allowed as a backup.
@@ -636,23 +654,15 @@ def _appendix_rows(fabric: Fabric) -> list[Row]:
         return round((planes - 1 + min(1.0, up * slow * spec.t0_t1.rate_mbit
                                        / spec.host_t0.rate_mbit)) / planes, 6)
 
-    sequential, levels = [], []
-    for i in range(failing):
-        down, up = WARMUP + i * STEP, WARMUP + (2 * failing - 1 - i) * STEP
-        sequential.append({"kind": "link-down", "link": uplinks[i], "at_s": line.t(down),
-                           "down_s": line.t(up - down)})
-    for j in range(2 * failing - 1):
-        out = min(j + 1, 2 * failing - 1 - j)
-        levels.append((WARMUP + j * STEP, WARMUP + (j + 1) * STEP, level(spines - out),
-                       f"step {j + 1}, {spines - out} of {spines} uplinks"))
-    levels.append((WARMUP + (2 * failing - 1) * STEP, end, 1.0, "restored"))
+    sequential, levels = _down_one_by_one(
+        line, failing, end, lambda i: {"kind": "link-down", "link": uplinks[i]},
+        lambda out: level(spines - out), lambda out: f"{spines - out} of {spines} uplinks")
     together_end = WARMUP + (2 * failing - 1) * STEP
     together = [{"kind": "link-down", "link": uplinks[i], "at_s": line.t(WARMUP),
                  "down_s": line.t(together_end - WARMUP)} for i in range(at_once)]
 
     def capacity(spans: list[tuple[float, float, float, str]]) -> dict:
-        return line.params(end, flows=flows["params"]["flows"], levels=[
-            [line.t(a), line.t(b), share, label] for a, b, share, label in spans])
+        return line.levels(end, flows["params"]["flows"], spans)
 
     shown = (f"windows of {line.rtts} round trips ({line.window * 1000:.0f} ms at "
              f"{spec.host_t0.rate_mbit:g} Mbit/s a host link)")
