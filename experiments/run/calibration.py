@@ -238,12 +238,16 @@ def cap_for(fabric: Fabric, mbit_per_core: float, cores: int | None = None,
     return round(mbit_per_core * cores / (active_hosts * fabric.spec.planes), 3)
 
 
+def _reference(workload: str, mtu_payload: int) -> Fabric:
+    """The workload's reference fabric at this MTU, as the ladder runs it (no delay)."""
+    return without_delay(with_mtu(load_topology(WORKLOADS[workload].reference), mtu_payload))
+
+
 def ladder_top(mtu_payload: int, workload: str) -> float:
     """The budget (Mbit/s per core) at which the workload's reference fabric runs at
     its topology's own link rate, past which the ladder cannot load it more."""
-    chosen = WORKLOADS[workload]
-    reference = with_mtu(load_topology(chosen.reference), mtu_payload)
-    pair = chosen.pair(reference)
+    reference = _reference(workload, mtu_payload)
+    pair = WORKLOADS[workload].pair(reference)
     cores = os.cpu_count() or 1
     senders = len(pair) if pair else len(reference.hosts)
     return reference.spec.host_t0.rate_mbit * senders * reference.spec.planes / cores
@@ -260,10 +264,8 @@ def rtt_floor_rate(fabric: Fabric, mbit_per_core: float, workload: str = ALL_TO_
     larger share of it. Measured on cluster-d's pair at 40 Mbit/s links: a round trip
     of 1.1 ms, the busy agents 0.4-1.1 ms late (p99), and a fault-free pass that
     retired paths on timeouts."""
-    chosen = WORKLOADS[workload]
-    reference = without_delay(with_mtu(load_topology(chosen.reference),
-                                       fabric.spec.mtu_payload))
-    pair = chosen.pair(reference)
+    reference = _reference(workload, fabric.spec.mtu_payload)
+    pair = WORKLOADS[workload].pair(reference)
     floor = with_rate_cap(reference, cap_for(reference, mbit_per_core, cores,
                                              pair and len(pair))).spec.base_rtt_s
     spec = fabric.spec
@@ -281,6 +283,18 @@ def rtt_floor_rate(fabric: Fabric, mbit_per_core: float, workload: str = ALL_TO_
         middle = (low + high) / 2
         low, high = (middle, high) if middle > 0 and rtt(middle) >= floor else (low, middle)
     return round(low, 3) if low > 0 else None
+
+
+def link_rate(fabric: Fabric, mbit_per_core: float, workload: str,
+              active_hosts: int | None = None) -> tuple[float, float]:
+    """The link rate a run of `fabric` takes from the budget, and the budget's own
+    (`cap_for`): the budget's, or the round trip's floor (`rtt_floor_rate`) where that
+    is slower by more than its rounding (the reference fabric meets its floor exactly)."""
+    budget_rate = cap_for(fabric, mbit_per_core, active_hosts=active_hosts)
+    floor = rtt_floor_rate(fabric, mbit_per_core, workload)
+    if floor is None or floor >= budget_rate * (1 - 1e-3):
+        return budget_rate, budget_rate
+    return floor, budget_rate
 
 
 def capped(fabric: Fabric, mbit_per_core: float, cores: int | None = None,
@@ -307,7 +321,7 @@ def fabric_step(mtu_payload: int, lock, workload: str = ALL_TO_ALL) -> Measure:
     from experiments.run.workload_run import run_transport
 
     chosen = WORKLOADS[workload]
-    reference = without_delay(with_mtu(load_topology(chosen.reference), mtu_payload))
+    reference = _reference(workload, mtu_payload)
     pair = chosen.pair(reference)
 
     def measure(per_core: float, window: quietness.Window) -> Step:

@@ -142,14 +142,6 @@ def rate_cap_choice(text: str) -> str:
     return f"{rate:g}"
 
 
-def _slower(budget_rate: float, floor_rate: float | None) -> float:
-    """The budget's link rate, or the round trip's floor where that is slower by more
-    than its rounding (the calibration's own fabric meets its floor exactly)."""
-    if floor_rate is None or floor_rate >= budget_rate * (1 - 1e-3):
-        return budget_rate
-    return floor_rate
-
-
 def _agents_cap(fabric: Fabric, cap: str, progress: Progress, lock=None,
                 active_hosts: int | None = None) -> tuple[Fabric, str]:
     """`fabric` with its links capped to what the agents drive on this machine (or to
@@ -171,13 +163,8 @@ def _agents_cap(fabric: Fabric, cap: str, progress: Progress, lock=None,
     mtu = fabric.spec.mtu_payload  # the agents' work is per packet: a budget per MTU
     workload = calibration.workload_for(active_hosts)
     found = calibration.budget(mtu, workload=workload)
-
-    def rates() -> tuple[float, float | None]:
-        return (calibration.cap_for(fabric, found.mbit_per_core, active_hosts=active_hosts),
-                calibration.rtt_floor_rate(fabric, found.mbit_per_core, workload))
-
-    budget_rate, floor_rate = rates()
-    rate = _slower(budget_rate, floor_rate)
+    rate, budget_rate = calibration.link_rate(fabric, found.mbit_per_core, workload,
+                                              active_hosts)
     if rate >= fabric.spec.host_t0.rate_mbit:
         return fabric, ""
     if cap == "calibrated" and calibration.cached(mtu, workload=workload) is None:
@@ -185,8 +172,8 @@ def _agents_cap(fabric: Fabric, cap: str, progress: Progress, lock=None,
                  "measured on this machine yet: calibrating (about a minute; make "
                  "calibrate measures it again)")
         found = calibration.calibrate(progress, mtu, lock, workload=workload)
-        budget_rate, floor_rate = rates()
-        rate = _slower(budget_rate, floor_rate)
+        rate, budget_rate = calibration.link_rate(fabric, found.mbit_per_core, workload,
+                                                  active_hosts)
         if rate >= fabric.spec.host_t0.rate_mbit:
             return fabric, ""
     senders = (f" shared by the {active_hosts} hosts that send at once"

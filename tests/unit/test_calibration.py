@@ -343,6 +343,12 @@ def test_a_fabric_with_a_shorter_round_trip_runs_slower_than_the_budget_gives():
     assert cap_for(c, 56, cores=2) < calibration.rtt_floor_rate(c, 56, cores=2)
     slow = with_rate_cap(d, 1.0)
     assert calibration.rtt_floor_rate(slow, 40, pair, cores=2) is None
+    # A run takes the slower of the two; the reference fabric its budget's own rate.
+    rate, budget_rate = calibration.link_rate(d, 40, pair, active_hosts=2)
+    assert budget_rate == cap_for(d, 40, active_hosts=2)
+    assert rate == min(budget_rate, calibration.rtt_floor_rate(d, 40, pair))
+    assert calibration.link_rate(b, 40, pair, active_hosts=2) == (
+        cap_for(b, 40, active_hosts=2),) * 2
 
 
 @pytest.mark.parametrize("active", [0, -1, 9])
