@@ -152,19 +152,18 @@ def twin_settings(shares: Iterable[TwinShare]) -> dict[tuple, Fault]:
     out: dict[tuple[str, str], set[int]] = {}
     kept: dict[tuple[str, str], dict[int, float]] = {}  # direction -> plane -> share kept
     gray: dict[tuple, dict[int, float]] = {}  # twin path or T1 -> plane -> share kept
+    slowed: dict[tuple[str, str], dict[int, Fraction]] = {}  # link -> plane -> rate kept
     for share in shares:
         for a, b, plane in share.down:
             out.setdefault((a, b), set()).add(plane)
+        for a, b, plane, kept_share in share.slowed:
+            slowed.setdefault((a, b), {})[plane] = kept_share
         for a, b, plane, p in share.lost:
             by_plane = kept.setdefault((a, b), {})
             by_plane[plane] = by_plane.get(plane, 1.0) * (1 - p)
         for target, plane, p in share.gray:
             by_plane = gray.setdefault(target, {})
             by_plane[plane] = by_plane.get(plane, 1.0) * (1 - p)
-    slowed: dict[tuple[str, str], dict[int, Fraction]] = {}  # link -> plane -> share kept
-    for share in shares:
-        for a, b, plane, kept_share in share.slowed:
-            slowed.setdefault((a, b), {})[plane] = kept_share
     found: list[Fault] = []
     for a, b in sorted({*out, *slowed}):
         found.append(_twin_rate(a, b, planes, out.get((a, b), set()), slowed.get((a, b), {})))
