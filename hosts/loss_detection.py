@@ -65,6 +65,9 @@ class LossDetection:
         # The latest transmission an ack answered, in the order they left: whether the
         # connection was heard from since a packet left (_check_losses, _confirm).
         self.rack_tx_seq = 0
+        # rack_tx_seq when the last tail-loss probe went (_check_losses): the next one
+        # waits for an ack of a later transmission.
+        self.tail_probe_after = -1
         self.plane_rack = [0.0] * planes  # the same, per plane
         self.path_rack: dict[PathKey, float] = {}  # the same, per path
         # When a packet passed within its plane becomes late enough to count as lost
@@ -274,6 +277,12 @@ class LossDetection:
             if now < suspect.deadline:
                 continue
             if self.rack_tx_seq <= suspect.held_tx:
+                if self.tx_count == suspect.held_tx:
+                    # Nothing could be sent since: the held path was the last one in
+                    # use, and holding it strands the copy of its late packet. It
+                    # takes packets again, unjudged; they judge it.
+                    self._unhold(key)
+                    continue
                 # Nothing sent since the path was held has been acknowledged, on any
                 # path: the whole connection is silent, the probe's silence says
                 # nothing of this path. The verdict waits another round.
@@ -402,6 +411,11 @@ class LossDetection:
         # Not capped by rto_max_s, the ceiling of the backoff: RFC 6298's initial
         # timeout (1 s) is not bounded by its maximum either.
         unmeasured = max(first, self.config.rto_initial_s)
+        # RACK's reordering timer and its tail-loss probe: how long a packet may stay
+        # unanswered once a later transmission has been (or, for the tail, once
+        # nothing later has), a round trip plus the reordering window.
+        overdue = self.srtt + (self.rack_sent_at - cutoff) if self.srtt else float("inf")
+        tail_probe = self.rack_tx_seq > self.tail_probe_after
         samples = self.path_samples
         # Only transmissions in flight can be lost, and they sit on active EVs or on EVs
         # swapped out by a rebalance (draining): an EV leaving the rotation otherwise
@@ -410,33 +424,48 @@ class LossDetection:
         if draining:
             draining[:] = [ev for ev in draining if ev.inflight > 0 and not ev.active]
         judged = {id(ev) for ev in draining}
-        horizon = max(cutoff, now - first)  # sent since: neither late nor timed out
+        soonest_wait = min(first, overdue)
+        horizon = max(cutoff, now - soonest_wait)  # sent since: neither late nor timed out
         flight = self._live_flight()
-        # Whatever leaves after now is due no sooner than a first transmission's timeout.
-        suspects, soonest = [], now + first
+        # Whatever leaves after now is due no sooner than that.
+        suspects, late, tail, soonest = [], [], None, now + soonest_wait
         for suspect in self.suspects.values():  # a held path's verdict (_confirm)
             soonest = min(soonest, suspect.deadline)
         for entry in flight:
-            sent_at, _, pkt, ev = entry
+            sent_at, tx_seq, pkt, ev = entry
             if sent_at >= horizon:
-                soonest = min(soonest, sent_at + first)
+                soonest = min(soonest, sent_at + soonest_wait)
                 break
             if not in_flight(entry) or not (ev.active or id(ev) in judged):
                 continue
             limit = (rto(pkt.retries) if pkt.retries
                      else first if ev.key in samples else unmeasured)
-            if sent_at < cutoff or now - sent_at > limit:
+            if sent_at < cutoff:
+                late.append(pkt)
+            elif now - sent_at > limit:
                 suspects.append(pkt)
+            elif now - sent_at > overdue and (tx_seq < self.rack_tx_seq
+                                              or (tail_probe and tail is None)):
+                if tx_seq < self.rack_tx_seq:
+                    late.append(pkt)
+                else:
+                    tail = pkt
             else:
-                soonest = min(soonest, sent_at + limit)
+                soonest = min(soonest, sent_at + min(limit, overdue))
         self.next_check = max(now + self.config.tick_s, soonest)
+        for pkt in late:
+            if pkt.ev is not None:  # else taken back by an earlier retirement in this loop
+                self._late(pkt, pkt.ev, now, "late")
+        if tail is not None and tail.ev is not None:
+            # One probe per ack, as RFC 8985's: the copy, or the reply to the path's
+            # probe, is what lets the check hear of the tail again.
+            self.tail_probe_after = self.rack_tx_seq
+            self.stats["tail_probes"] += 1
+            self._late(tail, tail.ev, now, "tail")
         for pkt in suspects:
             ev = pkt.ev
             if ev is None:
                 continue  # taken back as part of an earlier retirement in this loop
-            if pkt.sent_at < cutoff:
-                self._late(pkt, ev, now, "late")
-                continue
             self.stats["timeouts"] += 1
             # Charged to its path only if a packet sent after it has been acknowledged
             # (on any path): the receiver and the way back were alive since it left.

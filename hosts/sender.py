@@ -90,7 +90,7 @@ class Sender(Reliability, LossDetection, PathManager):
                       "losses": 0, "timeouts": 0, "retired": 0, "reinstated": 0, "probes": 0,
                       "messages_completed": 0, "stale_acks": 0, "migrations": 0,
                       "always_skip_rx": 0, "probe_failures": 0, "qp_errors": 0,
-                      "late": 0, "late_cleared": 0, "silent_timeouts": 0}
+                      "late": 0, "late_cleared": 0, "silent_timeouts": 0, "tail_probes": 0}
         if config.pin_path is not None and config.pin_path[0] >= planes:
             raise ConfigError(f"protocol.pin_path: plane {config.pin_path[0]}, but the "
                               f"topology has {planes} planes (0..{planes - 1})")
@@ -105,9 +105,10 @@ class Sender(Reliability, LossDetection, PathManager):
     # ------------------------------------------------------------------ state
     @property
     def busy(self) -> bool:
-        """Anything left to do: packets unacknowledged, paths to probe, planes to recheck."""
+        """Anything left to do: packets unacknowledged, paths to probe, held paths
+        waiting for their verdict (_confirm), planes to recheck."""
         return not self.failed and (bool(self.packets) or bool(self.unsent) or bool(self.evs.bad)
-                or not all(self.remote_up))
+                or bool(self.suspects) or not all(self.remote_up))
 
     def wanted_planes(self) -> list[int]:
         """Planes a packet could go out on now (up, with an EV in the rotation): the

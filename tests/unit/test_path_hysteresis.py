@@ -300,8 +300,8 @@ def test_a_path_retired_just_after_its_plane_came_back_returns_after_probe_succe
 
 def test_a_packet_lost_to_the_port_coming_up_is_an_outage_though_its_timeout_comes_later():
     # The packet left just after its plane came back and was lost while the routes were
-    # put back; its timeout (50 ms) comes after the first probe's wait (also 50 ms) has
-    # run from the plane's return. The send time decides: an outage, not a lossy path.
+    # put back; its loss is found after the first probe's wait (50 ms) has run from the
+    # plane's return. The send time decides: an outage, not a lossy path.
     conn = Loopback(CFG)
     conn.sender.send_message(0, bytes(200), 0.0)
     for packet in conn.send():
@@ -312,13 +312,17 @@ def test_a_packet_lost_to_the_port_coming_up_is_an_outage_though_its_timeout_com
     conn.sender.send_message(1, bytes(1600), 0.3)
     out = data_only_packets(conn.send(0.3))
     lost = next(p for p in out if p[0] == plane)
+    # The others' acks arrive only once the first probe's wait has run, so the loss
+    # is found after it.
+    t = round(0.3 + CFG.probe_initial_s + 0.002, 6)
     for packet in out:
         if packet is not lost:
-            conn.deliver(packet, 0.302)
-    t = 0.302
+            conn.deliver(packet, t)
     while not conn.kinds("retire") and t < 1.0:
         t = round(t + 0.001, 6)
-        conn.send(t)
+        for packet in conn.send(t):  # the lost packet's path delivers nothing more
+            if packet[:2] != lost[:2]:
+                conn.deliver(packet, t)
     (retire, *_) = conn.kinds("retire")
     assert retire["t"] - 0.3 > CFG.probe_initial_s  # the verdict came after the wait
     key = conn.sender.evs.by_ev[lost[1]].key

@@ -361,6 +361,65 @@ def test_packet_sent_well_before_one_acked_elsewhere_is_late():
     assert held.state == ASSUMED_BAD and held.key not in sender.evs.held
 
 
+def burst_with_one_lost(lost_index: int):
+    """Four packets sent at once at time 0, every one but `lost_index` answered 10 ms
+    later: (connection, the lost packet)."""
+    conn = Loopback(CFG)
+    conn.sender.send_message(0, bytes(400), 0.0)
+    out = conn.send(0.0)
+    lost = out[lost_index]
+    for packet in out:
+        if packet is not lost:
+            conn.deliver(packet, 0.01)
+    return conn, lost
+
+
+def first_suspect(conn, until: float = 0.5) -> tuple[float, list]:
+    """Step the sender by a millisecond until a path is held: the time, and what the
+    sender sent then."""
+    t, out = 0.01, []
+    while not conn.kinds("suspect") and t < until:
+        t = round(t + 0.001, 6)
+        out = conn.send(t)
+    return t, out
+
+
+def test_a_packet_its_burst_overtook_is_late_a_round_trip_and_the_window_after_it_left():
+    # Sent together, so no acknowledged packet left a reordering window after it: RACK's
+    # timer finds it (srtt + 2 srtt + 4 rttvar, 50 ms), not the timeout of a path with
+    # no RTT sample of its own (rto_initial_s, 250 ms).
+    conn, lost = burst_with_one_lost(0)
+    t, _ = first_suspect(conn)
+    (suspect,) = conn.kinds("suspect")
+    assert suspect["reason"] == "late" and suspect["ev"] == lost[1]
+    assert 0.04 < t < 0.08 < CFG.rto_initial_s
+    assert conn.sender.stats["tail_probes"] == 0
+
+
+def test_a_lost_tail_is_sent_again_once_by_a_tail_loss_probe():
+    # The last packet of the burst: nothing sent after it is answered, so only a probe
+    # of the tail finds it, a round trip and the window after it left; it goes once
+    # until an ack answers something sent later.
+    conn, lost = burst_with_one_lost(-1)
+    t, _ = first_suspect(conn)
+    (suspect,) = conn.kinds("suspect")
+    assert suspect["reason"] == "tail" and suspect["ev"] == lost[1]
+    assert 0.04 < t < 0.08
+    for step in range(300):  # the copy and the probe are lost too: no second tail probe
+        conn.send(round(t + 0.001 * (step + 1), 6))
+    tails = [e for e in conn.kinds("suspect") if e["reason"] == "tail"]
+    assert conn.sender.stats["tail_probes"] == 1 and len(tails) == 1
+
+
+def test_a_tail_probe_copy_that_lands_completes_the_message():
+    conn, lost = burst_with_one_lost(-1)
+    t, out = first_suspect(conn)
+    resent = [p for p in out if p[3] == protocol.TRIMMABLE_RETX]
+    assert len(resent) == 1 and resent[0][1] != lost[1]
+    conn.deliver(resent[0], t + 0.01)
+    assert conn.kinds("complete")
+
+
 def test_a_late_packet_whose_path_answers_its_probe_retires_nothing():
     conn = Loopback(CFG)
     sender = conn.sender
