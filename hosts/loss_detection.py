@@ -150,9 +150,30 @@ class LossDetection:
         if sent_at < self._reorder_cutoff():
             self.next_check = now
         else:
-            due = max(now + self.config.tick_s, sent_at + self.rto(0))
+            due = max(now + self.config.tick_s, sent_at + self._first_due())
             if due < self.next_check:
                 self.next_check = due
+
+    def _arm_sent(self, now: float) -> None:
+        """Packets just left: the check is due no later than when they could first be
+        late or timed out (the check set earlier may be that of a flight long
+        answered)."""
+        due = now + self._first_due()
+        if due < self.next_check:
+            self.next_check = due
+
+    def _first_due(self) -> float:
+        """How long after it left a packet may first be judged: a first transmission's
+        timeout, or sooner RACK's reordering timer (_overdue)."""
+        return min(self.rto(0), self._overdue())
+
+    def _overdue(self) -> float:
+        """RACK's reordering timer (RFC 8985): how long a packet may stay unanswered once
+        a later transmission has been answered (or, for the tail-loss probe, while
+        nothing later has): a round trip plus the reordering window."""
+        if not self.srtt:
+            return float("inf")
+        return self.srtt + self._reorder_window()
 
     def _live_flight(self):
         """`flight` with its stale front dropped: its first entry, if any, is the
@@ -168,8 +189,10 @@ class LossDetection:
         `reorder_min_s`; before the first RTT sample nothing is late."""
         if not self.srtt:
             return float("-inf")
-        return self.rack_sent_at - max(self.config.reorder_min_s,
-                                       2 * self.srtt + 4 * self.rttvar)
+        return self.rack_sent_at - self._reorder_window()
+
+    def _reorder_window(self) -> float:
+        return max(self.config.reorder_min_s, 2 * self.srtt + 4 * self.rttvar)
 
     # ------------------------------------------------------------------ gaps
     def _detect_gaps(self, ev: Ev, acked: Packet, now: float, judge: bool) -> None:
@@ -411,10 +434,7 @@ class LossDetection:
         # Not capped by rto_max_s, the ceiling of the backoff: RFC 6298's initial
         # timeout (1 s) is not bounded by its maximum either.
         unmeasured = max(first, self.config.rto_initial_s)
-        # RACK's reordering timer and its tail-loss probe: how long a packet may stay
-        # unanswered once a later transmission has been (or, for the tail, once
-        # nothing later has), a round trip plus the reordering window.
-        overdue = self.srtt + (self.rack_sent_at - cutoff) if self.srtt else float("inf")
+        overdue = self._overdue()
         tail_probe = self.rack_tx_seq > self.tail_probe_after
         samples = self.path_samples
         # Only transmissions in flight can be lost, and they sit on active EVs or on EVs

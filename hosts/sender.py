@@ -169,6 +169,8 @@ class Sender(Reliability, LossDetection, PathManager):
             charge(plane, len(data))
             append((plane, ev.ev, data, retransmit_class if pkt.retries else data_class))
             budget -= 1
+        if out:
+            self._arm_sent(now)
         return out
 
     # ------------------------------------------------------------------ feedback

@@ -7,6 +7,7 @@ the fate of each packet, so each transition is driven by exactly one signal.
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -420,6 +421,28 @@ def test_a_tail_probe_copy_that_lands_completes_the_message():
     assert conn.kinds("complete")
 
 
+def test_a_held_path_that_was_the_last_in_use_takes_its_copy_unjudged():
+    # Every EV on one path: holding it leaves the copy of its late packet nowhere to go,
+    # so the connection stays silent and the probe's silence proves nothing. At the
+    # verdict's time the path takes packets again, unjudged, instead of waiting forever.
+    conn = Loopback(replace(CFG, pin_path=(0, 0)))
+    conn.sender.send_message(0, bytes(100), 0.0)
+    (first,) = conn.send(0.0)
+    conn.deliver(first, 0.01)
+    conn.sender.send_message(1, bytes(100), 0.02)
+    (lost,) = conn.send(0.02)
+    t, out = first_suspect(conn)
+    assert not [p for p in out if p[3] == protocol.TRIMMABLE_RETX]  # stranded
+    resent = []
+    while not resent and t < 0.3:
+        t = round(t + 0.001, 6)
+        resent = [p for p in conn.send(t) if p[3] == protocol.TRIMMABLE_RETX]
+    assert resent and conn.sender.evs.by_ev[resent[0][1]].key == (0, 0)
+    assert not conn.kinds("retire") and not conn.sender.suspects
+    conn.deliver(resent[0], t + 0.01)
+    assert conn.kinds("complete")[-1]["msg_id"] == 1
+
+
 def test_a_late_packet_whose_path_answers_its_probe_retires_nothing():
     conn = Loopback(CFG)
     sender = conn.sender
@@ -464,23 +487,17 @@ def test_a_probe_that_passed_where_the_late_packet_should_have_been_retires_its_
         conn.deliver(pkt, t + 0.0005)
         t = round(t + 0.001, 6)
     lost_path_seq = wire.decode(pkt[2])[0].path_seq
-    t = round(t + 0.05, 6)  # well past the reordering window (2 srtt + 4 rttvar)
-    while True:
-        sender.send_message(msg_id, bytes(100), t)
-        (pkt,) = conn.send(t)
-        msg_id += 1
-        if sender.evs.by_ev[pkt[1]].key != path:
-            break
-        t = round(t + 0.001, 6)
-    conn.deliver(pkt, t + 0.002)
-    (probe,) = probes_of(conn.send(t + 0.003))
+    # Nothing sent since: past a round trip and the reordering window, the tail-loss
+    # probe holds the path and asks about the packet.
+    t = round(t + 0.05, 6)
+    (probe,) = probes_of(conn.send(t))
     assert wire.decode(probe[2])[0].path_seq == lost_path_seq
     assert [e["path"] for e in conn.kinds("suspect")] == [path[1]]
     assert not conn.kinds("retire")
-    conn.deliver(probe, t + 0.005)
+    conn.deliver(probe, t + 0.002)
     assert sender.stats["late_cleared"] == 0
     (retire, *_) = conn.kinds("retire")
-    assert (retire["plane"], retire["path"]) == path and retire["reason"] == "late"
+    assert (retire["plane"], retire["path"]) == path and retire["reason"] == "tail"
     assert path not in sender.evs.held
 
 
