@@ -49,7 +49,7 @@ from experiments.analysis.similarity import delay_emulated, headline, proportion
 from experiments.dataplanes.targets import KernelTarget, apply_fault
 from experiments.faults import parse_faults
 from experiments.run import calibration
-from experiments.run.bringup import running
+from experiments.run.fabric import RunningFabric
 from experiments.run.fabric_lock import FabricBusy, FabricLock
 from experiments.run.workload_run import run_transport
 from experiments.scenarios.workloads import phases
@@ -134,7 +134,7 @@ def throughput_at(folder: Path, mtu: int, lock: FabricLock) -> dict:
     print(f"throughput at {mtu}-byte payloads ({fabric.spec.data_frame_bytes}-byte frames); "
           f"runs cap their links to {budget.mbit_per_core:g} Mbit/s per core "
           f"({budget.source})", flush=True)
-    with running(fabric, KernelTarget(), lock) as network:
+    with RunningFabric(fabric, KernelTarget(), lock) as network:
         net = network.net
         for planes in (1, 8):
             # Median of three runs each: the machine's noise is larger than the effects.
@@ -225,7 +225,7 @@ def recovery(folder: Path, lock: FabricLock, repeats: int = 3) -> dict:
           f"{out['plane_packet_gap_ms']} ms at {fabric.spec.host_t0.rate_mbit:g} Mbit/s",
           flush=True)
 
-    with running(fabric, KernelTarget(), lock) as network:
+    with RunningFabric(fabric, KernelTarget(), lock) as network:
         net = network.net
         # The proportions that decide recovery (experiments/analysis/similarity.py), as every run
         # and every `make paper` row prints them.

@@ -5,7 +5,7 @@ and links with the port numbers, interface names and MACs of the addressing plan
 `start_network()` creates it with the switch class and the per-node parameters the
 data-plane target hands over (the nodes run what they are given: this module knows
 no table and no controller), starts it and returns the started `FabricNet`; the caller
-owns stopping it (experiments/run/bringup.py does so, also when a step fails).
+owns stopping it (experiments/run/fabric.py does so, also when a step fails).
 `shape_links()` sets every link's rate, queue, delay and ECN with tc.
 """
 

@@ -13,7 +13,7 @@ Each fault kind applies itself (experiments/faults/kinds/) through these primiti
 a link both ways is `set_link`, a switch down or rebooted is `reboot`, a silent switch
 `blackhole`, a link slowed to a share of its rate `set_rate` (the single-plane twin's
 part of a fault of some of the planes' links it stands for). Hosts are Linux namespaces
-on every target (experiments/run/bringup.py configures them), so a host port fault is
+on every target (experiments/run/fabric.py configures them), so a host port fault is
 the same everywhere; so are the loss faults and a one-way cut, written into the eBPF
 switch program's maps on the ports that send the packets
 (experiments/dataplanes/ebpf_switch.py): the program the kernel target runs on every

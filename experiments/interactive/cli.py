@@ -2,7 +2,7 @@
 (`--dataplane auto`, the default, or kernel or bmv2).
 
 Builds, shapes and programs the fabric as an experiment run does
-(experiments/run/bringup.py), gives the hosts the addresses Mininet's own commands use
+(experiments/run/fabric.py), gives the hosts the addresses Mininet's own commands use
 (mininet_commands.py), starts an MRC agent on every host, and opens Mininet's CLI with
 the testbed's commands added (`help <command>` explains each):
 

@@ -84,7 +84,7 @@ PAPER = ('"Resilient AI Supercomputer Networking using MRC and SRv6" (OpenAI, Mi
          'AMD, Broadcom, NVIDIA; 2026), section 5')
 # Each row is played this many times; its verdict is theirs together (`combine`).
 REPETITIONS = 3
-# The data-plane features a row may need, from Network.link_emulation().
+# The data-plane features a row may need, from RunningFabric.link_emulation().
 FEATURES = ("faults", "trimming", "ecn")
 
 

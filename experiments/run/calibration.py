@@ -317,7 +317,7 @@ def fabric_step(mtu_payload: int, lock, workload: str = ALL_TO_ALL) -> Measure:
     from experiments.analysis.metrics import read_events, summarize
     from experiments.analysis.similarity import delay_emulated
     from experiments.dataplanes.targets import KernelTarget
-    from experiments.run.bringup import running
+    from experiments.run.fabric import RunningFabric
     from experiments.run.workload_run import run_transport
 
     chosen = WORKLOADS[workload]
@@ -327,7 +327,7 @@ def fabric_step(mtu_payload: int, lock, workload: str = ALL_TO_ALL) -> Measure:
     def measure(per_core: float, window: quietness.Window) -> Step:
         fabric = capped(reference, per_core, active_hosts=pair and len(pair))
         plan = chosen.plan(fabric, STEP_S)
-        with running(fabric, KernelTarget(), lock) as network, \
+        with RunningFabric(fabric, KernelTarget(), lock) as network, \
                 tempfile.TemporaryDirectory() as folder:
             with window:
                 run = run_transport(network.net, fabric, "mrc", plan, [], no_faults,

@@ -200,7 +200,7 @@ class Run:
         self.capture_spec = capture
         self.progress = progress or Progress()
         self.folder: Path | None = None
-        self.network = None  # the fabric up now (experiments/run/bringup.py Network)
+        self.network = None  # the fabric up now (experiments/run/fabric.py RunningFabric)
         self.status = 1
         self.error: str | None = None
         # What the entry point's summary gets from the lifecycle: per fabric its
@@ -288,9 +288,9 @@ class Run:
         """Build, shape and program `fabric` (the run's own by default), tearing down
         the one up now first (a fabric already up stays up); write its resolved topology
         into the results folder, start the capture, and load the eBPF program on the
-        ports `faults` will use. Returns the network (experiments/run/bringup.py Network)."""
+        ports `faults` will use. Returns the running fabric (experiments/run/fabric.py)."""
         from experiments.dataplanes import ebpf_switch
-        from experiments.run.bringup import bring_up
+        from experiments.run.fabric import RunningFabric
         from experiments.run.fabric_watch import FabricWatch
         from topologies.resolved import write_resolved_topology
 
@@ -302,7 +302,7 @@ class Run:
         self.down()
         self.progress(f"building {fabric.name}: {len(fabric.hosts)} hosts, "
                       f"{len(fabric.switches)} switches, {len(fabric.links)} links")
-        network = bring_up(fabric, self.target, self.progress)
+        network = RunningFabric(fabric, self.target, self.lock, self.progress).start()
         self.network = network
         self._watch = FabricWatch(((n.name, n.pid) for n in network.net.hosts
                                    + network.net.switches), NetworkGone).start()
@@ -332,8 +332,6 @@ class Run:
         every tcpdump can flush, and the switch ports' counters read; a failed stop is
         reported and cleanup() removes what is left. A network that disappeared from
         under the run is not stopped node by node: what is left of it is removed."""
-        from experiments.run.bringup import remove_remains, tear_down
-
         gone = self._stop_watch()
         network, self.network = self.network, None
         if network is None:
@@ -341,7 +339,7 @@ class Run:
         if gone:
             self.progress("removing what is left of the network")
             with ctrl_c_held():
-                remove_remains(network.net)
+                network.remove_remains()
             return
         with ctrl_c_held():
             if self._capture is not None:
@@ -359,7 +357,7 @@ class Run:
                 self.progress(f"switch counters: {err.__class__.__name__} {err}")
             self.progress("tearing down")
             try:
-                tear_down(network.net)  # ends with cleanup(), whatever the stop did
+                network.stop()  # ends with cleanup(), whatever the stop did
             except Exception as err:  # noqa: BLE001 - reported; cleanup() removed the rest
                 self.progress(f"teardown: {err.__class__.__name__} {err}; removed leftovers")
 

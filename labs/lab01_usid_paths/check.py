@@ -64,11 +64,11 @@ def live(fabric: Fabric, address: str) -> str:
     machine's fabric lock is taken first (experiments/run/fabric_lock.py): the start-up
     cleanup would otherwise tear down a `make cli` or a run that is up."""
     from experiments.dataplanes.targets import make_target
-    from experiments.run.bringup import running
     from experiments.run.checks import check_paths
+    from experiments.run.fabric import RunningFabric
     from experiments.run.fabric_lock import FabricLock
 
-    with FabricLock(command="make lab-check LAB=01 --live") as lock, running(
+    with FabricLock(command="make lab-check LAB=01 --live") as lock, RunningFabric(
             fabric, make_target("kernel"), lock) as network:
         result = check_paths(network.net, fabric, copies=1, timeout_s=1.0)
     path = next(p for p in catalogue(fabric, 0, 3) if p.address == address)

@@ -48,13 +48,13 @@ def pytest_collection_modifyitems(config, items):
 def kernel_network():
     """A started, shaped and programmed 2tier-2plane network: yields (net, fabric)."""
     from experiments.dataplanes.targets import KernelTarget
-    from experiments.run.bringup import running
     from experiments.run.cleanup import find_leftovers
+    from experiments.run.fabric import RunningFabric
     from experiments.run.fabric_lock import FabricLock
     from topologies.model import load_topology
 
     with FabricLock("pytest: kernel fabric") as lock, \
-            running(load_topology("2tier-2plane"), KernelTarget(), lock) as network:
+            RunningFabric(load_topology("2tier-2plane"), KernelTarget(), lock) as network:
         yield network.net, network.fabric
     assert not find_leftovers()
 

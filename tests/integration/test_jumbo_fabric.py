@@ -15,13 +15,13 @@ from hosts.protocol import NIC_MTU_PAYLOAD, interface_mtu
 
 @pytest.fixture(scope="module")
 def jumbo_network():
-    from experiments.run.bringup import running
     from experiments.run.cleanup import find_leftovers
+    from experiments.run.fabric import RunningFabric
     from experiments.run.fabric_lock import FabricLock
     from topologies.model import load_topology
 
     with FabricLock("pytest: jumbo frames") as lock, \
-            running(load_topology("2tier-2plane", NIC_MTU_PAYLOAD), KernelTarget(),
+            RunningFabric(load_topology("2tier-2plane", NIC_MTU_PAYLOAD), KernelTarget(),
                     lock) as network:
         yield network.net, network.fabric, network.ebpf_switch_ports
     assert not find_leftovers()

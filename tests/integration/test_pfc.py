@@ -33,12 +33,12 @@ RATE_CAP_MBIT = 8.0  # three senders offer 24 Mbit/s: a fifth of what two cores 
 
 @pytest.fixture(scope="module")
 def twin_network():
-    from experiments.run.bringup import running
     from experiments.run.cleanup import find_leftovers
+    from experiments.run.fabric import RunningFabric
     from experiments.run.fabric_lock import FabricLock
 
     with FabricLock("pytest: the twin's PFC") as lock, \
-            running(with_rate_cap(twin_of(load_topology("2tier-2plane")), RATE_CAP_MBIT),
+            RunningFabric(with_rate_cap(twin_of(load_topology("2tier-2plane")), RATE_CAP_MBIT),
                     KernelTarget(), lock) as network:
         if not network.net.ebpf_ports:
             pytest.skip(network.ebpf.reason)

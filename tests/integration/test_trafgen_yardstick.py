@@ -18,13 +18,13 @@ def test_trafgen_packets_cross_the_fabric_and_are_counted_where_they_arrive(tmp_
     missing = trafgen.available()
     if missing:
         pytest.skip(missing)
-    from experiments.run.bringup import running
+    from experiments.run.fabric import RunningFabric
     from experiments.run.fabric_lock import FabricLock
 
     fabric = load_topology(str(fast_topology(tmp_path, DEFAULT_MTU_PAYLOAD)))
     size = fabric.spec.mtu_payload + MRC_HEADER_BYTES
     with FabricLock("pytest: the C yardstick") as lock, \
-            running(fabric, KernelTarget(), lock) as network:
+            RunningFabric(fabric, KernelTarget(), lock) as network:
         paths = catalogue(fabric, 0, 1)
         one = trafgen.blast(network.net, fabric, paths[:1], tmp_path, 0.5, size)
         # A path's address that no switch holds: nothing arrives.

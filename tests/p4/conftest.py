@@ -180,13 +180,13 @@ def test(dataplane):
 def bmv2_network():
     """2tier-2plane on BMv2, built and programmed as a run does: (network, target)."""
     from experiments.dataplanes.bmv2_target import Bmv2Target
-    from experiments.run.bringup import running
     from experiments.run.cleanup import find_leftovers
+    from experiments.run.fabric import RunningFabric
     from experiments.run.fabric_lock import FabricLock
     from topologies.model import load_topology
 
     target = Bmv2Target()
     with FabricLock("pytest: BMv2 fabric") as lock, \
-            running(load_topology("2tier-2plane"), target, lock) as network:
+            RunningFabric(load_topology("2tier-2plane"), target, lock) as network:
         yield network, target
     assert not find_leftovers()

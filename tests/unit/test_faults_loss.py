@@ -12,7 +12,7 @@ from experiments.dataplanes.ebpf_switch import EbpfStatus
 from experiments.dataplanes.kernel_target import KernelTarget
 from experiments.dataplanes.switch_counters import counter_totals
 from experiments.faults import FaultError, FaultInjector, parse_faults
-from experiments.run.bringup import Network
+from experiments.run.fabric import RunningFabric
 from tests.steps import step
 from topologies.addressing import parse_usids
 from topologies.shaping import ShapingFeatures
@@ -144,8 +144,10 @@ def test_counter_totals_split_host_facing_from_fabric_ports_and_host_nics(fabric
 def _network(target, ebpf_ok, on_switches, red=False):
     status = EbpfStatus(ebpf_ok, "eBPF switch program on every switch port" if ebpf_ok
                         else "no eBPF switch program: bpftool is not installed")
-    return Network(None, None, target, ShapingFeatures(netem=False, red=red), 10, 56, 1.0,
-                   status, on_switches)
+    network = RunningFabric(None, target, None)
+    network.features = ShapingFeatures(netem=False, red=red)
+    network.tc_commands, network.ebpf, network.ebpf_switch_ports = 10, status, on_switches
+    return network
 
 
 def test_link_emulation_says_what_emulates_ecn_trimming_and_faults():

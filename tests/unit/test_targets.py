@@ -24,7 +24,7 @@ from controller.tables import switch_tables
 from experiments.dataplanes.bmv2_target import Bmv2Target
 from experiments.dataplanes.kernel_target import KernelTarget
 from experiments.dataplanes.targets import TARGETS, Target, make_target
-from experiments.run.bringup import host_params
+from experiments.run.fabric import host_params
 from topologies.nodes import LINE_CHARS, CommandError, run_commands
 
 

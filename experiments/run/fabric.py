@@ -1,0 +1,163 @@
+"""The running fabric: one object that builds, shapes and programs a fabric on a
+data-plane target, holds it while it is up, and tears it down.
+
+Every entry point stands on it (the runner's lifecycle, the calibration, the benchmarks,
+the labs and the Mininet tests), so that they all stand on the same network, under the
+machine's fabric lock. If anything fails (or Ctrl-C arrives) half way, what was built
+is stopped before the error goes on. The hosts are the same on every target: their
+configuration (`host_params()`) is built here and handed to the Mininet nodes, the
+switches' comes from the target.
+
+Where the switches have no queues of their own (the kernel target), every switch port
+gets the eBPF switch program (experiments/dataplanes/ebpf_switch.py: traffic classes by
+DSCP, trimming, RED-like ECN on virtual queues, PFC for the lossless class, counters)
+under htb classes instead of the plain shaping, and PFC's pauses are carried out
+(experiments/dataplanes/pfc.py); where the program cannot be built or loaded, the ports
+are shaped as before and `link_emulation()` says why trimming and ECN are missing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from controller.kernel import by_interface, host_commands
+from experiments.dataplanes import ebpf_switch
+from experiments.dataplanes.ebpf_switch import EbpfStatus
+from experiments.dataplanes.pfc import PfcController
+from experiments.dataplanes.targets import Target
+from experiments.run.cleanup import cleanup
+from experiments.run.fabric_lock import FabricLock
+from topologies.addressing import host_address
+from topologies.model import Fabric
+from topologies.network import FabricNet, NodeParams, shape_links, start_network, stop_network
+from topologies.shaping import ShapingFeatures, probe_features
+
+
+def host_params(fabric: Fabric) -> NodeParams:
+    """Each host's `ip` commands (its address, one route per plane port) and, per port,
+    those that put the port's entries back after a flap."""
+    params = {}
+    for host in fabric.hosts:
+        ports = fabric.ports(host.name)
+        # A host's port number is its plane.
+        commands = host_commands(host_address(host.index),
+                                 [(p.number, p.intf, p.peer_mac) for p in ports])
+        params[host.name] = {"commands": commands,
+                             "port_commands": by_interface(commands, [p.intf for p in ports])}
+    return params
+
+
+class RunningFabric:
+    """One fabric up on one target: built by start() (or on entering a `with` block,
+    which first removes whatever an earlier run left), stopped by stop(). Where its
+    nodes ran, what its links and switches emulate and what its bring-up cost are
+    read here."""
+
+    def __init__(self, fabric: Fabric, target: Target, lock: FabricLock | None,
+                 say: Callable[[str], None] = lambda _: None):
+        self.fabric, self.target, self.lock, self.say = fabric, target, lock, say
+        self.net: FabricNet | None = None  # the Mininet network, while up
+        self.features = ShapingFeatures(netem=False, red=False)
+        self.ebpf = EbpfStatus(False, "not up")
+        self.ebpf_switch_ports = False  # the program trims and marks on every switch port
+        self.tc_commands = 0
+        self.table_writes = 0
+        self.bringup_s = 0.0
+
+    # ------------------------------------------------------------ up and down
+    def start(self) -> RunningFabric:
+        """Build, shape and program the fabric; the caller holds the machine's fabric
+        lock (one fabric at a time)."""
+        if self.lock is None or not self.lock.held:
+            raise RuntimeError("a fabric is built only under the machine's fabric lock")
+        fabric, target, say = self.fabric, self.target, self.say
+        started = time.monotonic()
+        try:
+            net = start_network(fabric, target.switch_cls, target.switch_params(fabric),
+                                host_params(fabric))
+        except BaseException:
+            cleanup()  # whatever the half-built network's stop left behind
+            raise
+        self.net = net
+        try:
+            scratch = net.get(fabric.hosts[0].name)
+            self.features = probe_features(scratch.cmd)
+            self.ebpf = ebpf_switch.prepare(scratch.pid, net)
+            on_switches = target.shape_switch_ports and self.ebpf.available
+            self.tc_commands = shape_links(net, fabric, self.features,
+                                           hosts_only=on_switches or not target.shape_switch_ports)
+            if on_switches:
+                say("loading the eBPF switch program on every port")
+                self.tc_commands += ebpf_switch.load_fabric(net, fabric,
+                                                            fabric.spec.priority_share)
+                net.pfc = PfcController(net, fabric)
+            self.ebpf_switch_ports = on_switches
+            for note in self.link_emulation()["notes"]:
+                say(f"note: {note}")
+            say(f"programming {len(fabric.switches)} switches (static tables, written once)")
+            self.table_writes = target.program(net, fabric)
+        except BaseException:
+            self.stop()
+            raise
+        self.bringup_s = round(time.monotonic() - started, 3)
+        return self
+
+    def stop(self) -> None:
+        """Stop the network; whatever a broken stop leaves, cleanup() removes."""
+        net, self.net = self.net, None
+        if net is None:
+            return
+        try:
+            stop_network(net)
+        finally:
+            cleanup()
+
+    def remove_remains(self) -> None:
+        """Remove what is left of a network whose nodes disappeared from under it: its
+        shells are gone, so Mininet's stop (a command in every node's shell) would wait
+        for answers that never come. The netlink sockets that hold its namespaces go
+        first, then whatever cleanup() finds (the caller holds the fabric lock, so all
+        of it is this run's)."""
+        net, self.net = self.net, None
+        try:
+            if net is not None:
+                if net.pfc is not None:
+                    net.pfc.stop()
+                net.link_state.close()
+        finally:
+            cleanup()
+
+    def __enter__(self) -> RunningFabric:
+        """Up for a `with` block (tests, the benchmarks, the calibration, the labs):
+        what an earlier run left is removed first, which only the lock's holder may
+        do."""
+        if self.lock is None or not self.lock.held:
+            raise RuntimeError("a fabric is built only under the machine's fabric lock")
+        cleanup()
+        return self.start()
+
+    def __exit__(self, *_exc) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------ what it is
+    def link_emulation(self) -> dict:
+        """What the links and switches emulate here, and how (a falsy value: not at
+        all), with a note for every gap."""
+        switch_queues = not self.target.shape_switch_ports  # BMv2 marks and trims itself
+        if switch_queues:
+            ecn, trimming = "P4 switch queue", "P4 switch"
+        elif self.ebpf_switch_ports:
+            ecn, trimming = "eBPF virtual queue", "eBPF"
+        else:
+            ecn, trimming = ("RED qdisc" if self.features.red else False), False
+        notes = self.features.missing(red_needed=not (switch_queues or self.ebpf_switch_ports))
+        if not self.ebpf.available:
+            lost = ("loss, gray-loss and one-way link-down faults" if switch_queues
+                    else "trimming, and loss, gray-loss and one-way link-down faults")
+            notes.append(f"{self.ebpf.reason}: no {lost}")
+        return {"rate": True, "queue_limit": True, "delay": self.features.netem,
+                "ecn": ecn, "trimming": trimming, "pfc": self.target.pfc,
+                "faults": "eBPF maps" if self.ebpf.available else False,
+                "ebpf": {"available": self.ebpf.available, "reason": self.ebpf.reason},
+                "tc_commands": self.tc_commands, "notes": notes}
