@@ -414,6 +414,14 @@ class LossDetection:
         the much narrower check of _late_on_plane runs on every ack; this one catches a
         path alone in its plane. Until the first RTT sample, only the timeout applies.
 
+        RACK's reordering timer adds a packet that any later transmission has
+        overtaken, once it is older than a round trip plus that window (_overdue),
+        however close behind it the later one left: a burst sprayed at once has no
+        packet a whole window behind another. The tail-loss probe takes the oldest
+        packet with nothing later answered after the same wait, once until an ack
+        answers something sent later (`tail_probe_after`). Both are late, not lost
+        (_late): sent again elsewhere, their path held and probed.
+
         The timeout of a first transmission on a path with no RTT sample of its own is
         the initial one (rto_initial_s, raised by the agent to the fabric's worst round
         trip): the connection's estimate comes from other paths, perhaps of other planes
@@ -421,13 +429,13 @@ class LossDetection:
         starting run are still building. A packet that times out more than
         `retry_linear_cnt` + `retry_exp_cnt` times ends the connection (_give_up).
 
-        Both tests only ever condemn the oldest transmissions (no timeout is shorter
-        than a first transmission's, rto(0)), so the check reads the connection's
-        transmissions in the order they left (`flight`) up to the first that neither
-        test can reach yet, and sets `next_check` to when the oldest of the rest could
-        first be due: it costs what is overdue, not every packet in flight, and wakes
-        the loop only when something may be (`_arm_check` brings it forward when an
-        ack moves the reordering cutoff).
+        Every test only ever condemns the oldest transmissions (none waits less than
+        _first_due), so the check reads the connection's transmissions in the order
+        they left (`flight`) up to the first that no test can reach yet, and sets
+        `next_check` to when the oldest of the rest could first be due: it costs what
+        is overdue, not every packet in flight, and wakes the loop only when something
+        may be (`_arm_check` brings it forward when an ack moves the reordering cutoff,
+        `_arm_sent` when packets leave).
         """
         cutoff = self._reorder_cutoff()
         rto, first = self.rto, self.rto(0)
@@ -444,7 +452,7 @@ class LossDetection:
         if draining:
             draining[:] = [ev for ev in draining if ev.inflight > 0 and not ev.active]
         judged = {id(ev) for ev in draining}
-        soonest_wait = min(first, overdue)
+        soonest_wait = min(first, overdue)  # _first_due, from the figures at hand
         horizon = max(cutoff, now - soonest_wait)  # sent since: neither late nor timed out
         flight = self._live_flight()
         # Whatever leaves after now is due no sooner than that.
@@ -464,12 +472,10 @@ class LossDetection:
                 late.append(pkt)
             elif now - sent_at > limit:
                 suspects.append(pkt)
-            elif now - sent_at > overdue and (tx_seq < self.rack_tx_seq
-                                              or (tail_probe and tail is None)):
-                if tx_seq < self.rack_tx_seq:
-                    late.append(pkt)
-                else:
-                    tail = pkt
+            elif now - sent_at > overdue and tx_seq < self.rack_tx_seq:
+                late.append(pkt)
+            elif now - sent_at > overdue and tail_probe and tail is None:
+                tail = pkt
             else:
                 soonest = min(soonest, sent_at + min(limit, overdue))
         self.next_check = max(now + self.config.tick_s, soonest)

@@ -69,8 +69,7 @@ class RunningFabric:
     def start(self) -> RunningFabric:
         """Build, shape and program the fabric; the caller holds the machine's fabric
         lock (one fabric at a time)."""
-        if self.lock is None or not self.lock.held:
-            raise RuntimeError("a fabric is built only under the machine's fabric lock")
+        self._require_lock()
         fabric, target, say = self.fabric, self.target, self.say
         started = time.monotonic()
         try:
@@ -132,13 +131,16 @@ class RunningFabric:
         """Up for a `with` block (tests, the benchmarks, the calibration, the labs):
         what an earlier run left is removed first, which only the lock's holder may
         do."""
-        if self.lock is None or not self.lock.held:
-            raise RuntimeError("a fabric is built only under the machine's fabric lock")
+        self._require_lock()
         cleanup()
         return self.start()
 
     def __exit__(self, *_exc) -> None:
         self.stop()
+
+    def _require_lock(self) -> None:
+        if self.lock is None or not self.lock.held:
+            raise RuntimeError("a fabric is built only under the machine's fabric lock")
 
     # ------------------------------------------------------------ what it is
     def link_emulation(self) -> dict:
