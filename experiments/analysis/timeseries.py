@@ -10,6 +10,8 @@ so that two passes (one under faults, one without) compare window by window:
   up to a time, from the agents' progress samples (experiments/analysis/metrics.py
   `flow_curves`: bytes between two samples are spread evenly over the time between
   them); a window no sample of a destination covers is None;
+- `Window`: one window's throughput wherever it starts, for a judge that slides a
+  window along a span (a return read to a round trip, not to a window);
 - `span_mean`: the mean of the windows lying wholly within a span (None if one is
   missing, or there is none);
 - `sends_by_path`: the DATA packets one connection sent on each of its paths in each
@@ -48,15 +50,27 @@ def throughput(events: list[dict], start: float, window_s: float, until: float,
     """(window start, Mbit/s summed over `flows`) for every whole window from 0 to
     `until`; `start` is the run's start on the events' clock. Flows that carried nothing
     count 0; a window some destination reported nothing around is None."""
-    curves = flow_curves(events)
-    chosen = sorted(curves[0]) if flows is None else [tuple(f) for f in flows]
-    out: Series = []
-    for a in window_starts(window_s, 0.0, until):
-        values = [flow_mbps(events, src, dst, start + a, start + a + window_s, curves)
-                  for src, dst in chosen]
-        out.append((a, None if not values or any(v is None for v in values)
-                    else sum(values)))
-    return out
+    window = Window(events, start, window_s, flows)
+    return [(a, window.mbps(a)) for a in window_starts(window_s, 0.0, until)]
+
+
+class Window:
+    """One window's throughput of `flows` (all of them by default) wherever it starts:
+    `mbps(a)` for the window [a, a + window_s), `a` in seconds since the run's `start`
+    (on the events' clock). Flows that carried nothing count 0; None if some
+    destination reported nothing around the window."""
+
+    def __init__(self, events: list[dict], start: float, window_s: float,
+                 flows: Iterable[Flow] | None = None):
+        self.events, self.start, self.window_s = events, start, window_s
+        self.curves = flow_curves(events)
+        self.flows = sorted(self.curves[0]) if flows is None else [tuple(f) for f in flows]
+
+    def mbps(self, a: float) -> float | None:
+        t0 = self.start + a
+        values = [flow_mbps(self.events, src, dst, t0, t0 + self.window_s, self.curves)
+                  for src, dst in self.flows]
+        return None if not values or any(v is None for v in values) else sum(values)
 
 
 def span_mean(series: Series, window_s: float, t0: float, t1: float) -> float | None:

@@ -23,6 +23,7 @@ from experiments.analysis.metrics import goodput_series, path_failure_recovery
 from experiments.analysis.slowdown import slowdown
 from experiments.analysis.timeseries import (
     EPS_S,
+    Window,
     paths_held,
     ratio,
     sends_by_path,
@@ -306,27 +307,49 @@ def glitch(m: Measured) -> Verdict:
                             "spans": p["spans"]}, line, why)
 
 
+def _windows(m: Measured, played: Pass) -> Window:
+    p = m.row.params
+    return Window(played.events["mrc"], played.run("mrc").start, p["window_s"], p["flows"])
+
+
+def _back_rtts(m: Measured, level: tuple[float, float, float], mine: Window,
+               clean: Window) -> float | None:
+    """Base round trips from a level's start `a` to the first window (of the row's
+    length, lying within [a, b), sliding from `a` a round trip at a time) whose
+    throughput reaches the level's line: at least (1 - BAND) of the fault-free pass's
+    same window times the level's `share`. Sliding reads the return to a round trip,
+    where the row's fixed windows read it to a window (45 round trips at 10 Mbit/s,
+    more than SETTLE_RTTS); the agents' progress samples, 50 ms apart, bound what it
+    can resolve, and a window may reach the line up to BAND of its length before the
+    throughput does."""
+    a, b, share = level
+    rtt, w = m.fabric.spec.base_rtt_s, m.row.params["window_s"]
+    for step in range(int((b - a - w + EPS_S) / rtt) + 1):
+        s = a + step * rtt
+        value, ref = mine.mbps(s), clean.mbps(s)
+        if value is not None and ref and value >= (1 - BAND) * share * ref:
+            return float(step)
+    return None
+
+
 def capacity(m: Measured) -> Verdict:
     """Throughput proportional to the capacity left: for each of the row's levels (from
-    a fault or a restore to the next), the first window from its start whose throughput
-    is at least (1 - BAND) of the remaining-capacity line (the fault-free pass's same
-    window times the level's share) starts within SETTLE_RTTS round trips of it (a
-    brief interruption; recovered), and the mean from SETTLE_RTTS after its start to
-    its end is within BAND of the line."""
+    a fault or a restore to the next), throughput is back at the remaining-capacity line
+    (the fault-free pass's same window times the level's share) within SETTLE_RTTS
+    round trips of its start (`_back_rtts`: a brief interruption; recovered), and the
+    mean from SETTLE_RTTS after its start to its end is within BAND of the line."""
     p = m.row.params
     w, rtt = p["window_s"], m.fabric.spec.base_rtt_s
     settle = SETTLE_RTTS * rtt
     mine, clean = _series(m, m.faulty), _series(m, m.reference)
+    sliding = _windows(m, m.faulty), _windows(m, m.reference)
     levels, back, expected = {}, {}, []
     passed, why = _finished(m), None
     for a, b, share, label in p["levels"]:
         if share <= 0:
             why = f"{label}: no capacity left to be proportional to"
             continue
-        first = next((s for (s, v), (_, ref) in zip(mine, clean)
-                      if s >= a - EPS_S and s + w <= b + EPS_S and v is not None and ref
-                      and v >= (1 - BAND) * share * ref), None)
-        back[label] = None if first is None else round((first - a) / rtt, 1)
+        back[label] = _back_rtts(m, (a, b, share), *sliding)
         level = ratio(span_mean(mine, w, a + settle, b), span_mean(clean, w, a + settle, b))
         levels[label] = _rounded(None if level is None else level / share)
         expected += [[round(s, 4), _rounded(None if ref is None else ref * share, 3)]

@@ -49,7 +49,7 @@ from hosts.config import ProtocolConfig
 from hosts.evset import EvSet
 from hosts.protocol import ev_plane
 from topologies.errors import UserError
-from topologies.model import load_topology, with_rate_cap
+from topologies.model import load_topology, with_rate_cap, without_delay
 from topologies.paths import catalogue, choices_per_plane, shortest_choices
 
 REPO = Path(__file__).resolve().parents[2]
@@ -396,6 +396,23 @@ def test_proportional_throughput_is_within_the_band_of_the_remaining_capacity(fa
     # An interruption longer than the allowance is not brief.
     slow = judged(fabric, row, capacity_pass(row, 1.0, SETTLE_RTTS + 30, rtt), clean)
     assert slow.outcome == "FAIL" and "back in" in slow.measured
+
+
+def test_a_return_is_read_to_a_round_trip_when_a_window_is_longer_than_the_allowance():
+    # cluster-b at its own 10 Mbit/s with no delay emulated (a kernel without netem):
+    # a window is 45 round trips, more than the 40 a return may take, so whole windows
+    # could only say "back at once" or "back after 45".
+    fast = without_delay(load_topology("cluster-b"))
+    assert window_rtts(fast) > SETTLE_RTTS
+    row = row_of(fast, "transceiver-flap")
+    rtt, clean = fast.spec.base_rtt_s, fault_free(row)
+    # What the reading may be off by: a window is at the line once 95% of it is (up to
+    # BAND of a window early), and a return is known to a progress sample (DT).
+    slack = BAND * window_rtts(fast) + DT / rtt
+    for dip in (SETTLE_RTTS - slack - 1, SETTLE_RTTS + slack + 1):
+        verdict = judged(fast, row, capacity_pass(row, 1.0, dip, rtt), clean)
+        assert verdict.outcome == ("PASS" if dip < SETTLE_RTTS else "FAIL"), verdict.measured
+        assert all(dip - slack <= v <= dip + slack for v in verdict.figures["back_rtts"].values())
 
 
 def test_nothing_left_to_be_proportional_to_is_inconclusive():
