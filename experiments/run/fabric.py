@@ -4,9 +4,12 @@ data-plane target, holds it while it is up, and tears it down.
 Every entry point stands on it (the runner's lifecycle, the calibration, the benchmarks,
 the labs and the Mininet tests), so that they all stand on the same network, under the
 machine's fabric lock. If anything fails (or Ctrl-C arrives) half way, what was built
-is stopped before the error goes on. The hosts are the same on every target: their
-configuration (`host_params()`) is built here and handed to the Mininet nodes, the
-switches' comes from the target.
+is stopped before the error goes on. What the fabric puts on the machine is written in
+the lock's file before it is built (`planned_remains`, then its namespaces once they
+exist), so that its stop, or the next holder after a kill -9, removes exactly that
+(experiments/run/cleanup.py `remove`) and nothing another tool made. The hosts are the
+same on every target: their configuration (`host_params()`) is built here and handed to
+the Mininet nodes, the switches' comes from the target.
 
 Where the switches have no queues of their own (the kernel target), every switch port
 gets the eBPF switch program (experiments/dataplanes/ebpf_switch.py: traffic classes by
@@ -18,6 +21,7 @@ are shaped as before and `link_emulation()` says why trimming and ECN are missin
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 
@@ -26,7 +30,7 @@ from experiments.dataplanes import ebpf_switch
 from experiments.dataplanes.ebpf_switch import EbpfStatus
 from experiments.dataplanes.pfc import PfcController
 from experiments.dataplanes.targets import Target
-from experiments.run.cleanup import cleanup
+from experiments.run.cleanup import Remains, namespace_of, remove, remove_stale
 from experiments.run.fabric_lock import FabricLock
 from topologies.addressing import host_address
 from topologies.model import Fabric
@@ -48,6 +52,14 @@ def host_params(fabric: Fabric) -> NodeParams:
     return params
 
 
+def planned_remains(fabric: Fabric) -> Remains:
+    """What building `fabric` may put on the machine, before a node exists: its nodes,
+    every interface of its links, the eBPF program's pins."""
+    nodes = tuple(node.name for node in fabric.hosts + fabric.switches)
+    return Remains(nodes=nodes, interfaces=tuple(port.intf for name in nodes
+                                                 for port in fabric.ports(name)), pins=True)
+
+
 class RunningFabric:
     """One fabric up on one target: built by start() (or on entering a `with` block,
     which first removes whatever an earlier run left), stopped by stop(). Where its
@@ -64,6 +76,7 @@ class RunningFabric:
         self.tc_commands = 0
         self.table_writes = 0
         self.bringup_s = 0.0
+        self.remains = Remains()  # what it put on the machine (the lock's file names it)
 
     # ------------------------------------------------------------ up and down
     def start(self) -> RunningFabric:
@@ -72,13 +85,24 @@ class RunningFabric:
         self._require_lock()
         fabric, target, say = self.fabric, self.target, self.say
         started = time.monotonic()
+        self.remains = planned_remains(fabric)
+        # The lock holds the machine, so anything with this fabric's names is no running
+        # fabric's: a crash half way through a bring-up, which would make this one fail.
+        stray = remove(self.remains)
+        if stray:
+            say(f"removed what had this fabric's names: {stray.describe()}")
+        self.lock.record(self.remains)
         try:
             net = start_network(fabric, target.switch_cls, target.switch_params(fabric),
                                 host_params(fabric))
         except BaseException:
-            cleanup()  # whatever the half-built network's stop left behind
+            remove(self.remains)  # whatever the half-built network's stop left behind
             raise
         self.net = net
+        self.remains = dataclasses.replace(self.remains, namespaces=tuple(
+            ns for ns in (namespace_of(net.get(name).pid) for name in self.remains.nodes)
+            if ns is not None))
+        self.lock.record(self.remains)
         try:
             scratch = net.get(fabric.hosts[0].name)
             self.features = probe_features(scratch.cmd)
@@ -103,21 +127,25 @@ class RunningFabric:
         return self
 
     def stop(self) -> None:
-        """Stop the network; whatever a broken stop leaves, cleanup() removes."""
+        """Stop the network; whatever a broken stop leaves of it is removed."""
         net, self.net = self.net, None
         if net is None:
             return
         try:
             stop_network(net)
         finally:
-            cleanup()
+            self._remove_own()
+
+    def _remove_own(self) -> None:
+        remove(self.remains)
+        self.remains = Remains()
+        self.lock.record(self.remains)
 
     def remove_remains(self) -> None:
         """Remove what is left of a network whose nodes disappeared from under it: its
         shells are gone, so Mininet's stop (a command in every node's shell) would wait
         for answers that never come. The netlink sockets that hold its namespaces go
-        first, then whatever cleanup() finds (the caller holds the fabric lock, so all
-        of it is this run's)."""
+        first, then what is left of its recorded remains."""
         net, self.net = self.net, None
         try:
             if net is not None:
@@ -125,14 +153,13 @@ class RunningFabric:
                     net.pfc.stop()
                 net.link_state.close()
         finally:
-            cleanup()
+            self._remove_own()
 
     def __enter__(self) -> RunningFabric:
         """Up for a `with` block (tests, the benchmarks, the calibration, the labs):
-        what an earlier run left is removed first, which only the lock's holder may
-        do."""
+        what a killed holder of the lock left is removed first."""
         self._require_lock()
-        cleanup()
+        remove_stale(self.lock)
         return self.start()
 
     def __exit__(self, *_exc) -> None:

@@ -9,8 +9,11 @@ undisturbed. The lock must therefore be taken *before* the start-up cleanup.
 The lock is an `fcntl.flock` on an open file descriptor, held for the life of the
 process: when a run is killed (even with SIGKILL) the kernel drops the lock with the
 process, so a lock file left behind is recognised as stale (the flock is free) and
-taken over. The file's content (JSON: pid, start time, command, results folder) is
-only there to name the holder in the message; it never decides who holds the lock.
+taken over. The file's content (JSON: pid, start time, command, results folder) names
+the holder in the message; it never decides who holds the lock. It also lists what the
+holder's fabric put on the machine (`record`, experiments/run/cleanup.py `Remains`),
+so that whoever takes over a dead holder's lock removes exactly that (`stale.remains`)
+and nothing another tool made.
 The descriptor is not inherited by the processes a run starts (Python's default,
 PEP 446), so a leftover agent or tcpdump cannot keep a dead run's lock alive.
 """
@@ -26,6 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from experiments.run.cleanup import Remains
 from topologies.errors import UserError
 
 # /run is a tmpfs that only root writes, like the fabric itself; MRC_FABRIC_LOCK moves
@@ -49,6 +53,7 @@ class Holder:
     started_at: str
     command: str
     folder: str
+    remains: Remains = Remains()  # what its fabric put on the machine
 
     def describe(self) -> str:
         pid = f"pid {self.pid}" if self.pid else "an unknown process"
@@ -68,7 +73,8 @@ class Holder:
         pid = data.get("pid")
         return cls(pid=pid if isinstance(pid, int) else None,
                    started_at=str(data.get("started_at", "")),
-                   command=str(data.get("command", "")), folder=str(data.get("folder", "")))
+                   command=str(data.get("command", "")), folder=str(data.get("folder", "")),
+                   remains=Remains.from_dict(data.get("remains")))
 
 
 class FabricBusy(UserError):
@@ -88,7 +94,8 @@ class FabricLock:
 
     `acquire()` raises `FabricBusy` at once if another process holds it. `stale` is the
     holder of a lock left by a killed run that this one took over (None if the lock
-    was free). `set_folder()` names the results folder once it exists.
+    was free). `set_folder()` names the results folder once it exists; `record()` what
+    the holder's fabric puts on the machine.
     """
 
     def __init__(self, command: str | None = None, folder: Path | str | None = None,
@@ -98,6 +105,7 @@ class FabricLock:
         self.folder = str(folder or "")
         self.started_at = ""
         self.stale: Holder | None = None
+        self.remains = Remains()
         self._fd: int | None = None
 
     @property
@@ -131,6 +139,13 @@ class FabricLock:
         if self._fd is not None:
             self._write()
 
+    def record(self, remains: Remains) -> None:
+        """Name what the holder's fabric puts on the machine, before it is there (a
+        kill -9 half way leaves no more than this) and again once more is known."""
+        self.remains = remains
+        if self._fd is not None:
+            self._write()
+
     def release(self) -> None:
         if self._fd is None:
             return
@@ -144,7 +159,8 @@ class FabricLock:
 
     def _write(self) -> None:
         data = json.dumps({"pid": os.getpid(), "started_at": self.started_at,
-                           "command": self.command, "folder": self.folder})
+                           "command": self.command, "folder": self.folder,
+                           "remains": self.remains.as_dict()})
         os.ftruncate(self._fd, 0)
         os.pwrite(self._fd, (data + "\n").encode(), 0)
 
@@ -156,7 +172,7 @@ class FabricLock:
 
 
 def _read(fd: int) -> str:
-    return os.pread(fd, 64 * 1024, 0).decode(errors="replace")
+    return os.pread(fd, 1 << 20, 0).decode(errors="replace")
 
 
 def _wait_for_content(fd: int) -> Holder | None:

@@ -11,19 +11,19 @@ make cli all go through a `Run`.
 Everything a user can fix is found in the pre-flight (`Run.prepare`), before anything
 on the machine changes or the results folder exists: the data-plane choice, the root
 check, the machine's one-fabric lock (experiments/run/fabric_lock.py: a second run stops
-here, naming the first; it is taken before the start-up cleanup, which would otherwise
-pull the first run's fabric away), the data-plane target (for BMv2, compiling the P4
-program), a writable results root, and the fabric at the rate the target runs it. A
-mistake there is a `UserError`, `PermissionError` or `TargetError`: the entry point
-prints it in one line and exits 2 (`PREFLIGHT_ERRORS`).
+here, naming the first), the data-plane target (for BMv2, compiling the P4 program), a
+writable results root, and the fabric at the rate the target runs it. A mistake there
+is a `UserError`, `PermissionError` or `TargetError`: the entry point prints it in one
+line and exits 2 (`PREFLIGHT_ERRORS`).
 
 Inside `with run:` SIGTERM and SIGHUP end the run as Ctrl-C does (`Interrupted`);
 whatever ends it (its end, Ctrl-C, an error) the fabric's capture is stopped, the eBPF
 ports' counters read, the network torn down with Ctrl-C held off, and what a broken
-stop left behind removed (experiments/run/cleanup.py); a run killed with SIGKILL is cleaned
-up by the next one. An interruption sets `status` 130 and an error 1, each said in one
-progress line and kept in `error`; the entry point writes its own files after the
-`with` block from `status`, `error` and `facts`.
+stop left of it removed (experiments/run/cleanup.py `remove`: what the run recorded in
+the lock's file as its own). What a run killed with SIGKILL recorded is removed by the
+next holder of the lock, and nothing another tool made. An interruption sets `status`
+130 and an error 1, each said in one progress line and kept in `error`; the entry
+point writes its own files after the `with` block from `status`, `error` and `facts`.
 
 Only one fabric exists at a time. A run that compares MRC with RoCE brings up the
 multi-plane fabric and then its single-plane twin (experiments/dataplanes/twin.py): `up()` tears
@@ -270,13 +270,13 @@ class Run:
 
     # ------------------------------------------------------------ the run
     def __enter__(self) -> Run:
-        from experiments.run.cleanup import cleanup
+        from experiments.run.cleanup import remove_stale
 
         for sig in (signal.SIGTERM, signal.SIGHUP):
             self._signals[sig] = signal.signal(sig, _raise_interrupted)
         if self.lock.stale is not None:
             self.progress(f"took over the lock of a run that died: {self.lock.stale.describe()}")
-        found = cleanup()
+        found = remove_stale(self.lock)
         if found:
             self.progress(f"removed leftovers of an earlier run: {found.describe()}")
         self.folder = results_folder(self.root, self.fabric, self.name)
@@ -330,7 +330,7 @@ class Run:
     def down(self) -> None:
         """Tear the fabric that is up down (if any): the capture stopped first, so that
         every tcpdump can flush, and the switch ports' counters read; a failed stop is
-        reported and cleanup() removes what is left. A network that disappeared from
+        reported and what is left of the fabric is removed. A network that disappeared from
         under the run is not stopped node by node: what is left of it is removed."""
         gone = self._stop_watch()
         network, self.network = self.network, None
@@ -347,7 +347,7 @@ class Run:
                 try:
                     self.facts.setdefault("captures", []).extend(
                         r.as_dict() for r in capture.stop())
-                except Exception as err:  # noqa: BLE001 - reported; cleanup() ends tcpdump
+                except Exception as err:  # noqa: BLE001 - reported; the stop ends tcpdump
                     self.progress(f"capture: {err.__class__.__name__} {err}")
             try:
                 counters = self.target.switch_counters(network.net, network.fabric)
@@ -357,8 +357,8 @@ class Run:
                 self.progress(f"switch counters: {err.__class__.__name__} {err}")
             self.progress("tearing down")
             try:
-                network.stop()  # ends with cleanup(), whatever the stop did
-            except Exception as err:  # noqa: BLE001 - reported; cleanup() removed the rest
+                network.stop()  # ends removing what is left, whatever the stop did
+            except Exception as err:  # noqa: BLE001 - reported; the rest was removed
                 self.progress(f"teardown: {err.__class__.__name__} {err}; removed leftovers")
 
     def _stop_watch(self) -> str | None:

@@ -106,15 +106,19 @@ def test_kill_9_leftovers_are_removed_and_the_next_run_works(tmp_path):
     proc.kill()
     proc.wait()
     # Node shells exit when the runner's pipes close; interfaces in the root namespace
-    # (BMv2 ports, or a crash of `ip link add`) would stay: make one such leftover.
-    subprocess.run(["ip", "link", "add", "h99-eth0", "type", "veth", "peer", "name",
-                    "h99-eth1"], check=True)
-    assert {"h99-eth0", "h99-eth1"} <= set(find_leftovers().interfaces)
+    # (BMv2 ports, or a crash of `ip link add`) would stay: make one such leftover of the
+    # killed run's fabric, and one of a fabric it never had (another tool's, by the
+    # testbed's names), which is not the next run's to remove.
+    for name in ("h0-eth0", "h99-eth0"):
+        subprocess.run(["ip", "link", "add", name, "type", "veth", "peer", "name",
+                        name.replace("eth0", "eth9")], check=True)
+    assert {"h0-eth0", "h99-eth0"} <= set(find_leftovers().interfaces)
     proc = run_cli(tmp_path, "--topo", "2tier-2plane", "--dataplane", "kernel")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "removed leftovers of an earlier run" in proc.stdout
-    assert not find_leftovers()
+    assert set(find_leftovers().interfaces) == {"h99-eth0", "h99-eth9"}
     cleanup()
+    assert not find_leftovers()
 
 
 def long_scenario(tmp_path) -> Path:

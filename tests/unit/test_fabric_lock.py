@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from experiments.run.cleanup import Remains, namespace_of, owned
 from experiments.run.fabric_lock import FabricBusy, FabricLock, Holder
 
 REPO = Path(__file__).resolve().parents[2]
@@ -19,9 +20,12 @@ REPO = Path(__file__).resolve().parents[2]
 HOLDER = """
 import sys
 from pathlib import Path
+from experiments.run.cleanup import Remains
 from experiments.run.fabric_lock import FabricLock
 with FabricLock(command="make run-experiment", path=Path(sys.argv[1])) as lock:
     lock.set_folder(sys.argv[2])
+    lock.record(Remains(nodes=("h0", "p0t0r0"), namespaces=(4026532001,),
+                        interfaces=("h0-eth0", "p0t0r0-eth0"), pins=True))
     print("locked", flush=True)
     sys.stdin.read()
 """
@@ -62,7 +66,40 @@ def test_a_lock_left_by_a_killed_run_is_taken_over(tmp_path):
     with FabricLock(command="next run", path=lock_file) as lock:
         assert lock.stale is not None and lock.stale.pid == first.pid
         assert lock.stale.folder == "results/killed-run"
-        assert Holder.parse(lock_file.read_text()).pid == os.getpid()
+        # What the dead run's fabric put on the machine, for the new holder to remove.
+        assert lock.stale.remains == Remains(nodes=("h0", "p0t0r0"), namespaces=(4026532001,),
+                                             interfaces=("h0-eth0", "p0t0r0-eth0"), pins=True)
+        now = Holder.parse(lock_file.read_text())
+        assert now.pid == os.getpid() and not now.remains  # the new holder has built nothing
+
+
+def test_a_lock_file_of_an_older_holder_names_no_remains():
+    holder = Holder.parse('{"pid": 12, "command": "make paper", "remains": "h0"}')
+    assert holder.pid == 12 and holder.remains == Remains()
+    odd = Remains.from_dict({"nodes": ["h0", 3], "namespaces": ["x", 7], "pins": "yes"})
+    assert odd == Remains(nodes=("h0",), namespaces=(7,))
+
+
+def test_only_the_testbed_s_processes_naming_a_recorded_interface_are_a_run_s(tmp_path):
+    # A process of the testbed's kind (the agents' command line) in the root namespace,
+    # as a capture or a BMv2 switch is, naming an interface on its command line.
+    proc = subprocess.Popen(["bash", "-c", "exec -a 'python3 -m hosts.agent -i 1@h0-eth0' "
+                             "sleep 30"])
+    try:
+        for _ in range(100):  # until the exec has happened
+            if b"hosts.agent" in Path(f"/proc/{proc.pid}/cmdline").read_bytes():
+                break
+            os.sched_yield()
+        mine = owned(Remains(interfaces=("h0-eth0",)))
+        assert proc.pid in mine.processes
+        # Another run's interface, a prefix of a name, or the namespace cleaning up (the
+        # root's) recorded as a node's: none of them makes the process this run's.
+        for other in (Remains(interfaces=("h0-eth1",)), Remains(interfaces=("h0-eth",)),
+                      Remains(namespaces=(namespace_of(os.getpid()),))):
+            assert proc.pid not in owned(other).processes
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def test_the_lock_is_released_on_normal_exit(tmp_path):
