@@ -95,14 +95,15 @@ def raw_limit(net, fabric, planes: int) -> dict:
     return json.loads(rx.communicate()[0])
 
 
-def agent_goodput(net, fabric, folder: Path, planes: int) -> dict:
+def agent_goodput(network, folder: Path, planes: int) -> dict:
+    fabric = network.fabric
     size = 48_000_000  # one to three seconds of transport: long enough to be steady
     plan = phases("transfer", {"src": 0, "dst": 1, "message_bytes": size}, fabric)
     # One plane: keep the EV set on plane 0 by taking the other planes' ports away.
     faults = [{"kind": "nic-port-down", "host": "h0", "plane": p, "at_s": 0}
               for p in range(planes, fabric.spec.planes)]
-    run = run_transport(net, fabric, "mrc", plan, parse_faults(faults, fabric),
-                        lambda a: apply_fault(net, fabric, a, KernelTarget()),
+    run = run_transport(network, "mrc", plan, parse_faults(faults, fabric),
+                        lambda a: apply_fault(network, a),
                         folder / f"agent-{planes}", 120.0,
                         {"window": 256, "cc": False}, lambda m: None,
                         progress_s=0.002)
@@ -141,7 +142,7 @@ def throughput_at(folder: Path, mtu: int, lock: FabricLock) -> dict:
             c = c_limit(net, fabric, folder, planes)
             raw = sorted((raw_limit(net, fabric, planes) for _ in range(3)),
                          key=lambda r: r["pps"])[1]
-            agent = sorted((agent_goodput(net, fabric, folder, planes) for _ in range(3)),
+            agent = sorted((agent_goodput(network, folder, planes) for _ in range(3)),
                            key=lambda r: r["pps"])[1]
             ratio = agent["pps"] / raw["pps"] if raw["pps"] else 0.0
             row = out[f"{planes}_plane"] = {
@@ -226,7 +227,6 @@ def recovery(folder: Path, lock: FabricLock, repeats: int = 3) -> dict:
           flush=True)
 
     with RunningFabric(fabric, KernelTarget(), lock) as network:
-        net = network.net
         # The proportions that decide recovery (experiments/analysis/similarity.py), as every run
         # and every `make paper` row prints them.
         plan = phases("transfer", {"src": 0, "dst": 3, "message_bytes": 8_000_000}, fabric)
@@ -238,8 +238,8 @@ def recovery(folder: Path, lock: FabricLock, repeats: int = 3) -> dict:
             runs = []
             for i in range(repeats):
                 plan = phases("transfer", {"src": 0, "dst": 3, "message_bytes": 8_000_000}, fabric)
-                run = run_transport(net, fabric, transport, plan, parse_faults(faults, fabric),
-                                    lambda a: apply_fault(net, fabric, a, KernelTarget()),
+                run = run_transport(network, transport, plan, parse_faults(faults, fabric),
+                                    lambda a: apply_fault(network, a),
                                     folder / f"recovery-{transport}-{i}", 60.0,
                                     {"packet_events": True}, lambda m: None,
                                     progress_s=0.005)

@@ -128,24 +128,12 @@ class FabricTopo(Topo):
 
 class FabricNet(Mininet):
     """A Mininet network with a netlink socket in every node's namespace, made at start
-    so that the first link fault is as quick as the others; the eBPF switch program once
-    loaded (`ebpf`, topologies/ebpf_program.py) and the ports it runs on ((node,
-    interface) -> ifindex), so that every fault and every counter reading finds what the
-    bring-up loaded; and the path of its resolved topology file once the run has
-    written one."""
+    so that the first link fault is as quick as the others. What runs on the network
+    (the eBPF switch program, PFC, the host agents, the run's topology.json) is kept by
+    the running fabric that built it (experiments/run/fabric.py), not here."""
 
     def __init__(self, *args, **kwargs):
         self.link_state = LinkState()  # before Mininet's own set-up, which may build
-        self.ebpf = None
-        self.ebpf_ports: dict[tuple[str, str], int] = {}
-        self.pfc = None  # what carries out the program's PFC pauses (experiments/dataplanes/pfc.py)
-        # The host agents running on this network now (experiments/run/agents.py AgentSet,
-        # which sets and clears it): what faults acting through the agents reach (PFC
-        # pauses, a controller's denylist).
-        self.agents = None
-        # The run's topology.json for this network, once written (the host agents read
-        # it: experiments/run/agents.py).
-        self.resolved_topology = None
         self._started: dict[str, object] = {}  # nodes whose shells started together
         super().__init__(*args, **kwargs)
 
@@ -181,9 +169,6 @@ class FabricNet(Mininet):
             self.link_state.open(node.pid)
 
     def stop(self) -> None:
-        if self.pfc is not None:
-            self.pfc.stop()
-            self.pfc = None
         # Links with an end in the root namespace, deleted in one batch (one end takes
         # its peer with it); the others go with their namespaces (FabricLink.stop).
         ends = [end for end in (link.in_root() for link in self.links
@@ -194,8 +179,6 @@ class FabricNet(Mininet):
         # Netlink sockets hold their namespaces alive: close them before the nodes go.
         self.link_state.close()
         super().stop()
-        if self.ebpf is not None:  # the program and its maps go with their last port
-            self.ebpf.unload()
 
 
 def shape_links(net: Mininet, fabric: Fabric, features: ShapingFeatures,

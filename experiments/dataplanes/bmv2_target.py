@@ -46,7 +46,7 @@ from topologies.model import Fabric, with_rate_cap
 from topologies.shaping import rate_commands
 
 if TYPE_CHECKING:
-    from experiments.dataplanes.ebpf_switch import Counters
+    from experiments.dataplanes.ebpf_switch import Counters, Running
     from topologies.network import FabricNet, NodeParams
 
 REPO = Path(__file__).resolve().parents[2]
@@ -250,10 +250,11 @@ class Bmv2Target:
                 else:
                     intf.node.set_port(intf.name, up)
 
-    def set_rate(self, net: FabricNet, fabric: Fabric, a: str, b: str, share: float) -> None:
+    def set_rate(self, running: Running, a: str, b: str, share: float) -> None:
         """Run the link between a and b at `share` of its rate, both ways (1: its rate
         again): a switch end's data, lossless and priority queues paced at the new rate
         (their depths as at start-up), a host end's htb link class."""
+        net, fabric = running.net, running.fabric
         spec = fabric.spec
         for port in link_ends(fabric, a, b):
             link = fabric.link_params(port.tier)
@@ -272,14 +273,14 @@ class Bmv2Target:
         for _, intf in node.port_intfs():
             node.drop_sent(intf, on)
 
-    def switch_counters(self, net: FabricNet, fabric: Fabric,
-                        switches: list[str] | None = None) -> Counters:
+    def switch_counters(self, running: Running, switches: list[str] | None = None) -> Counters:
         """The P4 program's counters of every switch port (read over P4Runtime), with
         what the eBPF program counted where a fault put it (fault drops on a switch end,
         on a host port)."""
         from experiments.dataplanes import ebpf_switch
 
-        found = ebpf_switch.read_counters(net) if net.ebpf_ports else {}
+        net, fabric = running.net, running.fabric
+        found = ebpf_switch.read_counters(running) if running.ebpf_ports.ports else {}
         if switches is not None:
             found = {n: found.get(n, {}) for n in switches}
         for name in switches or [s.name for s in fabric.switches]:

@@ -17,15 +17,19 @@ The program (ebpf/mrc_switch.bpf.c, docs/ebpf-switch.md) and its settings
 - `read_counters()` reads every port's counters, the time its lossless queue spent
   paused by PFC, and what the port's real queues dropped (`queue_dropped`).
 
-The network keeps the program (`net.ebpf`) and the ports it runs on (`net.ebpf_ports`:
-(node, interface) -> ifindex), so a fault applied by any caller finds them; PFC's pause
-and resume are carried out by experiments/dataplanes/pfc.py.
+The program once loaded and the ports it runs on ((node, interface) -> ifindex) are one
+`EbpfPorts`, kept by the running fabric (experiments/run/fabric.py `RunningFabric
+.ebpf_ports`), so a fault applied by any caller and every counter reading find what the
+bring-up loaded. The functions here are handed the running fabric (`Running`: this tier
+cannot import experiments/run/, which stands above it). PFC's pause and resume are
+carried out by experiments/dataplanes/pfc.py.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from controller import ebpf_config as cfg
 from controller.tables import switch_tables
@@ -43,41 +47,67 @@ class EbpfStatus:
     reason: str
 
 
-def prepare(pid: int | None, net: FabricNet | None = None) -> EbpfStatus:
+@dataclass
+class EbpfPorts:
+    """The eBPF switch program on one running fabric: the program once loaded
+    (`program`, None before) and the ports it runs on (`ports`: (node, interface) ->
+    ifindex, unique over the fabric: load_fabric)."""
+
+    program: EbpfProgram | None = None
+    ports: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    def by_index(self) -> dict[int, tuple[str, str]]:
+        """ifindex -> (node, interface) of every port the program runs on."""
+        return {ifindex: port for port, ifindex in self.ports.items()}
+
+
+class Running(Protocol):
+    """The running fabric as the data planes and the faults are handed it
+    (experiments/run/fabric.py `RunningFabric`)."""
+
+    net: FabricNet  # the Mininet network
+    fabric: Fabric
+    target: Any  # its data plane (experiments/dataplanes/targets.py Target)
+    ebpf_ports: EbpfPorts
+    agents: Any  # the host agents running now (experiments/run/agents.py AgentSet), or None
+
+
+def prepare(pid: int | None, ebpf: EbpfPorts | None = None) -> EbpfStatus:
     """Build the program if its sources changed, and try it in the namespace of `pid`
-    (a scratch node of `net`, whose program it then stays: `_program`). A failed build
-    is a reason, not an error: the run then goes on without the program."""
+    (a scratch node of the fabric whose `ebpf` it then stays: `_program`). A failed
+    build is a reason, not an error: the run then goes on without the program."""
     try:
         build(cfg.compile_command(), cfg.OBJECT, cfg.BUILD_INPUTS)
     except EbpfError as err:
         # One line for the summary: what failed and the compiler's first complaint.
         return EbpfStatus(False, "no eBPF switch program: "
                           + " ".join(str(err).splitlines()[:2]).strip())
-    program = EbpfProgram(cfg.OBJECT) if net is not None and net.ebpf is None else None
+    program = EbpfProgram(cfg.OBJECT) if ebpf is not None and ebpf.program is None else None
     status = EbpfStatus(*ebpf_available(cfg.OBJECT, pid, keep=program))
     if status.available and program is not None:
-        net.ebpf = program
+        ebpf.program = program
     return status
 
 
-def _program(net: FabricNet) -> EbpfProgram:
+def _program(ebpf: EbpfPorts) -> EbpfProgram:
     """The fabric's program, loaded on first use."""
-    if net.ebpf is None:
+    if ebpf.program is None:
         program = EbpfProgram(cfg.OBJECT)
         program.load()
-        net.ebpf = program
-    return net.ebpf
+        ebpf.program = program
+    return ebpf.program
 
 
 def _indexes(net: FabricNet, node: str) -> dict[str, int]:
     return net.link_state.indexes(net.get(node).pid)
 
 
-def load_fabric(net: FabricNet, fabric: Fabric, priority_share: float | None = None) -> int:
+def load_fabric(running: Running, priority_share: float | None = None) -> int:
     """The program on every port: switch ports with their htb classes and settings,
     host ports in faults-only mode (and as PFC's last hop back to the NIC). Returns the
     tc commands and map writes made."""
-    program = _program(net)
+    net, fabric = running.net, running.fabric
+    program = _program(running.ebpf_ports)
     index = {}  # (node, interface) -> ifindex, over the whole fabric
     for node in (*fabric.hosts, *fabric.switches):
         found = _indexes(net, node.name)
@@ -112,15 +142,16 @@ def load_fabric(net: FabricNet, fabric: Fabric, priority_share: float | None = N
     for ifindex in index.values():
         writes += cfg.fresh_state_writes(ifindex, program.sizes)
     count += program.write(writes)
-    net.ebpf_ports.update(index)
+    running.ebpf_ports.ports.update(index)
     return count
 
 
-def fault_port(net: FabricNet, fabric: Fabric, node: str, intf: str) -> int:
+def fault_port(running: Running, node: str, intf: str) -> int:
     """The ifindex of a port running the program, which is put on it in faults-only
     mode if it does not run there yet (on bmv2: the switch ends beside BMv2, in the root
     namespace)."""
-    ifindex = net.ebpf_ports.get((node, intf))
+    net, fabric, ebpf = running.net, running.fabric, running.ebpf_ports
+    ifindex = ebpf.ports.get((node, intf))
     if ifindex is not None:
         return ifindex
     need = "loss, gray-loss and one-way link-down faults need the eBPF switch program"
@@ -131,7 +162,7 @@ def fault_port(net: FabricNet, fabric: Fabric, node: str, intf: str) -> int:
     item = net.get(node)
     pid = item.pid if item.inNamespace else None  # BMv2 switches live in the root one
     try:
-        program = _program(net)
+        program = _program(ebpf)
         program.attach(pid, [intf])
         ifindex = (net.link_state.indexes(pid) if pid else _root_indexes())[intf]
         program.write([cfg.faults_only_config(fabric.link_params(port.tier)).write(ifindex),
@@ -139,7 +170,7 @@ def fault_port(net: FabricNet, fabric: Fabric, node: str, intf: str) -> int:
     except EbpfError as err:
         raise EbpfError(f"{node} {intf}: {need}, which this machine did not load: "
                         + " ".join(str(err).split())) from err
-    net.ebpf_ports[(node, intf)] = ifindex
+    ebpf.ports[(node, intf)] = ifindex
     return ifindex
 
 
@@ -154,65 +185,60 @@ def fault_ports(fabric: Fabric, steps) -> set[tuple[str, str]]:
     return {port for step in steps for port in step.fault.ebpf_ports(fabric)}
 
 
-def prepare_faults(net: FabricNet, fabric: Fabric, steps) -> int:
+def prepare_faults(running: Running, steps) -> int:
     """Put the program, before traffic starts, on every port a loss fault or a one-way
     link-down of the timeline will use, so that applying the fault is only a map write.
     Returns the ports it was put on."""
-    new = [p for p in sorted(fault_ports(fabric, steps)) if p not in net.ebpf_ports]
+    new = [p for p in sorted(fault_ports(running.fabric, steps))
+           if p not in running.ebpf_ports.ports]
     for node, intf in new:
-        fault_port(net, fabric, node, intf)
+        fault_port(running, node, intf)
     return len(new)
 
 
-def set_loss(net: FabricNet, fabric: Fabric, ports: list[tuple[str, str]],
-             probability: float) -> None:
+def set_loss(running: Running, ports: list[tuple[str, str]], probability: float) -> None:
     """Random loss of `probability` (0 clears it) on each (node, interface)."""
-    writes = [cfg.loss_write(fault_port(net, fabric, node, intf), probability)
+    writes = [cfg.loss_write(fault_port(running, node, intf), probability)
               for node, intf in ports]
-    _program(net).write(writes)
+    _program(running.ebpf_ports).write(writes)
 
 
-def set_gray_loss(net: FabricNet, fabric: Fabric, entries: list[tuple[str, str, str, int]],
+def set_gray_loss(running: Running, entries: list[tuple[str, str, str, int]],
                   probability: float | None) -> None:
     """Gray loss of `probability` (None clears it) of the packets to each destination
     prefix, on the port that sends them: entries are (node, interface, address,
     prefix length)."""
     writes = []
     for node, intf, address, prefix_len in entries:
-        ifindex = fault_port(net, fabric, node, intf)
+        ifindex = fault_port(running, node, intf)
         writes.append(cfg.gray_loss_clear(ifindex, address, prefix_len) if probability is None
                       else cfg.gray_loss_write(ifindex, address, probability, prefix_len))
-    _program(net).write(writes)
+    _program(running.ebpf_ports).write(writes)
 
 
-def ports_by_index(net: FabricNet) -> dict[int, tuple[str, str]]:
-    """ifindex -> (node, interface) of every port the program runs on (the fabric's
-    ifindexes are unique: load_fabric)."""
-    return {ifindex: port for port, ifindex in net.ebpf_ports.items()}
-
-
-def _by_port(net: FabricNet, name: str, decode: Callable[[bytes], object],
+def _by_port(program: EbpfProgram, name: str, decode: Callable[[bytes], object],
              where: dict[int, tuple[str, str]]) -> dict:
-    """A map's entries of every port in `where` (ports_by_index): node -> interface ->
-    value."""
+    """A map's entries of every port in `where` (EbpfPorts.by_index): node -> interface
+    -> value."""
     out: dict = {}
-    for key, value in net.ebpf.dump(name):
+    for key, value in program.dump(name):
         port = where.get(int.from_bytes(key, "little"))
         if port is not None:
             out.setdefault(port[0], {})[port[1]] = decode(value)
     return out
 
 
-def read_counters(net: FabricNet) -> Counters:
+def read_counters(running: Running) -> Counters:
     """Every port's counters: node -> interface -> {forwarded, trim_pkts, ...},
     `pfc_paused_us`, the time its lossless queue has spent paused by PFC so far (pauses
     that ended), and `queue_dropped`, the packets the kernel's own queues of the port
     dropped (`_queue_drops`)."""
-    where = ports_by_index(net)
-    counters = _by_port(net, cfg.COUNTERS_MAP, cfg.decode_counters, where)
-    paused = _by_port(net, cfg.STATE_MAP,
+    ebpf = running.ebpf_ports
+    where = ebpf.by_index()
+    counters = _by_port(ebpf.program, cfg.COUNTERS_MAP, cfg.decode_counters, where)
+    paused = _by_port(ebpf.program, cfg.STATE_MAP,
                       lambda value: cfg.STATE_PAUSED_TOTAL.unpack_from(value)[0] // 1000, where)
-    dropped = _queue_drops(net, counters, where)
+    dropped = _queue_drops(running.net, counters, where)
     for node, ports in counters.items():
         for intf, values in ports.items():
             values["pfc_paused_us"] = paused.get(node, {}).get(intf, 0)
@@ -223,7 +249,7 @@ def read_counters(net: FabricNet) -> Counters:
 def _queue_drops(net: FabricNet, ports: dict,
                  where: dict[int, tuple[str, str]]) -> dict[str, dict[str, int]]:
     """node -> interface -> packets its root qdisc dropped so far, for the nodes of
-    `ports` (their interfaces found in `where`, ports_by_index). The program decides
+    `ports` (their interfaces found in `where`, EbpfPorts.by_index). The program decides
     every drop of its model before a packet is queued, so the real queues, as deep as
     the model's or deeper (the lossless one far deeper), drop only when the kernel
     drains them later than the model's clock: the machine fell behind the emulated

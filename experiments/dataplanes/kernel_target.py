@@ -27,7 +27,7 @@ from topologies.nodes import KernelRouter
 from topologies.shaping import rate_commands
 
 if TYPE_CHECKING:
-    from experiments.dataplanes.ebpf_switch import Counters
+    from experiments.dataplanes.ebpf_switch import Counters, Running
     from topologies.network import FabricNet, NodeParams
 
 
@@ -71,38 +71,38 @@ class KernelTarget:
     def set_link(self, net: FabricNet, a: str, b: str, up: bool) -> None:
         set_link(net, a, b, up)
 
-    def set_rate(self, net: FabricNet, fabric: Fabric, a: str, b: str, share: float) -> None:
+    def set_rate(self, running: Running, a: str, b: str, share: float) -> None:
         """Run the link between a and b at `share` of its rate, both ways (1: its rate
         again): the htb link class of each end and, where the eBPF switch program runs
         a switch port (every switch port, when it runs at all), that port's settings at
         the new rate, so that its virtual queues drain, mark and pause as the port
         does. A host port runs the program in faults-only mode, which has no queue."""
+        net, fabric, ebpf = running.net, running.fabric, running.ebpf_ports
         writes = []
         for port in link_ends(fabric, a, b):
             params = fabric.link_params(port.tier)
             params = dataclasses.replace(params, rate_mbit=params.rate_mbit * share)
             net.get(port.node).run(rate_commands(port.intf, params.rate_mbit,
                                                  fabric.spec.data_frame_bytes))
-            ifindex = net.ebpf_ports.get((port.node, port.intf))
+            ifindex = ebpf.ports.get((port.node, port.intf))
             if ifindex is not None and fabric.node(port.node).role != "host":
                 tables = switch_tables(fabric, fabric.node(port.node))
                 (role,) = [r for r in tables.ports if r.port == port.number]
                 peer = fabric.ports(port.peer)[port.peer_port].intf
                 writes.append(ebpf_config.port_config(
-                    tables, role, params, net.ebpf_ports.get((port.peer, peer), 0))
+                    tables, role, params, ebpf.ports.get((port.peer, peer), 0))
                     .write(ifindex))
         if writes:
-            net.ebpf.write(writes)
+            ebpf.program.write(writes)
 
     def summary_fields(self) -> dict[str, object]:
         return {}
 
-    def switch_counters(self, net: FabricNet, fabric: Fabric,
-                        switches: list[str] | None = None) -> Counters:
+    def switch_counters(self, running: Running, switches: list[str] | None = None) -> Counters:
         """The eBPF switch program's counters, where it runs."""
         from experiments.dataplanes import ebpf_switch
 
-        found = ebpf_switch.read_counters(net) if net.ebpf_ports else {}
+        found = ebpf_switch.read_counters(running) if running.ebpf_ports.ports else {}
         return found if switches is None else {n: found[n] for n in switches if n in found}
 
 

@@ -26,25 +26,26 @@ from __future__ import annotations
 import threading
 
 from controller import ebpf_config as cfg
-from experiments.dataplanes.ebpf_switch import ports_by_index
+from experiments.dataplanes.ebpf_switch import Running
 from topologies.ebpf_program import RingReader
-from topologies.model import Fabric
 
 POLL_S = 0.05  # how long the reader waits for an event before looking at `stop`
 
 
 class PfcController:
-    """Reads the pause events of a fabric's eBPF program and pauses the NICs they name."""
+    """Reads the pause events of a running fabric's eBPF program (loaded on its ports
+    already) and pauses the NICs they name, through the fabric's agents."""
 
-    def __init__(self, net, fabric: Fabric):
-        self.net, self.fabric = net, fabric
-        self.where = ports_by_index(net)
-        self.hosts = {h.name: h.index for h in fabric.hosts}
+    def __init__(self, running: Running):
+        self.running = running
+        self.where = running.ebpf_ports.by_index()
+        self.hosts = {h.name: h.index for h in running.fabric.hosts}
         self.paused: set[tuple[str, str]] = set()  # host ports paused now
         self.events = 0
         self.errors: list[str] = []
-        self.reader = RingReader(net.ebpf.map_path(cfg.EVENTS_MAP),
-                                 net.ebpf.entries[cfg.EVENTS_MAP])
+        program = running.ebpf_ports.program
+        self.reader = RingReader(program.map_path(cfg.EVENTS_MAP),
+                                 program.entries[cfg.EVENTS_MAP])
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="pfc", daemon=True)
         self._thread.start()
@@ -64,13 +65,13 @@ class PfcController:
 
     def _pause_nic(self, host: str, intf: str, pause: bool) -> None:
         (self.paused.add if pause else self.paused.discard)((host, intf))
-        agents = self.net.agents  # the AgentSet running now (experiments/run/agents.py)
+        agents = self.running.agents  # the AgentSet running now (experiments/run/agents.py)
         if agents is not None:
             agents.command(self.hosts[host], cmd="pause", plane=_plane(intf), on=pause)
 
     def attach(self, agents) -> None:
-        """A new set of agents runs (it is `net.agents` now): it hears of every host
-        port paused now."""
+        """A new set of agents runs (the running fabric's `agents` now): it hears of
+        every host port paused now."""
         for host, intf in sorted(self.paused):
             agents.command(self.hosts[host], cmd="pause", plane=_plane(intf), on=True)
 

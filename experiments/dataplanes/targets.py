@@ -20,6 +20,11 @@ switch program's maps on the ports that send the packets
 switch port, loaded in faults-only mode on a host port or, on bmv2, on the switch end
 of a link (those interfaces are in the root namespace, beside BMv2, which is left
 untouched).
+
+What reads or writes the program's ports (`set_rate`, `switch_counters`, and every
+fault through `apply_fault`) is handed the running fabric (experiments/run/fabric.py
+`RunningFabric`, as ebpf_switch.py `Running` describes it), which keeps them; the other
+primitives act on its Mininet network alone.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from experiments.faults import Env, Step
 from topologies.model import Fabric
 
 if TYPE_CHECKING:
-    from experiments.dataplanes.ebpf_switch import Counters
+    from experiments.dataplanes.ebpf_switch import Counters, Running
     from topologies.network import FabricNet, NodeParams
 
 TARGETS = ("kernel", "bmv2")
@@ -75,24 +80,25 @@ class Target(Protocol):
     def set_link(self, net: FabricNet, a: str, b: str, up: bool) -> None:
         """Fail or restore the link between nodes a and b, both ways."""
 
-    def set_rate(self, net: FabricNet, fabric: Fabric, a: str, b: str, share: float) -> None:
-        """Run the link between nodes a and b at `share` (above 0, up to 1) of its rate,
-        both ways; 1 gives it its rate again. It stays up: nothing sees a carrier change."""
+    def set_rate(self, running: Running, a: str, b: str, share: float) -> None:
+        """Run the link between nodes a and b of the running fabric at `share` (above 0,
+        up to 1) of its rate, both ways; 1 gives it its rate again. It stays up: nothing
+        sees a carrier change."""
 
     def summary_fields(self) -> dict[str, object]:
         """Figures of this target for the run summary (e.g. P4Runtime write batches)."""
 
-    def switch_counters(self, net: FabricNet, fabric: Fabric,
-                        switches: list[str] | None = None) -> Counters:
-        """What every port (of `switches`, or of the whole fabric) has counted so far,
-        node -> interface -> counter -> packets, under the names of
+    def switch_counters(self, running: Running, switches: list[str] | None = None) -> Counters:
+        """What every port of the running fabric (of `switches`, or of the whole fabric)
+        has counted so far, node -> interface -> counter -> packets, under the names of
         controller/ebpf_config.py COUNTERS (trimming's are SONiC's); empty where the
         data plane counts nothing."""
 
 
-def apply_fault(net: FabricNet, fabric: Fabric, step: Step, target: Target) -> None:
-    """Apply one fault step on any target (the step's fault does it)."""
-    step.apply(Env(net, fabric, target))
+def apply_fault(running: Running, step: Step) -> None:
+    """Apply one fault step to the running fabric, on its target (the step's fault does
+    it), reaching the host agents running on it now."""
+    step.apply(Env(running, running.target, running.agents))
 
 
 def make_target(name: str, program: Path | None = None) -> Target:

@@ -43,19 +43,27 @@ class NotOnTwin(Exception):
 
 @dataclass(frozen=True)
 class Env:
-    """What a fault acts on: the running network, its fabric and its data-plane target
-    (experiments/dataplanes/targets.py)."""
+    """What a fault acts on, made from the running fabric each time a step is applied
+    (experiments/dataplanes/targets.py `apply_fault`): the running fabric itself
+    (`running`: experiments/run/fabric.py RunningFabric, as
+    experiments/dataplanes/ebpf_switch.py `Running` describes it; a target's `set_rate`
+    and the eBPF program's maps take it whole), its data-plane target, and the host
+    agents running on it now (`agents`: experiments/run/agents.py AgentSet, None between
+    runs), which kinds that act through the agents reach."""
 
-    net: Any
-    fabric: Fabric
+    running: Any
     target: Any
+    agents: Any
 
     @property
-    def agents(self) -> Any:
-        """The host agents running on the network now (experiments/run/agents.py
-        AgentSet; None between runs): kinds that act through the agents reach them here,
-        where AgentSet keeps them (`net.agents`)."""
-        return getattr(self.net, "agents", None)
+    def net(self) -> Any:
+        """The running fabric's Mininet network."""
+        return self.running.net
+
+    @property
+    def fabric(self) -> Fabric:
+        """The running fabric's Fabric (topologies/model.py)."""
+        return self.running.fabric
 
 
 KINDS: dict[str, type[Fault]] = {}

@@ -200,7 +200,7 @@ class FabricCLI(MininetCommands):
         if trim_only:
             args = args[:-1]
         session = self.session
-        self._run(lambda: switches.counters(session.net, self.fabric, session.target,
+        self._run(lambda: switches.counters(session.network,
                                             one_switch(self.fabric, args, "counters"),
                                             trim_only))
 

@@ -93,8 +93,7 @@ class FabricSession:
                                f"{self.agents.transport}")
         self.stop_agents()
         # Progress samples once a second: an idle session should not fill the disk.
-        agents = AgentSet(self.net, self.fabric, transport, self.folder / "agents",
-                          progress_s=1.0)
+        agents = AgentSet(self.network, transport, self.folder / "agents", progress_s=1.0)
         self.agents = agents
         agents.wait_ready()
         # The faults set so far are in place before these agents' first message, as a
@@ -105,7 +104,7 @@ class FabricSession:
         for fault in list(self.faults.values()):
             step = Step(0.0, False, fault, before_start=True)
             if fault.agent_side:
-                apply_fault(self.net, self.fabric, step, self.target)
+                apply_fault(self.network, step)
             fault.tell_agents(agents, self.fabric)
             tell_routing(agents, routing, step)
         return agents
@@ -208,7 +207,7 @@ class FabricSession:
 
     # -------------------------------------------------------------- faults
     def fault(self, step: Step) -> str:
-        apply = partial(apply_fault, self.net, self.fabric, target=self.target)
+        apply = partial(apply_fault, self.network)
         if self.agents is None:  # nobody to tell; routing's view goes on for the next
             apply(step)
             self.routing.events(step)

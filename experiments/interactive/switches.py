@@ -46,12 +46,13 @@ def _p4_tables(switch: str) -> list[str]:
         disconnect()
 
 
-def counters(net, fabric: Fabric, target, switch: str, trim_only: bool = False) -> list[str]:
-    """A switch's per-port counters as the data plane counts them (the eBPF switch
-    program, the P4 program), in SONiC's columns; `trim_only`: its `show interfaces
-    counters trim`. On a kernel fabric without the eBPF program, the kernel's own
-    interface counters."""
-    found = target.switch_counters(net, fabric, [switch]).get(switch)
+def counters(running, switch: str, trim_only: bool = False) -> list[str]:
+    """A switch's per-port counters as the data plane of the running fabric
+    (experiments/run/fabric.py RunningFabric) counts them (the eBPF switch program, the
+    P4 program), in SONiC's columns; `trim_only`: its `show interfaces counters trim`.
+    On a kernel fabric without the eBPF program, the kernel's own interface counters."""
+    net, fabric = running.net, running.fabric
+    found = running.target.switch_counters(running, [switch]).get(switch)
     if found:
         return counter_lines(fabric, switch, found, trim_only)
     listed = json.loads(net.get(switch).cmd("ip -s -j link show") or "[]")

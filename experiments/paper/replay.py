@@ -207,8 +207,7 @@ def run_rows(run: Run, table: list[CheckedRow], features: dict,
                     key = _pass_key(scenario, mine)
                     faulty = references.get(key)
                     if faulty is None:
-                        faulty = play_pass(network.net, fabric, run.target, mine,
-                                           scenario.plan, steps[row.key], where,
+                        faulty = play_pass(network, mine, scenario.plan, steps[row.key], where,
                                            scenario.timeout_s, scenario.protocol, progress,
                                            label=row.key)
                     references.setdefault(key, faulty)
@@ -218,7 +217,7 @@ def run_rows(run: Run, table: list[CheckedRow], features: dict,
                         key = _pass_key(reference, theirs)
                         if key not in references:
                             references[key] = play_pass(
-                                network.net, fabric, run.target, theirs, reference.plan,
+                                network, theirs, reference.plan,
                                 twin_steps(reference.faults, run.fabric, fabric)[0],
                                 run.folder / f"reference-{fabric.name}-{len(references) + 1}"
                                 / (f"run-{rep + 1}" if repetitions > 1 else ""),

@@ -16,7 +16,6 @@ import threading
 import time
 from pathlib import Path
 
-from topologies.model import Fabric
 from topologies.resolved import write_resolved_topology
 
 REPO = Path(__file__).resolve().parents[2]
@@ -53,14 +52,17 @@ def ev_state_command(state: str, port: int | None = None, spine: int | None = No
 
 
 class AgentSet:
-    """One agent per host of `fabric`. They read the run's topology.json (`topology`,
-    else the one the lifecycle wrote for `net` at bring-up, experiments/run/lifecycle.py);
-    without one, the fabric's is written into `folder`."""
+    """One agent per host of the running fabric (`running`: experiments/run/fabric.py
+    RunningFabric), which holds them as its `agents` until they stop. They read the
+    run's topology.json (`topology`, else the one the lifecycle wrote for the fabric at
+    bring-up, experiments/run/lifecycle.py); without one, the fabric's is written into
+    `folder`."""
 
-    def __init__(self, net, fabric: Fabric, transport: str, folder: Path,
+    def __init__(self, running, transport: str, folder: Path,
                  protocol: dict | None = None, progress_s: float = 0.05,
                  topology: Path | None = None):
-        self.fabric = fabric
+        self.running = running
+        self.fabric = fabric = running.fabric
         self.transport = transport
         self.inbox: queue.Queue = queue.Queue()
         self.procs: dict[int, subprocess.Popen] = {}
@@ -69,7 +71,7 @@ class AgentSet:
         # transfers: one line at a time on each agent's stdin.
         self._write = threading.Lock()
         folder.mkdir(parents=True, exist_ok=True)
-        topology = topology or net.resolved_topology
+        topology = topology or running.resolved_topology
         if topology is None:
             topology = folder / "topology.json"
             write_resolved_topology(topology, fabric)
@@ -80,7 +82,7 @@ class AgentSet:
             self.event_files.append(events)
             config.write_text(json.dumps(agent_config(topology, host.index, transport, events,
                                                       protocol, progress_s)))
-            proc = net.get(host.name).popen(
+            proc = running.net.get(host.name).popen(
                 [sys.executable, "-m", "hosts.agent", "--config", str(config)]
                 + (["--profile", str(folder / f"{host.name}.prof")] if PROFILE else []),
                 cwd=str(REPO), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -89,12 +91,11 @@ class AgentSet:
             thread = threading.Thread(target=self._read, args=(host.index, proc), daemon=True)
             thread.start()
             self.threads.append(thread)
-        # The network's running agents (net.agents) are these now: faults that act
-        # through the agents reach them there (experiments/faults/base.py Env.agents).
-        self.net = net
-        net.agents = self
+        # The fabric's running agents are these now: faults that act through the agents
+        # reach them there (experiments/faults/base.py Env.agents).
+        running.agents = self
         # PFC pauses a host's NIC through its agent (experiments/dataplanes/pfc.py).
-        self.pfc = net.pfc
+        self.pfc = running.pfc
         if self.pfc is not None:
             self.pfc.attach(self)
 
@@ -151,8 +152,8 @@ class AgentSet:
         return result
 
     def stop(self) -> None:
-        if getattr(self.net, "agents", None) is self:
-            self.net.agents = None
+        if self.running.agents is self:
+            self.running.agents = None
         for host, proc in self.procs.items():
             if proc.poll() is None:
                 try:

@@ -330,7 +330,7 @@ def fabric_step(mtu_payload: int, lock, workload: str = ALL_TO_ALL) -> Measure:
         with RunningFabric(fabric, KernelTarget(), lock) as network, \
                 tempfile.TemporaryDirectory() as folder:
             with window:
-                run = run_transport(network.net, fabric, "mrc", plan, [], no_faults,
+                run = run_transport(network, "mrc", plan, [], no_faults,
                                     Path(folder), 60.0, {}, lambda line: None)
             block = summarize(run, read_events(run.event_files))
             netem = network.features.netem

@@ -17,6 +17,12 @@ DSCP, trimming, RED-like ECN on virtual queues, PFC for the lossless class, coun
 under htb classes instead of the plain shaping, and PFC's pauses are carried out
 (experiments/dataplanes/pfc.py); where the program cannot be built or loaded, the ports
 are shaped as before and `link_emulation()` says why trimming and ECN are missing.
+
+What the layers above keep while the fabric is up is kept here too, not on the Mininet
+network: the eBPF program and its ports (`ebpf_ports`), PFC's controller (`pfc`), the
+host agents running now (`agents`, set and cleared by experiments/run/agents.py
+AgentSet) and the run's topology.json (`resolved_topology`, set by the lifecycle). The
+data planes and the faults, below this module, are handed the running fabric.
 """
 
 from __future__ import annotations
@@ -24,10 +30,12 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 from controller.kernel import by_interface, host_commands
 from experiments.dataplanes import ebpf_switch
-from experiments.dataplanes.ebpf_switch import EbpfStatus
+from experiments.dataplanes.ebpf_switch import EbpfPorts, EbpfStatus
 from experiments.dataplanes.pfc import PfcController
 from experiments.dataplanes.targets import Target
 from experiments.run.cleanup import Remains, namespace_of, remove, remove_stale
@@ -63,8 +71,8 @@ def planned_remains(fabric: Fabric) -> Remains:
 class RunningFabric:
     """One fabric up on one target: built by start() (or on entering a `with` block,
     which first removes whatever an earlier run left), stopped by stop(). Where its
-    nodes ran, what its links and switches emulate and what its bring-up cost are
-    read here."""
+    nodes ran, what its links and switches emulate, what its bring-up cost, and what
+    runs on it now are read here."""
 
     def __init__(self, fabric: Fabric, target: Target, lock: FabricLock | None,
                  say: Callable[[str], None] = lambda _: None):
@@ -77,6 +85,20 @@ class RunningFabric:
         self.table_writes = 0
         self.bringup_s = 0.0
         self.remains = Remains()  # what it put on the machine (the lock's file names it)
+        self._clear()  # what runs on the fabric: nothing yet
+
+    def _clear(self) -> None:
+        """What runs on the fabric, as before start and after stop: nothing."""
+        # The eBPF switch program once loaded and the ports it runs on, so that every
+        # fault and every counter reading finds what the bring-up loaded.
+        self.ebpf_ports = EbpfPorts()
+        self.pfc: PfcController | None = None  # carries out the program's PFC pauses
+        # The host agents running now (experiments/run/agents.py AgentSet, which sets
+        # and clears it): what faults acting through the agents reach (a controller's
+        # denylist, a link's share of its rate) and PFC pauses.
+        self.agents: Any = None
+        # The run's topology.json for this fabric, once written (the host agents read it).
+        self.resolved_topology: Path | None = None
 
     # ------------------------------------------------------------ up and down
     def start(self) -> RunningFabric:
@@ -106,15 +128,14 @@ class RunningFabric:
         try:
             scratch = net.get(fabric.hosts[0].name)
             self.features = probe_features(scratch.cmd)
-            self.ebpf = ebpf_switch.prepare(scratch.pid, net)
+            self.ebpf = ebpf_switch.prepare(scratch.pid, self.ebpf_ports)
             on_switches = target.shape_switch_ports and self.ebpf.available
             self.tc_commands = shape_links(net, fabric, self.features,
                                            hosts_only=on_switches or not target.shape_switch_ports)
             if on_switches:
                 say("loading the eBPF switch program on every port")
-                self.tc_commands += ebpf_switch.load_fabric(net, fabric,
-                                                            fabric.spec.priority_share)
-                net.pfc = PfcController(net, fabric)
+                self.tc_commands += ebpf_switch.load_fabric(self, fabric.spec.priority_share)
+                self.pfc = PfcController(self)
             self.ebpf_switch_ports = on_switches
             for note in self.link_emulation()["notes"]:
                 say(f"note: {note}")
@@ -127,16 +148,24 @@ class RunningFabric:
         return self
 
     def stop(self) -> None:
-        """Stop the network; whatever a broken stop leaves of it is removed."""
+        """Stop PFC's reader and the network, then remove the eBPF program's pins (the
+        program and its maps go with their last port); whatever a broken stop leaves of
+        the fabric is removed."""
         net, self.net = self.net, None
         if net is None:
             return
         try:
+            if self.pfc is not None:
+                self.pfc.stop()
             stop_network(net)
+            if self.ebpf_ports.program is not None:
+                self.ebpf_ports.program.unload()
         finally:
             self._remove_own()
 
     def _remove_own(self) -> None:
+        """Forget what ran on the fabric and remove what is left of it."""
+        self._clear()
         remove(self.remains)
         self.remains = Remains()
         self.lock.record(self.remains)
@@ -148,9 +177,9 @@ class RunningFabric:
         first, then what is left of its recorded remains."""
         net, self.net = self.net, None
         try:
+            if self.pfc is not None:
+                self.pfc.stop()
             if net is not None:
-                if net.pfc is not None:
-                    net.pfc.stop()
                 net.link_state.close()
         finally:
             self._remove_own()

@@ -297,7 +297,7 @@ class Run:
         fabric = fabric or self.fabric
         if self.network is not None and self.network.fabric == fabric:
             if self.network.ebpf.available and faults:  # only what is new to the ports
-                ebpf_switch.prepare_faults(self.network.net, fabric, faults)
+                ebpf_switch.prepare_faults(self.network, faults)
             return self.network
         self.down()
         self.progress(f"building {fabric.name}: {len(fabric.hosts)} hosts, "
@@ -313,11 +313,11 @@ class Run:
         self.progress(f"network up in {network.bringup_s:.1f}s, "
                       f"{network.table_writes} table writes")
         if network.ebpf.available and faults:
-            ebpf_switch.prepare_faults(network.net, fabric, faults)
+            ebpf_switch.prepare_faults(network, faults)
         first = len(self.facts["fabrics"]) == 1
         resolved = self.folder / ("topology.json" if first else f"topology-{fabric.name}.json")
         write_resolved_topology(resolved, fabric, self.target.name)
-        network.net.resolved_topology = resolved  # what the host agents read
+        network.resolved_topology = resolved  # what the host agents read
         if self.capture_spec is not None:
             from experiments.run.capture import start_capture
 
@@ -350,7 +350,7 @@ class Run:
                 except Exception as err:  # noqa: BLE001 - reported; the stop ends tcpdump
                     self.progress(f"capture: {err.__class__.__name__} {err}")
             try:
-                counters = self.target.switch_counters(network.net, network.fabric)
+                counters = self.target.switch_counters(network)
                 if counters:
                     self.facts["fabrics"][-1]["port_counters"] = counters
             except Exception as err:  # noqa: BLE001 - reported; the teardown goes on

@@ -18,11 +18,10 @@ from pathlib import Path
 
 from experiments.analysis.metrics import read_events, summarize
 from experiments.dataplanes.switch_counters import counter_totals, total
-from experiments.dataplanes.targets import Target, apply_fault
+from experiments.dataplanes.targets import apply_fault
 from experiments.faults import Step
 from experiments.run.workload_run import TransportRun, run_transport
 from experiments.scenarios.workloads import Transfer
-from topologies.model import Fabric
 
 
 @dataclass
@@ -51,24 +50,26 @@ class Pass:
         return next(r for r in self.runs if r.transport == transport)
 
 
-def play_pass(net, fabric: Fabric, target: Target, transports: tuple[str, ...],
+def play_pass(running, transports: tuple[str, ...],
               plan: tuple[tuple[Transfer, ...], ...], steps: tuple[Step, ...],
               folder: Path, timeout_s: float, protocol: dict, progress,
               label: str = "") -> Pass:
-    """Play `plan` under the fault `steps` once per transport; the agents' files go to
-    `folder`.
+    """Play `plan` under the fault `steps` once per transport on the running fabric
+    (`running`: experiments/run/fabric.py RunningFabric, with its target); the agents'
+    files go to `folder`.
 
     `label` is put before each progress line (e.g. "fault-free") so that a reader can
     tell the passes of one run apart."""
+    fabric, target = running.fabric, running.target
     out = Pass()
     prefix = f"{label}: " if label else ""
     transfers = sum(map(len, plan))
     for transport in transports:
         progress(f"{prefix}{transport}: {transfers} transfers in {len(plan)} phases, "
                  f"{len(steps)} fault steps")
-        before = target.switch_counters(net, fabric)
-        run = run_transport(net, fabric, transport, [list(p) for p in plan], list(steps),
-                            lambda step: apply_fault(net, fabric, step, target),
+        before = target.switch_counters(running)
+        run = run_transport(running, transport, [list(p) for p in plan], list(steps),
+                            lambda step: apply_fault(running, step),
                             folder, timeout_s, protocol, progress)
         events = read_events(run.event_files)
         block = summarize(run, events)
@@ -76,7 +77,7 @@ def play_pass(net, fabric: Fabric, target: Target, transports: tuple[str, ...],
                            "rate_mbit": fabric.spec.host_t0.rate_mbit}
         if before:
             block["switch_counters"] = counter_totals(fabric, before,
-                                                      target.switch_counters(net, fabric))
+                                                      target.switch_counters(running))
             progress(f"{prefix}{transport}: switch ports "
                      + ", ".join(f"{k} {v}" for k, v in total(block["switch_counters"]).items()
                                  if v))

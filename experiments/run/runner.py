@@ -157,13 +157,13 @@ def run_workload(run: Run, scenario: Scenario, summary: dict, fault_free: bool =
         if fabric is not run.fabric:
             progress(f"{', '.join(transports)} on {fabric.name}, the single-plane twin: one "
                      f"port per host at {fabric.spec.host_t0.rate_mbit:g} Mbit/s")
-        faulty.add(play_pass(network.net, fabric, run.target, transports, plan, steps, folder,
+        faulty.add(play_pass(network, transports, plan, steps, folder,
                              scenario.timeout_s, scenario.protocol, progress))
         if clean is not None:
             progress("the same workload without faults, for each transport's slowdown")
-            clean.add(play_pass(network.net, fabric, run.target, transports, plan, (),
-                                folder / FAULT_FREE, scenario.timeout_s, scenario.protocol,
-                                progress, label=FAULT_FREE))
+            clean.add(play_pass(network, transports, plan, (), folder / FAULT_FREE,
+                                scenario.timeout_s, scenario.protocol, progress,
+                                label=FAULT_FREE))
     faulty.order(scenario.transports)
     summary["similarity"] = proportions_of(run.fabric, scenario, network.features.netem,
                                            faulty.blocks)

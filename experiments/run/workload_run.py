@@ -78,9 +78,13 @@ class TransportRun:
 
 
 
-def run_transport(net, fabric, transport: str, phases: list[list[Transfer]],
+def run_transport(running, transport: str, phases: list[list[Transfer]],
                   steps: list[Step], apply_fault, folder: Path, timeout_s: float,
                   protocol: dict, progress, progress_s: float = PROGRESS_S) -> TransportRun:
+    """Play `phases` with `transport`'s agents on the running fabric (`running`:
+    experiments/run/fabric.py RunningFabric) under the fault `steps`, each applied by
+    `apply_fault(step)` (module docstring)."""
+    fabric = running.fabric
     baseline = transport_spec(transport).baseline
     # Faults in place before the start are there before the agents: each agent finds its
     # ports as the job would (a dead port is dead when it starts).
@@ -90,7 +94,7 @@ def run_transport(net, fabric, transport: str, phases: list[list[Transfer]],
                              played=(played, early))
     agents = None
     try:
-        agents = AgentSet(net, fabric, transport, folder / "agents", protocol, progress_s)
+        agents = AgentSet(running, transport, folder / "agents", protocol, progress_s)
         agents.wait_ready()
         for step in early:
             step.fault.tell_agents(agents, fabric)

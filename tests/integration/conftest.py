@@ -46,7 +46,8 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="module")
 def kernel_network():
-    """A started, shaped and programmed 2tier-2plane network: yields (net, fabric)."""
+    """A started, shaped and programmed 2tier-2plane network: yields the running fabric
+    (experiments/run/fabric.py RunningFabric: its `net`, its `fabric`, ...)."""
     from experiments.dataplanes.targets import KernelTarget
     from experiments.run.cleanup import find_leftovers
     from experiments.run.fabric import RunningFabric
@@ -55,7 +56,7 @@ def kernel_network():
 
     with FabricLock("pytest: kernel fabric") as lock, \
             RunningFabric(load_topology("2tier-2plane"), KernelTarget(), lock) as network:
-        yield network.net, network.fabric
+        yield network
     assert not find_leftovers()
 
 
@@ -65,8 +66,8 @@ def fabric_with_ebpf(kernel_network):
     the program could not run here."""
     from experiments.dataplanes import ebpf_switch
 
-    net, fabric = kernel_network
-    if not net.ebpf_ports:
-        status = ebpf_switch.prepare(net.get(fabric.hosts[0].name).pid)
+    network = kernel_network
+    if not network.ebpf_ports.ports:
+        status = ebpf_switch.prepare(network.net.get(network.fabric.hosts[0].name).pid)
         pytest.skip(status.reason)
-    return net, fabric
+    return network

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from experiments.analysis.metrics import read_events
-from experiments.dataplanes.targets import KernelTarget, apply_fault
+from experiments.dataplanes.targets import apply_fault
 from experiments.faults import parse_faults
 from experiments.run.agents import AgentSet
 from experiments.run.workload_run import run_transport
@@ -22,18 +22,17 @@ from topologies.paths import catalogue
 REPO = Path(__file__).resolve().parents[2]
 
 
-def transfer(net, fabric, tmp_path, faults, transport="mrc", size=4_000_000):
+def transfer(network, tmp_path, faults, transport="mrc", size=4_000_000):
+    fabric = network.fabric
     actions = parse_faults(faults, fabric)
     plan = phases("transfer", {"src": 0, "dst": 3, "message_bytes": size}, fabric)
-    run = run_transport(net, fabric, transport, plan, actions,
-                        lambda a: apply_fault(net, fabric, a, KernelTarget()),
-                        tmp_path, 60.0, {}, print)
+    run = run_transport(network, transport, plan, actions,
+                        lambda a: apply_fault(network, a), tmp_path, 60.0, {}, print)
     return run, read_events(run.event_files)
 
 
 def test_multi_megabyte_transfer_survives_a_flapping_link(kernel_network, tmp_path):
-    net, fabric = kernel_network
-    run, events = transfer(net, fabric, tmp_path, [
+    run, events = transfer(kernel_network, tmp_path, [
         {"kind": "link-flap", "link": ["p0t0r0", "p0t1s0"], "at_s": 0.1, "down_s": 0.3,
          "count": 3, "every_s": 0.5}])
     (result,) = run.transfers
@@ -47,8 +46,7 @@ def test_multi_megabyte_transfer_survives_a_flapping_link(kernel_network, tmp_pa
 
 def test_transfer_completes_on_the_remaining_planes_when_a_port_is_down(kernel_network,
                                                                       tmp_path):
-    net, fabric = kernel_network
-    run, events = transfer(net, fabric, tmp_path, [
+    run, events = transfer(kernel_network, tmp_path, [
         {"kind": "nic-port-down", "host": "h3", "plane": 1, "at_s": 0.1}])
     (result,) = run.transfers
     assert result.done and result.verified
@@ -78,8 +76,8 @@ def malformed(rng: random.Random) -> bytes:
 
 
 def test_fuzz_10000_malformed_packets_are_counted_not_fatal(kernel_network, tmp_path):
-    net, fabric = kernel_network
-    agents = AgentSet(net, fabric, "mrc", tmp_path / "agents")
+    net, fabric = kernel_network.net, kernel_network.fabric
+    agents = AgentSet(kernel_network, "mrc", tmp_path / "agents")
     try:
         agents.wait_ready()
         address = catalogue(fabric, 0, 3)[0].address

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.dataplanes.targets import KernelTarget, apply_fault
+from experiments.dataplanes.targets import apply_fault
 from experiments.run.capture import Capture, parse_spec
 from experiments.run.workload_run import run_transport
 from experiments.scenarios.workloads import phases
@@ -36,16 +36,15 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def captured(kernel_network, tmp_path_factory):
     """The results folder of one transfer under capture, and the capture's results."""
-    net, fabric = kernel_network
+    net, fabric = kernel_network.net, kernel_network.fabric
     folder = tmp_path_factory.mktemp("capture-run")
     write_resolved_topology(folder / "topology.json", fabric, "kernel")
     plan = phases("transfer", {"src": 0, "dst": 3, "message_bytes": MESSAGE},
                   fabric)
     capture = Capture(net, parse_spec("default,h3", fabric), folder)
     with capture:
-        run = run_transport(net, fabric, "mrc", plan, [],
-                            lambda a: apply_fault(net, fabric, a, KernelTarget()),
-                            folder, 30.0, {}, print)
+        run = run_transport(kernel_network, "mrc", plan, [],
+                            lambda a: apply_fault(kernel_network, a), folder, 30.0, {}, print)
     (transfer,) = run.transfers
     assert transfer.done and transfer.verified, transfer
     return folder, capture

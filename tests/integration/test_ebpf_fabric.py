@@ -23,21 +23,21 @@ from controller import ebpf_config as cfg
 from experiments.analysis.metrics import read_events, summarize
 from experiments.dataplanes import ebpf_switch
 from experiments.dataplanes.switch_counters import counter_totals
-from experiments.dataplanes.targets import KernelTarget, apply_fault
+from experiments.dataplanes.targets import apply_fault
 from experiments.faults import parse_faults
 from experiments.run.workload_run import run_transport
 from experiments.scenarios.scenario import load_scenario
 from experiments.scenarios.workloads import phases
 
 
-def play(net, fabric, transport, plan, faults, folder, protocol=None):
-    """One transport run; its summary block and what the switch ports counted."""
-    before = ebpf_switch.read_counters(net)
-    run = run_transport(net, fabric, transport, plan, faults,
-                        lambda a: apply_fault(net, fabric, a, KernelTarget()),
+def play(network, transport, plan, faults, folder, protocol=None):
+    """One transport run on the running fabric; its summary block and what the switch
+    ports counted."""
+    before = ebpf_switch.read_counters(network)
+    run = run_transport(network, transport, plan, faults, lambda a: apply_fault(network, a),
                         folder, 60.0, protocol or {}, print)
     events = read_events(run.event_files)
-    counted = counter_totals(fabric, before, ebpf_switch.read_counters(net))
+    counted = counter_totals(network.fabric, before, ebpf_switch.read_counters(network))
     return summarize(run, events), events, counted
 
 
@@ -45,11 +45,10 @@ def play(net, fabric, transport, plan, faults, folder, protocol=None):
 def incast(fabric_with_ebpf, tmp_path_factory):
     """The incast-trim scenario played once per transport: transport -> (summary
     block, events, what the switch ports counted)."""
-    net, fabric = fabric_with_ebpf
-    scenario = load_scenario("incast-trim", fabric)
+    scenario = load_scenario("incast-trim", fabric_with_ebpf.fabric)
     plan = [list(phase) for phase in scenario.plan]
     folder = tmp_path_factory.mktemp("incast")
-    return {transport: play(net, fabric, transport, plan, [], folder / transport,
+    return {transport: play(fabric_with_ebpf, transport, plan, [], folder / transport,
                             scenario.protocol)
             for transport in ("mrc", "mrc-no-trim")}
 
@@ -98,35 +97,35 @@ def test_mrc_retires_no_path_by_gap_detection_under_congestion(incast):
 
 
 def test_a_full_gray_loss_on_one_path_retires_exactly_its_evs(fabric_with_ebpf, tmp_path):
-    net, fabric = fabric_with_ebpf
+    fabric = fabric_with_ebpf.fabric
     faults = parse_faults([{"kind": "gray-loss", "path": ["h0", "h3"], "plane": 0,
                             "spine": 1, "probability": 1.0, "at_s": 0}], fabric)
     plan = phases("transfer", {"src": 0, "dst": 3, "message_bytes": 2_000_000},
                   fabric)
-    block, events, ports = play(net, fabric, "mrc", plan, faults, tmp_path)
+    block, events, ports = play(fabric_with_ebpf, "mrc", plan, faults, tmp_path)
     assert block["ok"] and block["verified"], block
     assert not block["fault_errors"]
     retired = [e for e in events if e["event"] == "retire" and e["host"] == 0
                and e["peer"] == 3]
     assert {(e["plane"], e["path"]) for e in retired} == {(0, 1)}, retired
-    assert ebpf_switch.read_counters(net)["h0"]["h0-eth0"]["fault_dropped"] > 0
+    assert ebpf_switch.read_counters(fabric_with_ebpf)["h0"]["h0-eth0"]["fault_dropped"] > 0
     # The switch ports lost nothing: the loss was the fault's alone.
     assert ports["fabric_ports"]["fault_dropped"] == 0
 
 
 def test_a_lossy_link_retires_its_path_and_is_clear_after_the_run(fabric_with_ebpf, tmp_path):
-    net, fabric = fabric_with_ebpf
+    fabric, ebpf = fabric_with_ebpf.fabric, fabric_with_ebpf.ebpf_ports
     faults = parse_faults([{"kind": "loss", "link": ["p0t0r0", "p0t1s0"], "probability": 1.0,
                             "at_s": 0}], fabric)
     plan = phases("transfer", {"src": 0, "dst": 3, "message_bytes": 2_000_000},
                   fabric)
-    block, events, ports = play(net, fabric, "mrc", plan, faults, tmp_path)
+    block, events, ports = play(fabric_with_ebpf, "mrc", plan, faults, tmp_path)
     assert block["ok"] and block["verified"] and not block["fault_errors"], block
     retired = {(e["plane"], e["path"]) for e in events
                if e["event"] == "retire" and e["host"] == 0 and e["peer"] == 3}
     assert retired == {(0, 0)}  # plane 0, spine 0: the only path over that link
     assert ports["fabric_ports"]["fault_dropped"] > 0
     # The run restored what was still on: both ends lose nothing any more.
-    loss = dict(net.ebpf.dump(cfg.LOSS_MAP))
+    loss = dict(ebpf.program.dump(cfg.LOSS_MAP))
     for node, intf in (("p0t0r0", "p0t0r0-eth2"), ("p0t1s0", "p0t1s0-eth0")):
-        assert int.from_bytes(loss[cfg.key(net.ebpf_ports[(node, intf)])], sys.byteorder) == 0
+        assert int.from_bytes(loss[cfg.key(ebpf.ports[(node, intf)])], sys.byteorder) == 0

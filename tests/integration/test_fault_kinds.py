@@ -24,7 +24,7 @@ import yaml
 
 from experiments.analysis.metrics import read_events
 from experiments.dataplanes import ebpf_switch
-from experiments.dataplanes.targets import KernelTarget, apply_fault
+from experiments.dataplanes.targets import apply_fault
 from experiments.faults import parse_faults
 from experiments.run.workload_run import run_transport
 from experiments.scenarios.scenario import load_scenario
@@ -33,16 +33,17 @@ from experiments.scenarios.workloads import phases
 TRANSFER = {"src": 0, "dst": 3, "message_bytes": 2_000_000}
 
 
-def play(net, fabric, transport, faults, folder, timeout_s=30.0, params=TRANSFER):
-    """One transport run of a transfer h0 -> h3 under `faults` (scenario entries): the
-    run, its events, and what every eBPF port counted meanwhile (node -> intf -> ...)."""
+def play(network, transport, faults, folder, timeout_s=30.0, params=TRANSFER):
+    """One transport run of a transfer h0 -> h3 under `faults` (scenario entries) on the
+    running fabric: the run, its events, and what every eBPF port counted meanwhile
+    (node -> intf -> ...)."""
+    fabric = network.fabric
     actions = parse_faults(faults, fabric)
     plan = phases("transfer", params, fabric)
-    before = ebpf_switch.read_counters(net) if net.ebpf_ports else {}
-    run = run_transport(net, fabric, transport, plan, actions,
-                        lambda a: apply_fault(net, fabric, a, KernelTarget()),
-                        folder, timeout_s, {}, print)
-    after = ebpf_switch.read_counters(net) if net.ebpf_ports else {}
+    before = ebpf_switch.read_counters(network) if network.ebpf_ports.ports else {}
+    run = run_transport(network, transport, plan, actions,
+                        lambda a: apply_fault(network, a), folder, timeout_s, {}, print)
+    after = ebpf_switch.read_counters(network) if network.ebpf_ports.ports else {}
     counted = {node: {intf: {k: v - before.get(node, {}).get(intf, {}).get(k, 0)
                              for k, v in counters.items()}
                       for intf, counters in ports.items()}
@@ -63,19 +64,18 @@ UPLINK, DOWNLINK = ("p0t0r0", "p0t0r0-eth2"), ("p0t1s0", "p0t1s0-eth0")  # the t
 
 
 def test_a_one_way_cut_leaves_both_ends_their_carrier(fabric_with_ebpf):
-    net, fabric = fabric_with_ebpf
+    net, fabric = fabric_with_ebpf.net, fabric_with_ebpf.fabric
     (down,) = parse_faults([ONE_WAY], fabric)
-    apply_fault(net, fabric, down, KernelTarget())
+    apply_fault(fabric_with_ebpf, down)
     try:
         assert carrier(net, *UPLINK) == carrier(net, *DOWNLINK) == "1"
     finally:
-        apply_fault(net, fabric, replace(down, up=True), KernelTarget())
+        apply_fault(fabric_with_ebpf, replace(down, up=True))
     assert carrier(net, *UPLINK) == carrier(net, *DOWNLINK) == "1"
 
 
 def test_a_one_way_cut_retires_mrcs_path_and_costs_the_baseline_packets(fabric_with_ebpf, tmp_path):
-    net, fabric = fabric_with_ebpf
-    run, events, counted = play(net, fabric, "mrc", [ONE_WAY], tmp_path / "mrc")
+    run, events, counted = play(fabric_with_ebpf, "mrc", [ONE_WAY], tmp_path / "mrc")
     assert run.ok and not run.fault_errors, run
     retired = {(e["plane"], e["path"]) for e in events
                if e["event"] == "retire" and e["host"] == 0 and e["peer"] == 3}
@@ -87,7 +87,7 @@ def test_a_one_way_cut_retires_mrcs_path_and_costs_the_baseline_packets(fabric_w
 
     # The baseline's routing hears nothing of a one-way cut: no route event, and the
     # queue pairs hashed onto it keep sending into it (roce-8: 8 QPs on 4 paths).
-    run, events, counted = play(net, fabric, "roce-8", [ONE_WAY], tmp_path / "roce",
+    run, events, counted = play(fabric_with_ebpf, "roce-8", [ONE_WAY], tmp_path / "roce",
                                 timeout_s=4.0)
     assert not run.fault_errors
     assert not [e for e in events if e["event"] in ("route", "reroute")]
@@ -101,20 +101,21 @@ def test_a_one_way_cut_retires_mrcs_path_and_costs_the_baseline_packets(fabric_w
 
 def test_a_t0_down_kills_its_hosts_ports_on_the_plane_until_it_is_back(kernel_network,
                                                                       tmp_path):
-    net, fabric = kernel_network
+    net, fabric = kernel_network.net, kernel_network.fabric
     tables = routes(net, "p0t0r0")
     assert len(tables) > 4
     seen = []
 
     def apply(action):
-        apply_fault(net, fabric, action, KernelTarget())
+        apply_fault(kernel_network, action)
         seen.append((action.up, carrier(net, "h0", "h0-eth0"), carrier(net, "h1", "h1-eth0"),
                      carrier(net, "h0", "h0-eth1")))
 
     actions = parse_faults([{"kind": "switch-down", "switch": "p0t0r0", "at_s": 0.2,
                              "down_s": 1.5}], fabric)
     plan = phases("transfer", dict(TRANSFER, message_bytes=4_000_000), fabric)
-    run = run_transport(net, fabric, "mrc", plan, actions, apply, tmp_path, 30.0, {}, print)
+    run = run_transport(kernel_network, "mrc", plan, actions, apply, tmp_path, 30.0, {},
+                        print)
     events = read_events(run.event_files)
     assert run.ok and not run.fault_errors, run
     # Down: both hosts of rack 0 lost their plane-0 port, the plane-1 port stayed.
@@ -126,7 +127,7 @@ def test_a_t0_down_kills_its_hosts_ports_on_the_plane_until_it_is_back(kernel_ne
 
 
 def test_a_link_down_before_the_start_carries_nothing_of_the_run(fabric_with_ebpf, tmp_path):
-    net, fabric = fabric_with_ebpf
+    net, fabric = fabric_with_ebpf.net, fabric_with_ebpf.fabric
     (early,) = parse_faults([{"kind": "link-down", "link": ["p0t0r0", "p0t1s0"],
                               "before_start": True}], fabric)
     counters, when = {}, {}
@@ -137,13 +138,14 @@ def test_a_link_down_before_the_start_carries_nothing_of_the_run(fabric_with_ebp
         # it: what the run sent in between.
         when[action.up] = time.time()
         if action.up:
-            counters["down"] = ebpf_switch.read_counters(net)
-        apply_fault(net, fabric, action, KernelTarget())
+            counters["down"] = ebpf_switch.read_counters(fabric_with_ebpf)
+        apply_fault(fabric_with_ebpf, action)
         if not action.up:
-            counters["before"] = ebpf_switch.read_counters(net)
+            counters["before"] = ebpf_switch.read_counters(fabric_with_ebpf)
 
     plan = phases("transfer", TRANSFER, fabric)
-    run = run_transport(net, fabric, "mrc", plan, [early], apply, tmp_path, 30.0, {}, print)
+    run = run_transport(fabric_with_ebpf, "mrc", plan, [early], apply, tmp_path, 30.0, {},
+                        print)
     assert run.ok and not run.fault_errors, run
     # Down before the agents were even configured.
     assert when[False] < (tmp_path / "agents" / "h0.json").stat().st_mtime
@@ -163,7 +165,7 @@ def test_a_link_down_before_the_start_carries_nothing_of_the_run(fabric_with_ebp
 
 
 def test_links_fail_from_a_scenario_file(kernel_network, tmp_path):
-    net, fabric = kernel_network
+    net, fabric = kernel_network.net, kernel_network.fabric
     path = tmp_path / "links.yaml"
     path.write_text(yaml.safe_dump({
         "name": "links", "workload": "transfer", "transports": ["mrc"], "timeout_s": 30,
@@ -171,9 +173,8 @@ def test_links_fail_from_a_scenario_file(kernel_network, tmp_path):
         "faults": [{"kind": "links-fail", "count": 4, "at_s": 0.05, "every_s": 0.1,
                     "seed": 5}]}))
     scenario = load_scenario(str(path), fabric)
-    run = run_transport(net, fabric, "mrc", [list(p) for p in scenario.plan],
-                        list(scenario.faults),
-                        lambda a: apply_fault(net, fabric, a, KernelTarget()),
+    run = run_transport(kernel_network, "mrc", [list(p) for p in scenario.plan],
+                        list(scenario.faults), lambda a: apply_fault(kernel_network, a),
                         tmp_path / "run", scenario.timeout_s, {}, print)
     assert run.ok and not run.fault_errors, run
     faults = run.faults

@@ -23,19 +23,18 @@ def jumbo_network():
     with FabricLock("pytest: jumbo frames") as lock, \
             RunningFabric(load_topology("2tier-2plane", NIC_MTU_PAYLOAD), KernelTarget(),
                     lock) as network:
-        yield network.net, network.fabric, network.ebpf_switch_ports
+        yield network
     assert not find_leftovers()
 
 
-def play(net, fabric, tmp_path, workload: str, params: dict):
-    plan = phases(workload, params, fabric)
-    run = run_transport(net, fabric, "mrc", plan, [], lambda a: None, tmp_path, 60.0, {},
-                        print)
+def play(network, tmp_path, workload: str, params: dict):
+    plan = phases(workload, params, network.fabric)
+    run = run_transport(network, "mrc", plan, [], lambda a: None, tmp_path, 60.0, {}, print)
     return run, summarize(run, read_events(run.event_files))
 
 
 def test_every_port_carries_a_full_nic_frame(jumbo_network):
-    net, fabric, _ = jumbo_network
+    net, fabric = jumbo_network.net, jumbo_network.fabric
     assert fabric.spec.interface_mtu == interface_mtu(NIC_MTU_PAYLOAD) == 4176
     for node in (fabric.hosts[0], fabric.t0(0, 0), fabric.t1(1, 1)):
         for port in fabric.ports(node.name):
@@ -44,9 +43,8 @@ def test_every_port_carries_a_full_nic_frame(jumbo_network):
 
 
 def test_a_transfer_goes_in_packets_of_the_fabrics_mtu(jumbo_network, tmp_path):
-    net, fabric, _ = jumbo_network
     size = 2_000_000
-    run, block = play(net, fabric, tmp_path, "transfer",
+    run, block = play(jumbo_network, tmp_path, "transfer",
                       {"src": 0, "dst": 3, "message_bytes": size})
     (result,) = run.transfers
     assert result.done and result.verified, result
@@ -59,10 +57,9 @@ def test_a_transfer_goes_in_packets_of_the_fabrics_mtu(jumbo_network, tmp_path):
 
 def test_an_incast_of_nic_sized_packets_is_trimmed_and_delivered_whole(jumbo_network,
                                                                         tmp_path):
-    net, fabric, trims = jumbo_network
-    if not trims:
+    if not jumbo_network.ebpf_switch_ports:
         pytest.skip("the eBPF switch program does not run here: no trimming")
-    run, block = play(net, fabric, tmp_path, "incast",
+    run, block = play(jumbo_network, tmp_path, "incast",
                       {"receiver": 3, "fan_in": 3, "message_bytes": 1_000_000})
     assert run.transfers and all(t.done and t.verified for t in run.transfers)
     counters = block["agent_counters"]

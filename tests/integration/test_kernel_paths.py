@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from experiments.dataplanes.kernel_target import KernelTarget
 from experiments.dataplanes.targets import apply_fault
 from experiments.run.checks import check_paths
 from tests.steps import step
@@ -18,14 +17,14 @@ def admin_up(intf) -> bool:
 
 
 def test_every_path_of_2tier_2plane_works(kernel_network):
-    net, fabric = kernel_network
+    net, fabric = kernel_network.net, kernel_network.fabric
     result = check_paths(net, fabric)
     assert result.checked == len(all_paths(fabric)) == 56
     assert result.ok == result.checked, [p.label for p in result.failed]
 
 
 def test_link_down_fails_exactly_the_paths_through_it(kernel_network):
-    net, fabric = kernel_network
+    net, fabric = kernel_network.net, kernel_network.fabric
     t0, t1 = fabric.t0(0, 0), fabric.t1(0, 1)
     through = {
         (p.src, p.dst, p.ev) for p in all_paths(fabric)
@@ -56,27 +55,27 @@ def _failed(result):
 
 
 def test_switch_reboot_and_blackhole_fail_the_paths_through_the_switch(kernel_network):
-    net, fabric = kernel_network
-    target, switch = KernelTarget(), fabric.t1(1, 0)
+    net, fabric = kernel_network.net, kernel_network.fabric
+    switch = fabric.t1(1, 0)
     expected = _through(fabric, switch.usid)
     for kind in ("switch-reboot", "blackhole"):
-        apply_fault(net, fabric, step(0, False, kind, (switch.name,)), target)
+        apply_fault(kernel_network, step(0, False, kind, (switch.name,)))
         try:
             result = check_paths(net, fabric, timeout_s=1.0)
         finally:
-            apply_fault(net, fabric, step(0, True, kind, (switch.name,)), target)
+            apply_fault(kernel_network, step(0, True, kind, (switch.name,)))
         assert _failed(result) == expected, kind
         assert check_paths(net, fabric).all_ok, kind
 
 
 def test_nic_port_down_fails_that_plane_of_the_host(kernel_network):
-    net, fabric = kernel_network
+    net, fabric = kernel_network.net, kernel_network.fabric
     expected = {(p.src, p.dst, p.ev) for p in all_paths(fabric)
                 if p.plane == 1 and 2 in (p.src, p.dst)}
-    apply_fault(net, fabric, step(0, False, "nic-port-down", ("h2", 1)), KernelTarget())
+    apply_fault(kernel_network, step(0, False, "nic-port-down", ("h2", 1)))
     try:
         result = check_paths(net, fabric, timeout_s=1.0)
     finally:
-        apply_fault(net, fabric, step(0, True, "nic-port-down", ("h2", 1)), KernelTarget())
+        apply_fault(kernel_network, step(0, True, "nic-port-down", ("h2", 1)))
     assert _failed(result) == expected
     assert check_paths(net, fabric).all_ok

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 
 from experiments.analysis.metrics import read_events
-from experiments.dataplanes.targets import KernelTarget, apply_fault
+from experiments.dataplanes.targets import apply_fault
 from experiments.faults import parse_faults
 from experiments.run.agents import AgentSet
 from experiments.run.workload_run import run_transport
@@ -66,8 +66,7 @@ def path_tx(found: dict) -> dict[tuple[int, int], int]:
 
 
 def test_a_denied_ev_carries_nothing_until_it_is_good_again(kernel_network, tmp_path):
-    net, fabric = kernel_network
-    agents = AgentSet(net, fabric, "mrc", tmp_path / "agents")
+    agents = AgentSet(kernel_network, "mrc", tmp_path / "agents")
     try:
         agents.wait_ready()
         transfer(agents, 0, 3, 0, 500_000)
@@ -115,8 +114,8 @@ def test_a_denied_ev_carries_nothing_until_it_is_good_again(kernel_network, tmp_
 
 
 def test_an_explicit_array_and_ev_probes(kernel_network, tmp_path):
-    net, fabric = kernel_network
-    agents = AgentSet(net, fabric, "mrc", tmp_path / "agents")
+    fabric = kernel_network.fabric
+    agents = AgentSet(kernel_network, "mrc", tmp_path / "agents")
     try:
         agents.wait_ready()
         paths = catalogue(fabric, 0, 3)
@@ -139,14 +138,14 @@ def test_an_explicit_array_and_ev_probes(kernel_network, tmp_path):
         # A probe of a path whose T1 drops everything times out, as the header says.
         step = parse_faults([{"kind": "link-flap", "link": ["p1t0r1", "p1t1s0"], "at_s": 0,
                               "down_s": 1}], fabric)
-        apply_fault(net, fabric, step[0], KernelTarget())
+        apply_fault(kernel_network, step[0])
         try:
             answer = ask(agents, 0, "ep_batch_send_wait", cmd="ep_batch_send_wait",
                          rsp_timeout=300_000_000,
                          req=[{"req_id": 10 + i, "dst": 3, "ev": p.ev}
                               for i, p in enumerate(paths)])
         finally:
-            apply_fault(net, fabric, step[1], KernelTarget())
+            apply_fault(kernel_network, step[1])
         dead = [10 + i for i, p in enumerate(paths) if (p.plane, p.spine) == (1, 0)]
         assert answer["errno"] == "ETIMEDOUT" and answer["timed_out"] == dead
     finally:
@@ -154,8 +153,8 @@ def test_an_explicit_array_and_ev_probes(kernel_network, tmp_path):
 
 
 def test_ev_events_report_a_failed_path_and_its_return(kernel_network, tmp_path):
-    net, fabric = kernel_network
-    agents = AgentSet(net, fabric, "mrc", tmp_path / "agents")
+    fabric = kernel_network.fabric
+    agents = AgentSet(kernel_network, "mrc", tmp_path / "agents")
     seen: list[dict] = []
     try:
         agents.wait_ready()
@@ -164,11 +163,11 @@ def test_ev_events_report_a_failed_path_and_its_return(kernel_network, tmp_path)
         transfer(agents, 0, 3, 0, 200_000, seen)
         down, up = parse_faults([{"kind": "link-flap", "link": ["p0t0r0", "p0t1s0"],
                                   "at_s": 0, "down_s": 0.5}], fabric)
-        apply_fault(net, fabric, down, KernelTarget())
+        apply_fault(kernel_network, down)
         try:
             transfer(agents, 0, 3, 1, 2_000_000, seen)
         finally:
-            apply_fault(net, fabric, up, KernelTarget())
+            apply_fault(kernel_network, up)
         healed = time.monotonic()
         # Keep the connection busy while its probes bring the path back.
         deadline = healed + 8
@@ -195,11 +194,11 @@ def test_a_deny_step_keeps_a_plane_of_h0_unused_in_a_run(kernel_network, tmp_pat
     """A scenario's `deny` (Clustermapper's "deny plane 1 of h0"), played by the fault
     injector through the running agents: after the denial, no DATA of h0 takes plane 1
     (per-packet events), and the transfer completes on plane 0."""
-    net, fabric = kernel_network
+    fabric = kernel_network.fabric
     steps = parse_faults([{"kind": "deny", "host": "h0", "plane": 1, "at_s": 0.05}], fabric)
     plan = phases("transfer", {"src": 0, "dst": 3, "message_bytes": 3_000_000}, fabric)
-    run = run_transport(net, fabric, "mrc", plan, steps,
-                        lambda s: apply_fault(net, fabric, s, KernelTarget()),
+    run = run_transport(kernel_network, "mrc", plan, steps,
+                        lambda s: apply_fault(kernel_network, s),
                         tmp_path, 60.0, {"packet_events": True}, print)
     (result,) = run.transfers
     assert run.ok and result.done and result.verified, run

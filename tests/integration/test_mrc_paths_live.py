@@ -11,7 +11,7 @@ import pytest
 
 from experiments.analysis.metrics import read_events, summarize
 from experiments.dataplanes import ebpf_switch
-from experiments.dataplanes.targets import KernelTarget, apply_fault
+from experiments.dataplanes.targets import apply_fault
 from experiments.run.workload_run import run_transport
 from experiments.scenarios.scenario import ScenarioError, available_scenarios, load_scenario
 from experiments.scenarios.workloads import phases
@@ -23,23 +23,22 @@ def forwarded(counters: dict, tier: str) -> int:
                if tier in switch for port in ports.values())
 
 
-def play(net, fabric, plan, folder, protocol=None) -> tuple[dict, list[dict]]:
-    run = run_transport(net, fabric, "mrc", plan, [],
-                        lambda a: apply_fault(net, fabric, a, KernelTarget()),
+def play(network, plan, folder, protocol=None) -> tuple[dict, list[dict]]:
+    run = run_transport(network, "mrc", plan, [], lambda a: apply_fault(network, a),
                         folder, 60.0, protocol or {}, print)
     events = read_events(run.event_files)
     return summarize(run, events), events
 
 
 def test_same_rack_traffic_crosses_no_t1(fabric_with_ebpf, tmp_path):
-    net, fabric = fabric_with_ebpf
+    fabric = fabric_with_ebpf.fabric
     src, dst = fabric.hosts[0], fabric.hosts[1]
     assert src.rack == dst.rack
-    before = ebpf_switch.read_counters(net)
+    before = ebpf_switch.read_counters(fabric_with_ebpf)
     plan = phases("transfer", {"src": src.index, "dst": dst.index,
                                "message_bytes": 2_000_000}, fabric)
-    block, _ = play(net, fabric, plan, tmp_path)
-    after = ebpf_switch.read_counters(net)
+    block, _ = play(fabric_with_ebpf, plan, tmp_path)
+    after = ebpf_switch.read_counters(fabric_with_ebpf)
     assert block["ok"] and block["verified"], block
     at_t0 = forwarded(after, "t0") - forwarded(before, "t0")
     at_t1 = forwarded(after, "t1") - forwarded(before, "t1")
@@ -57,14 +56,14 @@ SHIPPED = [name for name in available_scenarios() if name != "pathcheck"]
 
 @pytest.mark.parametrize("name", SHIPPED)
 def test_a_fault_free_pass_retires_no_path(fabric_with_ebpf, tmp_path, name):
-    net, fabric = fabric_with_ebpf
+    fabric = fabric_with_ebpf.fabric
     try:
         scenario = load_scenario(name, fabric)
     except ScenarioError as err:
         pytest.skip(f"{name} does not apply to {fabric.name}: {err}")
     if "mrc" not in scenario.transports:
         pytest.skip(f"{name} does not run mrc")
-    block, events = play(net, fabric, [list(p) for p in scenario.plan], tmp_path,
+    block, events = play(fabric_with_ebpf, [list(p) for p in scenario.plan], tmp_path,
                          scenario.protocol)
     assert block["ok"] and block["verified"], block
     retired = [e for e in events if e["event"] == "retire"]

@@ -40,26 +40,27 @@ def twin_network():
     with FabricLock("pytest: the twin's PFC") as lock, \
             RunningFabric(with_rate_cap(twin_of(load_topology("2tier-2plane")), RATE_CAP_MBIT),
                     KernelTarget(), lock) as network:
-        if not network.net.ebpf_ports:
+        if not network.ebpf_ports.ports:
             pytest.skip(network.ebpf.reason)
-        yield network.net, network.fabric
+        yield network
     assert not find_leftovers()
 
 
 @pytest.fixture(scope="module")
 def incast(twin_network, tmp_path_factory):
     """transport -> (summary block, what the ports counted)."""
-    net, fabric = twin_network
+    fabric = twin_network.fabric
     plan = [list(p) for p in phases("incast", {"message_bytes": 1_000_000, "receiver": 0},
                                     fabric)]
     out = {}
     for transport in ("roce-8-pfc", "roce-8"):
-        before = ebpf_switch.read_counters(net)
-        run = run_transport(net, fabric, transport, [list(p) for p in plan], [],
-                            lambda step: apply_fault(net, fabric, step, KernelTarget()),
+        before = ebpf_switch.read_counters(twin_network)
+        run = run_transport(twin_network, transport, [list(p) for p in plan], [],
+                            lambda step: apply_fault(twin_network, step),
                             tmp_path_factory.mktemp(transport), 60.0, {}, print)
         block = summarize(run, read_events(run.event_files))
-        out[transport] = block, counter_totals(fabric, before, ebpf_switch.read_counters(net))
+        out[transport] = block, counter_totals(fabric, before,
+                                               ebpf_switch.read_counters(twin_network))
     return out
 
 

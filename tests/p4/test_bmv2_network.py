@@ -33,7 +33,7 @@ def test_every_path_works_and_each_switch_got_one_write_batch(bmv2_network):
     assert network.table_writes == 4 * 21 + 4 * 15 == 144
     assert target.write_batches == len(fabric.switches) == 8
     # Every path crossed every port of its switches: each port counted what it forwarded.
-    counters = target.switch_counters(network.net, fabric)
+    counters = target.switch_counters(network)
     quiet = [(s.name, p.intf) for s in fabric.switches for p in fabric.ports(s.name)
              if counters[s.name][p.intf].get("forwarded", 0) == 0]
     assert not quiet, quiet
@@ -48,11 +48,11 @@ def test_switch_reboot_and_blackhole_fail_exactly_the_paths_through_the_switch(b
     expected = _through(fabric, switch.usid)
     for kind in ("switch-reboot", "blackhole"):
         batches = target.write_batches
-        apply_fault(net, fabric, step(0, False, kind, (switch.name,)), target)
+        apply_fault(network, step(0, False, kind, (switch.name,)))
         try:
             result = check_paths(net, fabric, timeout_s=1.0)
         finally:
-            apply_fault(net, fabric, step(0, True, kind, (switch.name,)), target)
+            apply_fault(network, step(0, True, kind, (switch.name,)))
         assert {(p.src, p.dst, p.ev) for p in result.failed} == expected, kind
         assert check_paths(net, fabric).all_ok, kind
         # A reboot writes the same entries once more; a blackhole writes nothing.
@@ -84,14 +84,13 @@ def test_link_flaps_fail_exactly_the_paths_over_the_link_and_leave_no_trace(bmv2
 def test_mrc_transfer_over_the_p4_switches_survives_a_flapping_link(bmv2_network, tmp_path):
     from experiments.dataplanes.targets import apply_fault
 
-    network, target = bmv2_network
-    net, fabric = network.net, network.fabric
+    network, _ = bmv2_network
+    fabric = network.fabric
     actions = parse_faults([{"kind": "link-flap", "link": ["p0t0r0", "p0t1s0"], "at_s": 0.1,
                              "down_s": 0.3, "count": 2, "every_s": 0.5}], fabric)
     plan = phases("transfer", {"src": 0, "dst": 3, "message_bytes": 2_000_000}, fabric)
-    run = run_transport(net, fabric, "mrc", plan, actions,
-                        lambda a: apply_fault(net, fabric, a, target), tmp_path, 60.0, {},
-                        print)
+    run = run_transport(network, "mrc", plan, actions, lambda a: apply_fault(network, a),
+                        tmp_path, 60.0, {}, print)
     (result,) = run.transfers
     assert result.done and result.verified
     retired = [e for e in read_events(run.event_files) if e["event"] == "retire"]

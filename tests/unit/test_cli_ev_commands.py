@@ -117,7 +117,7 @@ class Session:
         self.sim.run(self.sim.now + 5, lambda: self.sim.all_done([(src, dst, msg_id)]))
 
     def fault(self, step: Step) -> str:
-        apply_fault(self, self.fabric, step, None)
+        apply_fault(self, step)  # the session stands for its running fabric too
         self.faults[step.fault.key()] = step.fault
         return f"{step.describe()}: done"
 

@@ -62,8 +62,8 @@ class Agents:
 def make_session(fabric, tmp_path, agents: Agents | None = None) -> FabricSession:
     calls: list[tuple] = []
     target = SimpleNamespace(set_link=lambda net, a, b, up: calls.append((a, b, up)))
-    session = FabricSession(SimpleNamespace(net=None, fabric=fabric, target=target),
-                            tmp_path, TRANSPORTS)
+    session = FabricSession(SimpleNamespace(net=None, fabric=fabric, target=target,
+                                            agents=None), tmp_path, TRANSPORTS)
     session.agents, session.links_set = agents, calls
     return session
 
@@ -116,7 +116,7 @@ def test_a_fault_is_applied_then_told_to_each_hosts_routing(fabric, tmp_path):
 def test_agents_started_after_a_fault_are_told_it_at_once(fabric, tmp_path, monkeypatch):
     started: list[Agents] = []
 
-    def agent_set(net, fabric, transport, folder, progress_s):
+    def agent_set(running, transport, folder, progress_s):
         started.append(Agents(transport))
         return started[-1]
 

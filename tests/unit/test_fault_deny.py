@@ -1,6 +1,6 @@
 """The `deny` kind: a controller's denylist in a scenario (experiments/faults/kinds/
 controller.py). It is read like every kind, reaches the host agents running on the
-network (`net.agents`, where AgentSet keeps them) as the control API's
+fabric (the running fabric's `agents`, where AgentSet keeps them) as the control API's
 MODIFY_EV_STATE, means nothing to the RoCE baseline, and has no twin."""
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import pytest
 from experiments.dataplanes.reroute import RoutingState
 from experiments.dataplanes.targets import apply_fault
 from experiments.dataplanes.twin import twin_of
-from experiments.faults import Env, FaultError, FaultInjector, NotOnTwin, parse_faults
+from experiments.faults import FaultError, FaultInjector, NotOnTwin, parse_faults
 from experiments.faults.kinds.controller import AgentsNeeded, Deny
 from experiments.run.agents import AgentSet
 from experiments.scenarios.scenario import check_scenario
-from tests.steps import step
+from tests.steps import running, step
 from topologies.model import load_topology
 from topologies.paths import catalogue
 
@@ -59,7 +59,6 @@ class Node:
 class Net:
     def __init__(self, fabric):
         self.nodes = {h.name: Node() for h in fabric.hosts}
-        self.resolved_topology, self.pfc = None, None
 
     def get(self, name):
         return self.nodes[name]
@@ -67,8 +66,7 @@ class Net:
 
 @pytest.fixture
 def agents(fabric, tmp_path):
-    net = Net(fabric)
-    agents = AgentSet(net, fabric, "mrc", tmp_path)
+    agents = AgentSet(running(fabric, None, Net(fabric)), "mrc", tmp_path)
     agents.wait_ready()
     yield agents
     agents.stop()
@@ -105,15 +103,16 @@ def test_deny_mistakes_name_the_field(fabric, entry, names):
 
 
 def test_deny_reaches_the_running_agents_as_modify_ev_state(fabric, agents):
-    net = agents.net
-    assert net.agents is agents and Env(net, fabric, None).agents is agents
+    live = agents.running
+    net = live.net
+    assert live.agents is agents  # where faults acting through agents find them
     down, up = check_scenario({"workload": "transfer", "faults": [
         {"kind": "deny", "host": "h2", "plane": 1, "at_s": 0.2, "down_s": 1}]},
         "s.yaml", fabric).faults
     # Played like any step, restored at the end like any fault left down.
-    injector = FaultInjector([down], lambda s: apply_fault(net, fabric, s, None))
+    injector = FaultInjector([down], lambda s: apply_fault(live, s))
     injector.start(0.0)
-    injector.stop(restore=lambda s: apply_fault(net, fabric, s, None))
+    injector.stop(restore=lambda s: apply_fault(live, s))
     assert injector.errors == [] and [e["fault"] for e in injector.log] == ["deny"]
     told = net.get("h2").proc.commands()
     entry = {"op": "MODIFY_EV_STATE", "entries": [{"port": 2}]}
@@ -121,7 +120,7 @@ def test_deny_reaches_the_running_agents_as_modify_ev_state(fabric, agents):
         **entry, "entries": [{"port": 2, "state": s}]}} for s in ("DENIED", "GOOD")]
     assert all(not net.get(h).proc.commands() for h in ("h0", "h1", "h3"))
     # With a T1 and a peer: the agent gets both (dst is the peer's index).
-    apply_fault(net, fabric, step(0, False, "deny", ("h2", 0, 1, "h0")), None)
+    apply_fault(live, step(0, False, "deny", ("h2", 0, 1, "h0")))
     assert net.get("h2").proc.commands()[-1] == {"cmd": "modify_ev_profile", "dst": 0,
                                                  "ev_op": {"op": "MODIFY_EV_STATE",
                                                            "entries": [{"port": 1, "spine": 1,
@@ -132,15 +131,16 @@ def test_deny_reaches_the_running_agents_as_modify_ev_state(fabric, agents):
 
 def test_deny_does_nothing_to_the_baseline_and_needs_agents(fabric, tmp_path):
     net = Net(fabric)
-    roce = AgentSet(net, fabric, "roce-8@planes", tmp_path)
+    live = running(fabric, None, net)
+    roce = AgentSet(live, "roce-8@planes", tmp_path)
     roce.wait_ready()
-    apply_fault(net, fabric, step(0, False, "deny", ("h2", 1)), None)
+    apply_fault(live, step(0, False, "deny", ("h2", 1)))
     assert net.get("h2").proc.commands() == []  # queue pairs have no EVs
     roce.stop()
-    assert net.agents is None
+    assert live.agents is None
     with pytest.raises(AgentsNeeded, match="deny h2 plane 1: no host agents run"):
-        apply_fault(net, fabric, step(0, False, "deny", ("h2", 1)), None)
-    apply_fault(net, fabric, step(0, True, "deny", ("h2", 1)), None)  # nothing to lift
+        apply_fault(live, step(0, False, "deny", ("h2", 1)))
+    apply_fault(live, step(0, True, "deny", ("h2", 1)))  # nothing to lift
 
 
 def test_deny_has_no_twin_and_cuts_the_paths_it_names(fabric):

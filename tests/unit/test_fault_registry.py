@@ -13,6 +13,7 @@ from experiments.dataplanes.targets import apply_fault
 from experiments.faults import KINDS, Env, Fault, FaultError, FaultInjector, Step, parse_faults
 from experiments.faults.base import link_of, link_route
 from experiments.scenarios.scenario import check_scenario
+from tests.steps import running
 from topologies.model import Fabric
 
 
@@ -74,7 +75,7 @@ def test_a_new_kind_in_one_module_works_everywhere(fabric, cable_cut):
     assert (down.t, down.up, up.t, up.up) == (0.5, False, 1.5, True)
     assert down.describe() == "tray-cut 1 1 down"
     target = Recorder()
-    apply_fault(None, fabric, down, target)
+    apply_fault(running(fabric, target), down)
     assert target.calls == [("p0t0r1", "p0t1s1", False), ("p1t0r1", "p1t1s1", False)]
     # Routing learns of it like of any link: h2 and h3 (rack 1) lose their spine-1 paths.
     events = RoutingState(fabric).events(down)

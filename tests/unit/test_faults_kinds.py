@@ -18,7 +18,7 @@ from experiments.faults import (
     parse_faults,
 )
 from experiments.faults.kinds.link import OneWayCut, links_fail_pick, max_links_fail
-from tests.steps import step
+from tests.steps import running, step
 from topologies.ebpf_program import EbpfError
 from topologies.model import build_fabric
 
@@ -62,7 +62,7 @@ def test_switch_down_is_a_reboots_halves_and_link_down_both_ways_a_flap(fabric):
                    step(1, True, "switch-down", ("p0t0r0",)),
                    step(2, False, "link-down", ("p0t0r0", "p0t1s0")),
                    step(3, True, "link-down", ("p0t0r0", "p0t1s0"))):
-        apply_fault(None, fabric, action, target)
+        apply_fault(running(fabric, target), action)
     assert target.calls == [("reboot", "p0t0r0", False), ("reboot", "p0t0r0", True),
                             ("set_link", "p0t0r0", "p0t1s0", False),
                             ("set_link", "p0t0r0", "p0t1s0", True)]
@@ -105,12 +105,12 @@ def test_a_one_way_link_down_is_a_full_loss_on_the_sending_port(fabric, monkeypa
 
     written = []
     monkeypatch.setattr(ebpf_switch, "set_loss",
-                        lambda net, fab, ports, p: written.append((ports, p)))
+                        lambda up, ports, p: written.append((ports, p)))
     target = Recorder()
     (down,) = parse_faults([{"kind": "link-down", "link": ["h0", "p0t0r0"], "from": "h0",
                              "at_s": 0}], fabric)
-    apply_fault(None, fabric, down, target)
-    apply_fault(None, fabric, dataclasses.replace(down, up=True), target)
+    apply_fault(running(fabric, target), down)
+    apply_fault(running(fabric, target), dataclasses.replace(down, up=True))
     assert written == [([("h0", "h0-eth0")], 1.0), ([("h0", "h0-eth0")], 0.0)]
     assert target.calls == []  # no carrier change anywhere
 
@@ -273,9 +273,6 @@ class Node:
 
 
 class Net:
-    def __init__(self):
-        self.ebpf_ports, self.ebpf = {}, None
-
     def get(self, name):
         return Node()
 
@@ -298,10 +295,10 @@ def test_a_one_way_cut_where_ebpf_cannot_run_fails_with_the_reason(fabric, monke
     with pytest.raises(EbpfError, match=r"^h0 h0-eth0: loss, gray-loss and one-way link-down "
                                         r"faults need the eBPF switch program, which is not "
                                         r"built"):
-        apply_fault(Net(), fabric, down, Recorder())
+        apply_fault(running(fabric, Recorder(), Net()), down)
     (tmp_path / "missing.o").write_bytes(b"")
-    monkeypatch.setattr(ebpf_switch, "_program", lambda net: UnknownQdisc())
+    monkeypatch.setattr(ebpf_switch, "_program", lambda ebpf: UnknownQdisc())
     with pytest.raises(EbpfError, match=r"which this machine did not load: tc -batch -: "
                                         r"Error: Specified qdisc kind is unknown\. "
                                         r"\(h0-eth0\)$"):
-        apply_fault(Net(), fabric, down, Recorder())
+        apply_fault(running(fabric, Recorder(), Net()), down)

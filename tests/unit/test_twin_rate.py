@@ -12,15 +12,17 @@ import pytest
 from controller import ebpf_config
 from controller.tables import switch_tables
 from experiments.dataplanes.bmv2_target import Bmv2Target
+from experiments.dataplanes.ebpf_switch import EbpfPorts
 from experiments.dataplanes.kernel_target import KernelTarget
 from experiments.dataplanes.targets import apply_fault
 from experiments.dataplanes.twin import twin_of, twin_steps
-from experiments.faults import FaultInjector, Step
+from experiments.faults import Env, FaultInjector, Step
 from experiments.faults.kinds.capacity import RateCut
 from experiments.scenarios.scenario import check_scenario
 from hosts.config import ProtocolConfig
 from hosts.endpoint import Endpoint
 from hosts.protocol import PRIORITY_DATA, link_pps
+from tests.steps import running
 from topologies.bmv2 import Bmv2Switch, queue_commands
 from topologies.model import LinkParams, load_topology
 from topologies.shaping import LINK_CLASS, ShapingFeatures, rate_commands, tc_commands
@@ -49,17 +51,22 @@ class Program:
 
 
 class Net:
-    """What a target's set_rate asks of the network: its nodes, and the eBPF program
-    with the ports it runs on."""
+    """What a target's set_rate asks of the network: its nodes."""
 
-    def __init__(self, ebpf_ports: dict | None = None, switches: dict | None = None):
+    def __init__(self, switches: dict | None = None):
         self.log: list = []
-        self.ebpf_ports = ebpf_ports or {}
-        self.ebpf = Program()
         self.switches = switches or {}
 
     def get(self, name: str):
         return self.switches.get(name) or Node(name, self.log)
+
+
+def on_twin(target, net: Net, ebpf_ports: dict | None = None):
+    """The twin as if up on `target` over `net`, with the eBPF program (a recorder) on
+    `ebpf_ports`."""
+    twin = running(TWIN, target, net)
+    twin.ebpf_ports = EbpfPorts(Program(), ebpf_ports or {})
+    return twin
 
 
 def mapped(entry: dict) -> tuple[Step, ...]:
@@ -93,15 +100,16 @@ def test_a_link_down_in_one_plane_is_its_twin_link_at_seven_eighths_on_the_kerne
                        "down_s": 1})
     assert down.fault == RateCut("p0t0r0", "p0t1s1", 7, 8)
     net = Net()
-    apply_fault(net, TWIN, down, KernelTarget())
+    twin = on_twin(KernelTarget(), net)
+    apply_fault(twin, down)
     assert net.log == [
         ("p0t0r0", ["tc class change dev p0t0r0-eth5 parent 1: classid 1:1 htb rate 70mbit "
                     f"ceil 70mbit quantum {FRAME}"]),
         ("p0t1s1", ["tc class change dev p0t1s1-eth0 parent 1: classid 1:1 htb rate 70mbit "
                     f"ceil 70mbit quantum {FRAME}"])]
-    assert net.ebpf.writes == []  # no eBPF program on this machine's ports
+    assert twin.ebpf_ports.program.writes == []  # no eBPF program on this machine's ports
     net.log.clear()
-    apply_fault(net, TWIN, up, KernelTarget())
+    apply_fault(twin, up)
     assert [line for _, lines in net.log for line in lines] == [
         "tc class change dev p0t0r0-eth5 parent 1: classid 1:1 htb rate 80mbit ceil 80mbit "
         f"quantum {FRAME}",
@@ -114,17 +122,18 @@ def test_where_the_ebpf_program_runs_a_switch_port_its_queues_drain_at_the_new_r
     # ports in faults-only mode, which has no queue and keeps its settings).
     ports = {(node.name, p.intf): 1000 + i for i, (node, p) in enumerate(
         (node, p) for node in (*TWIN.hosts, *TWIN.switches) for p in TWIN.ports(node.name))}
-    net = Net(ports)
+    net = Net()
+    twin = on_twin(KernelTarget(), net, ports)
     (down,) = mapped({"kind": "transceiver-flap", "host": "h2", "planes": [0, 1, 2, 3],
                       "at_s": 1, "down_s": 1})[:1]
     assert down.fault == RateCut("h2", "p0t0r0", 4, 8)
-    apply_fault(net, TWIN, down, KernelTarget())
+    apply_fault(twin, down)
     assert net.log == [
         ("h2", ["tc class change dev h2-eth0 parent 1: classid 1:1 htb rate 40mbit "
                 f"ceil 40mbit quantum {FRAME}"]),
         ("p0t0r0", ["tc class change dev p0t0r0-eth2 parent 1: classid 1:1 htb rate 40mbit "
                     f"ceil 40mbit quantum {FRAME}"])]
-    (write,) = net.ebpf.writes
+    (write,) = twin.ebpf_ports.program.writes
     tables = switch_tables(TWIN, TWIN.node("p0t0r0"))
     (role,) = [r for r in tables.ports if r.port == 2]
     assert write == ebpf_config.port_config(
@@ -149,7 +158,7 @@ def test_on_bmv2_a_switch_end_gets_its_queues_paced_at_the_new_rate():
     net = Net(switches={"p0t0r1": Switch("p0t0r1", log), "p0t1s2": Switch("p0t1s2", log)})
     target = Bmv2Target.__new__(Bmv2Target)  # set_rate needs no compiled program
     (down,) = mapped({"kind": "link-down", "link": ["p6t0r1", "p6t1s2"], "at_s": 1})
-    apply_fault(net, TWIN, down, target)
+    apply_fault(on_twin(target, net), down)
     spec = TWIN.spec
     assert log == [
         ("p0t0r1", queue_commands(6, 70.0, 512, spec.trim_size_bytes, spec.priority_share,
@@ -164,7 +173,7 @@ def test_on_bmv2_a_switch_end_gets_its_queues_paced_at_the_new_rate():
     # A host end is shaped by tc on BMv2 too.
     host = mapped({"kind": "nic-port-down", "host": "h6", "plane": 2, "at_s": 1})
     net = Net(switches={"p0t0r1": Switch("p0t0r1", log)})
-    apply_fault(net, TWIN, host[0], target)
+    apply_fault(on_twin(target, net), host[0])
     assert net.log == [("h6", ["tc class change dev h6-eth0 parent 1: classid 1:1 htb "
                                f"rate 70mbit ceil 70mbit quantum {FRAME}"])]
 
@@ -173,7 +182,7 @@ class Recorder:
     def __init__(self):
         self.calls = []
 
-    def set_rate(self, net, fabric, a, b, share):
+    def set_rate(self, running, a, b, share):
         self.calls.append((a, b, share))
 
     def set_link(self, net, a, b, up):
@@ -183,7 +192,7 @@ class Recorder:
 def test_the_player_gives_a_cut_link_its_rate_back_when_the_run_stops():
     steps = mapped({"kind": "nic-port-down", "host": "h5", "plane": 6, "at_s": 0})
     target = Recorder()
-    apply = lambda step: apply_fault(None, TWIN, step, target)  # noqa: E731
+    apply = lambda step: apply_fault(running(TWIN, target), step)  # noqa: E731
     injector = FaultInjector(list(steps), apply, clock=lambda: 0.0)
     injector.start(0.0)
     injector.stop(restore=apply)
@@ -199,9 +208,10 @@ class Agents:
         self.commands.append((host, cmd))
 
 
-class EnvWithAgents:
-    def __init__(self, net, fabric, target, agents):
-        self.net, self.fabric, self.target, self.agents = net, fabric, target, agents
+def with_agents(agents: Agents) -> Env:
+    """What a fault acts on: the twin up on the kernel target, `agents` running on it."""
+    twin = on_twin(KernelTarget(), Net())
+    return Env(twin, twin.target, agents)
 
 
 def test_a_cut_of_a_hosts_own_link_makes_its_agent_pace_to_the_slower_port():
@@ -210,8 +220,8 @@ def test_a_cut_of_a_hosts_own_link_makes_its_agent_pace_to_the_slower_port():
     # carry (a loss the planes' host never has).
     agents = Agents()
     cut = RateCut("h1", "p0t0r0", 7, 8)
-    cut.apply(EnvWithAgents(Net(), TWIN, KernelTarget(), agents), up=False)
-    cut.apply(EnvWithAgents(Net(), TWIN, KernelTarget(), agents), up=True)
+    cut.apply(with_agents(agents), up=False)
+    cut.apply(with_agents(agents), up=True)
     assert agents.commands == [(1, {"cmd": "line-rate", "share": 7 / 8}),
                                (1, {"cmd": "line-rate", "share": 1.0})]
     # A cut in place before the agents started reaches them once they are up.
@@ -220,8 +230,7 @@ def test_a_cut_of_a_hosts_own_link_makes_its_agent_pace_to_the_slower_port():
     assert later.commands == [(1, {"cmd": "line-rate", "share": 7 / 8})]
     # A link between switches is no NIC's port: the agents hear nothing.
     quiet = Agents()
-    RateCut("p0t0r0", "p0t1s1", 7, 8).apply(EnvWithAgents(Net(), TWIN, KernelTarget(),
-                                                         quiet), up=False)
+    RateCut("p0t0r0", "p0t1s1", 7, 8).apply(with_agents(quiet), up=False)
     assert quiet.commands == []
 
 

@@ -118,7 +118,7 @@ class RateCut(Fault, register=False):
         return f"rate-cut {self.a}-{self.b} {back}"
 
     def apply(self, env: Env, up: bool) -> None:
-        env.target.set_rate(env.net, env.fabric, self.a, self.b, 1.0 if up else self.share)
+        env.target.set_rate(env.running, self.a, self.b, 1.0 if up else self.share)
         if env.agents is not None:
             self._line_share(env.agents, env.fabric, 1.0 if up else self.share)
 

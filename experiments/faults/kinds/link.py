@@ -123,7 +123,7 @@ class OneWayCut(Fault, register=False):
     def apply(self, env: Env, up: bool) -> None:
         from experiments.dataplanes import ebpf_switch
 
-        ebpf_switch.set_loss(env.net, env.fabric, sorted(self.ebpf_ports(env.fabric)),
+        ebpf_switch.set_loss(env.running, sorted(self.ebpf_ports(env.fabric)),
                              0.0 if up else ONE_WAY_LOSS)
 
     def ebpf_ports(self, fabric: Fabric) -> set[tuple[str, str]]:

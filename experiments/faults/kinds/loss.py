@@ -87,7 +87,7 @@ class Loss(LossFault):
     def apply(self, env: Env, up: bool) -> None:
         from experiments.dataplanes import ebpf_switch
 
-        ebpf_switch.set_loss(env.net, env.fabric, self.ports(env.fabric),
+        ebpf_switch.set_loss(env.running, self.ports(env.fabric),
                              0.0 if up else self.probability)
 
     def ports(self, fabric: Fabric) -> list[tuple[str, str]]:
@@ -151,7 +151,7 @@ class GrayLoss(LossFault):
     def apply(self, env: Env, up: bool) -> None:
         from experiments.dataplanes import ebpf_switch
 
-        ebpf_switch.set_gray_loss(env.net, env.fabric, self.entries(env.fabric),
+        ebpf_switch.set_gray_loss(env.running, self.entries(env.fabric),
                                   None if up else self.probability)
 
     def entries(self, fabric: Fabric) -> list[tuple[str, str, str, int]]:
