@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -86,10 +87,11 @@ def test_only_the_testbed_s_processes_naming_a_recorded_interface_are_a_run_s(tm
     proc = subprocess.Popen(["bash", "-c", "exec -a 'python3 -m hosts.agent -i 1@h0-eth0' "
                              "sleep 30"])
     try:
-        for _ in range(100):  # until the exec has happened
-            if b"hosts.agent" in Path(f"/proc/{proc.pid}/cmdline").read_bytes():
-                break
-            os.sched_yield()
+        # Until the exec has happened: bash's own command line names the agent too.
+        deadline = time.monotonic() + 10
+        while not Path(f"/proc/{proc.pid}/cmdline").read_bytes().startswith(b"python3 -m"):
+            assert time.monotonic() < deadline, "bash never ran its exec"
+            time.sleep(0.005)
         mine = owned(Remains(interfaces=("h0-eth0",)))
         assert proc.pid in mine.processes
         # Another run's interface, a prefix of a name, or the namespace cleaning up (the
