@@ -17,18 +17,31 @@ is a prime, so no MTU lines chunks up with each other).
 An agent must not stall its event loop for a whole large message (acks would wait,
 and peers would take the delay for a broken path), so both also come as generators
 (`build`, `check`) that do one chunk per step; the agent runs them a step at a time
-between packets.
+between packets. For the same reason a message's buffer (`zeroed`) is memory the
+kernel hands out a page at a time as it is written: `bytearray(n)` zeroes all of it at
+once, 80 ms for a 126 MB message, long enough for a peer's first timeout to fire.
 """
 
 from __future__ import annotations
 
 import hashlib
+import mmap
 import random
 from collections.abc import Generator
 
 # Bytes per chunk and per step: a prime, so that chunks never line up with packets.
 BLOCK = 65521
 CHUNK = BLOCK
+# Buffers at least this large are mapped (`zeroed`); smaller ones are plain bytearrays.
+MAPPED_BYTES = 1 << 20
+MessageData = bytearray | mmap.mmap  # a message's bytes, as `zeroed` makes them
+
+
+def zeroed(length: int) -> MessageData:
+    """A writable buffer of `length` zero bytes that costs nothing until it is written:
+    anonymous memory, zeroed by the kernel one page at a time on first touch (a
+    bytearray of the size zeroes it all at once). Small buffers are bytearrays."""
+    return mmap.mmap(-1, length) if length >= MAPPED_BYTES else bytearray(length)
 
 
 def message_seed(src: int, dst: int, msg_id: int) -> int:
@@ -46,9 +59,9 @@ def _rotations(src: int, dst: int, msg_id: int,
 
 
 def build(src: int, dst: int, msg_id: int,
-          length: int) -> Generator[None, None, bytearray]:
+          length: int) -> Generator[None, None, MessageData]:
     """The message's bytes, made one chunk per step (the generator's return value)."""
-    data = bytearray(length)
+    data = zeroed(length)
     for offset, block, turn in _rotations(src, dst, msg_id, length):
         # The chunk is block[turn:] + block[:turn], cut at the end of the message.
         head = min(BLOCK - turn, length - offset)
@@ -84,7 +97,7 @@ def run(steps: Generator):
             return done.value
 
 
-def message_bytes(src: int, dst: int, msg_id: int, length: int) -> bytearray:
+def message_bytes(src: int, dst: int, msg_id: int, length: int) -> MessageData:
     return run(build(src, dst, msg_id, length))
 
 

@@ -43,6 +43,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from hosts import protocol, wire
+from hosts.payload import MessageData, zeroed
 
 # Farther ahead of the cumulative PSN than any window: garbage (and a bound on the
 # bitmap's size, which a forged PSN could otherwise blow up).
@@ -64,7 +65,7 @@ _M_MASK = (1 << _M_SPAN) - 1
 _SEQ_SPACE = protocol.PATH_SEQ_MASK + 1
 _SEQ_MASK, _PATH_SHIFT = protocol.PATH_SEQ_MASK, protocol.PATH_SEQ_SHIFT
 
-DeliveredCallback = Callable[[int, bytearray], None]  # (msg_id, message bytes)
+DeliveredCallback = Callable[[int, MessageData], None]  # (msg_id, message bytes)
 # The answer type of a packet that gets none (an in-order receiver's drop after its NACK).
 NO_ANSWER = 0
 
@@ -78,7 +79,7 @@ class MessageBuffer:
     __slots__ = ("data", "received", "size")
 
     def __init__(self, size: int):
-        self.data = bytearray(size)
+        self.data = zeroed(size)  # a page at a time as packets land, not all at once
         self.received = 0
         self.size = size
 

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import os
 import random
 
 import pytest
 
 from experiments.faults import FaultError, FaultInjector, parse_faults
 from experiments.scenarios.workloads import WorkloadError, phases
-from hosts.payload import CHUNK, build, check, message_bytes, message_seed, verify
+from hosts.payload import (
+    CHUNK,
+    MAPPED_BYTES,
+    build,
+    check,
+    message_bytes,
+    message_seed,
+    verify,
+    zeroed,
+)
 from tests.fabrics import hosts
 from tests.steps import step
 
@@ -152,6 +162,28 @@ def test_payload_is_made_and_checked_a_chunk_at_a_time():
     late = bytearray(data)
     late[-1] ^= 0x80  # a wrong byte in the last chunk only
     assert not verify(4, 5, 6, late) and not verify(4, 5, 6, data[:-1] + b"?")
+
+
+def resident_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def test_a_large_message_s_buffer_costs_memory_only_where_it_is_written():
+    # A bytearray of 126 MB is zeroed at once (80 ms): a receiver doing that at a
+    # message's first packet stalls, and its peer's first timeouts fire.
+    size = 64 << 20
+    before = resident_bytes()
+    data = zeroed(size)
+    assert len(data) == size and resident_bytes() - before < 8 << 20
+    data[size - 3:] = b"end"
+    assert data[:4] == bytes(4) and data[size - 3:] == b"end"
+    # A large message is made and checked the same way as a small one.
+    big = message_bytes(1, 2, 3, MAPPED_BYTES + 7)
+    assert len(big) == MAPPED_BYTES + 7 and verify(1, 2, 3, big)
+    assert big[:10_000] == bytes(message_bytes(1, 2, 3, 10_000))
+    big[MAPPED_BYTES] ^= 1
+    assert not verify(1, 2, 3, big)
 
 
 def test_injector_records_steps_that_fail_also_when_restoring():
