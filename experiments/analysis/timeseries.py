@@ -50,8 +50,7 @@ def throughput(events: list[dict], start: float, window_s: float, until: float,
     """(window start, Mbit/s summed over `flows`) for every whole window from 0 to
     `until`; `start` is the run's start on the events' clock. Flows that carried nothing
     count 0; a window some destination reported nothing around is None."""
-    window = Window(events, start, window_s, flows)
-    return [(a, window.mbps(a)) for a in window_starts(window_s, 0.0, until)]
+    return Window(events, start, window_s, flows).series(until)
 
 
 class Window:
@@ -71,6 +70,10 @@ class Window:
         values = [flow_mbps(self.events, src, dst, t0, t0 + self.window_s, self.curves)
                   for src, dst in self.flows]
         return None if not values or any(v is None for v in values) else sum(values)
+
+    def series(self, until: float) -> Series:
+        """(window start, Mbit/s) for every whole window from 0 to `until`."""
+        return [(a, self.mbps(a)) for a in window_starts(self.window_s, 0.0, until)]
 
 
 def span_mean(series: Series, window_s: float, t0: float, t1: float) -> float | None:

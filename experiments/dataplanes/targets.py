@@ -98,7 +98,7 @@ class Target(Protocol):
 def apply_fault(running: Running, step: Step) -> None:
     """Apply one fault step to the running fabric, on its target (the step's fault does
     it), reaching the host agents running on it now."""
-    step.apply(Env(running, running.target, running.agents))
+    step.apply(Env(running))
 
 
 def make_target(name: str, program: Path | None = None) -> Target:

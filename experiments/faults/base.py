@@ -43,17 +43,14 @@ class NotOnTwin(Exception):
 
 @dataclass(frozen=True)
 class Env:
-    """What a fault acts on, made from the running fabric each time a step is applied
-    (experiments/dataplanes/targets.py `apply_fault`): the running fabric itself
-    (`running`: experiments/run/fabric.py RunningFabric, as
-    experiments/dataplanes/ebpf_switch.py `Running` describes it; a target's `set_rate`
-    and the eBPF program's maps take it whole), its data-plane target, and the host
-    agents running on it now (`agents`: experiments/run/agents.py AgentSet, None between
-    runs), which kinds that act through the agents reach."""
+    """What a fault acts on: the running fabric (`running`: experiments/run/fabric.py
+    RunningFabric, as experiments/dataplanes/ebpf_switch.py `Running` describes it; a
+    target's `set_rate` and the eBPF program's maps take it whole), and what it keeps:
+    its Mininet network, its fabric, its data-plane target, and the host agents running
+    on it now (`agents`: experiments/run/agents.py AgentSet, None between runs), which
+    kinds that act through the agents reach."""
 
     running: Any
-    target: Any
-    agents: Any
 
     @property
     def net(self) -> Any:
@@ -64,6 +61,16 @@ class Env:
     def fabric(self) -> Fabric:
         """The running fabric's Fabric (topologies/model.py)."""
         return self.running.fabric
+
+    @property
+    def target(self) -> Any:
+        """Its data-plane target (experiments/dataplanes/targets.py)."""
+        return self.running.target
+
+    @property
+    def agents(self) -> Any:
+        """The host agents running on it now, or None."""
+        return self.running.agents
 
 
 KINDS: dict[str, type[Fault]] = {}

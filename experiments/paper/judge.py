@@ -28,7 +28,6 @@ from experiments.analysis.timeseries import (
     ratio,
     sends_by_path,
     span_mean,
-    throughput,
     window_starts,
 )
 from experiments.paper.rows import (
@@ -212,11 +211,15 @@ def _rtt_s(m: Measured, events: list[dict]) -> float | None:
 # the same windows of the fault-free pass.
 
 
-def _series(m: Measured, played: Pass, flows=None) -> list[tuple[float, float | None]]:
+def _windows(m: Measured, played: Pass, flows=None) -> Window:
+    """MRC's throughput in one pass, in windows of the row's length wherever they start."""
     p = m.row.params
-    run = played.run("mrc")
-    return throughput(played.events["mrc"], run.start, p["window_s"], p["horizon_s"],
-                      flows if flows is not None else p["flows"])
+    return Window(played.events["mrc"], played.run("mrc").start, p["window_s"],
+                  flows if flows is not None else p["flows"])
+
+
+def _series(m: Measured, played: Pass, flows=None) -> list[tuple[float, float | None]]:
+    return _windows(m, played, flows).series(m.row.params["horizon_s"])
 
 
 def _rounded(value: float | None, digits: int = 4) -> float | None:
@@ -307,11 +310,6 @@ def glitch(m: Measured) -> Verdict:
                             "spans": p["spans"]}, line, why)
 
 
-def _windows(m: Measured, played: Pass) -> Window:
-    p = m.row.params
-    return Window(played.events["mrc"], played.run("mrc").start, p["window_s"], p["flows"])
-
-
 def _back_rtts(m: Measured, level: tuple[float, float, float], mine: Window,
                clean: Window) -> float | None:
     """Base round trips from a level's start `a` to the first window (of the row's
@@ -341,8 +339,8 @@ def capacity(m: Measured) -> Verdict:
     p = m.row.params
     w, rtt = p["window_s"], m.fabric.spec.base_rtt_s
     settle = SETTLE_RTTS * rtt
-    mine, clean = _series(m, m.faulty), _series(m, m.reference)
     sliding = _windows(m, m.faulty), _windows(m, m.reference)
+    mine, clean = (windows.series(p["horizon_s"]) for windows in sliding)
     levels, back, expected = {}, {}, []
     passed, why = _finished(m), None
     for a, b, share, label in p["levels"]:

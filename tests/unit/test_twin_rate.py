@@ -211,7 +211,8 @@ class Agents:
 def with_agents(agents: Agents) -> Env:
     """What a fault acts on: the twin up on the kernel target, `agents` running on it."""
     twin = on_twin(KernelTarget(), Net())
-    return Env(twin, twin.target, agents)
+    twin.agents = agents
+    return Env(twin)
 
 
 def test_a_cut_of_a_hosts_own_link_makes_its_agent_pace_to_the_slower_port():
