@@ -92,6 +92,11 @@ PFC_EVENT = struct.Struct("=IIQ")
 # flag and the time paused so far.
 STATE_PAUSED = struct.Struct("=4xI")
 STATE_PAUSED_TOTAL = struct.Struct("=56xQ")
+# ... and its queues: paused, the priority, lossless and data bytes as of last_ns.
+STATE_QUEUES = struct.Struct("=4xIQQQQ")
+# struct ingress_state: the lossless bytes an ingress port has queued, and whether its
+# peer is paused (xoff).
+INGRESS_STATE = struct.Struct("=QI")
 U32 = struct.Struct("=I")
 U64 = struct.Struct("=Q")
 # A threshold the 32-bit virtual backlog compares against and never reaches.
@@ -269,6 +274,34 @@ def decode_counters(value: bytes) -> dict[str, int]:
     if len(value) != 8 * len(COUNTERS):
         raise EbpfConfigError(f"counters: expected {8 * len(COUNTERS)} bytes, got {len(value)}")
     return dict(zip(COUNTERS, struct.unpack(f"={len(COUNTERS)}Q", value)))
+
+
+@dataclass(frozen=True)
+class QueueNow:
+    """What a port's virtual queues hold at a moment (bytes), and whether its lossless
+    queue is paused."""
+
+    priority: int
+    lossless: int
+    data: int
+    paused: bool
+
+
+def queue_now(state: bytes, rate_bytes_per_s: int, now_ns: int) -> QueueNow:
+    """A port's queues at `now_ns` (CLOCK_MONOTONIC) from its state map value: the
+    program drains them only when a packet (or the PFC timer) visits, so what they hold
+    now is what they held at `last_ns` less what the port sent since, in the program's
+    order: the priority queue first, then the lossless one unless paused, then data
+    (ebpf/mrc_switch.bpf.c `drain`)."""
+    paused, priority, lossless, data, last_ns = STATE_QUEUES.unpack_from(state)
+    elapsed_us = min(max(0, now_ns - last_ns) // 1000, VQ_MAX_IDLE_USEC)
+    budget = elapsed_us * rate_bytes_per_s // 1_000_000
+    out = []
+    for held, drains in ((priority, True), (lossless, not paused), (data, True)):
+        take = min(held, budget) if drains else 0
+        budget -= take
+        out.append(held - take)
+    return QueueNow(*out, paused=bool(paused))
 
 
 def decode_pfc_event(record: bytes) -> tuple[int, int, int]:

@@ -14,7 +14,8 @@ program (`object-pinned`). One `tc -batch` a node sets up all its ports, one
 `bpftool batch` writes every map entry of the fabric, one dump reads a map of every
 port: a 2tier-8plane fabric is loaded in a handful of processes, not two thousand.
 
-`RingReader` reads a ring buffer the program writes (its PFC events). `unload()`
+`RingReader` reads a ring buffer the program writes (its PFC events), `MapReader` a
+map's entries by key (a queue sampled every few milliseconds). `unload()`
 removes the pins; the program and its maps go when the last port holding them does.
 """
 
@@ -186,11 +187,63 @@ def ebpf_available(obj: Path, pid: int | None, pin: Path = PIN_DIR,
     return True, "eBPF switch program on every port"
 
 
-# ---------------------------------------------------------------- reading a ring buffer
+# ---------------------------------------------------------------- reading maps directly
+# The bpf() system call, for readers that run often (a ring buffer's events, a queue
+# sampled every few milliseconds), where a bpftool process each time would cost more
+# than what it reads.
 _BPF_SYSCALL = 321  # x86_64; the program itself is built for the machine it runs on
+_BPF_MAP_LOOKUP_ELEM = 1
 _BPF_OBJ_GET = 7
 _RINGBUF_BUSY, _RINGBUF_DISCARD = 1 << 31, 1 << 30
 _RINGBUF_HEADER = 8
+
+
+def _bpf(command: int, attr, what: object) -> int:
+    """bpf(command, attr); EbpfError naming `what` on failure."""
+    import ctypes
+    import os
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    done = libc.syscall(_BPF_SYSCALL, command, ctypes.byref(attr), ctypes.sizeof(attr))
+    if done < 0:
+        raise EbpfError(f"{what}: {os.strerror(ctypes.get_errno())}")
+    return done
+
+
+def _pinned_fd(path: Path) -> int:
+    """A file descriptor of the pinned map at `path`."""
+    import ctypes
+
+    name = ctypes.create_string_buffer(str(path).encode())
+    return _bpf(_BPF_OBJ_GET, (ctypes.c_uint64 * 2)(ctypes.addressof(name), 0), path)
+
+
+class MapReader:
+    """Looks up entries of one pinned map, by key, `value_size` bytes each."""
+
+    def __init__(self, path: Path, value_size: int):
+        import ctypes
+
+        self.path, self.fd = path, _pinned_fd(path)
+        self.value = ctypes.create_string_buffer(value_size)
+        self._key = ctypes.create_string_buffer(8)
+        # union bpf_attr for BPF_MAP_LOOKUP_ELEM: map_fd, pad, key, value, flags.
+        self._attr = (ctypes.c_uint64 * 4)(self.fd, ctypes.addressof(self._key),
+                                           ctypes.addressof(self.value), 0)
+
+    def lookup(self, key: bytes) -> bytes | None:
+        """The value of `key` (at most 8 bytes), or None where the map has none."""
+        self._key.raw = key.ljust(8, b"\0")
+        try:
+            _bpf(_BPF_MAP_LOOKUP_ELEM, self._attr, self.path)
+        except EbpfError:
+            return None
+        return self.value.raw
+
+    def close(self) -> None:
+        import os
+
+        os.close(self.fd)
 
 
 class RingReader:
@@ -198,18 +251,11 @@ class RingReader:
     consumer's side of the kernel's ring, mapped into this process."""
 
     def __init__(self, path: Path, size: int):
-        import ctypes
         import mmap
         import os
         import select
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        name = ctypes.create_string_buffer(str(path).encode())
-        attr = (ctypes.c_uint64 * 2)(ctypes.addressof(name), 0)
-        fd = libc.syscall(_BPF_SYSCALL, _BPF_OBJ_GET, ctypes.byref(attr), ctypes.sizeof(attr))
-        if fd < 0:
-            err = ctypes.get_errno()
-            raise EbpfError(f"{path}: {os.strerror(err)}")
+        fd = _pinned_fd(path)
         self.fd, self.size, self.mask = fd, size, size - 1
         page = mmap.PAGESIZE
         self.consumer = mmap.mmap(fd, page, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE,

@@ -2,7 +2,8 @@
 paths out of service over time, and each flow's throughput over time; and of make
 paper's rows in the paper's forms: throughput in windows against time with the faults
 marked (Fig. 9-12), EV activity against time (Fig. 13, 14), throughput against message
-size with spread bars (Fig. 16, 17). matplotlib with the Agg backend (no display
+size with spread bars (Fig. 16, 17), a switch port's queue against time (Fig. 22).
+matplotlib with the Agg backend (no display
 needed)."""
 
 from __future__ import annotations
@@ -278,3 +279,25 @@ def ev_paths_plot(path: Path, title: str, series: dict[str, list], window_s: flo
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def queue_plot(path: Path, title: str, queue: dict, arrivals: list[float]) -> None:
+    """A switch port's queue against time, as the paper's Fig. 22: the lossless queue in
+    frames (`queue`: the judge's samples [t, bytes, ingress ports pausing] and the frame
+    size), each flow's arrival marked, the samples where the switch pauses a sender
+    shaded."""
+    fig, ax = plt.subplots(figsize=(8, 4))
+    samples, frame = queue.get("samples", []), queue.get("frame_bytes") or 1
+    ts = [s[0] for s in samples]
+    ax.plot(ts, [s[1] / frame for s in samples], color="tab:blue", linewidth=0.8,
+            label=f"queue at {queue.get('port')}")
+    paused = [t for t, _, pausing in samples if pausing]
+    if paused:
+        ax.scatter(paused, [0] * len(paused), marker="|", color="tab:red", s=60,
+                   label="PFC: the switch pauses a sender")
+    for i, t in enumerate(arrivals):
+        ax.axvline(t, color="grey", linestyle=":", linewidth=0.7,
+                   label="a flow arrives" if i == 0 else None)
+    ax.set_ylim(bottom=0)
+    _save(fig, ax, path, title, "time since workload start (s)", "queue (frames)",
+          legend="upper left")

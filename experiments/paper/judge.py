@@ -781,6 +781,65 @@ def victim(m: Measured) -> Verdict:
                    + f" (MRC at least {p['share']:.2f}; RoCE below {p['suffers']:.2f})")
 
 
+def dcqcn_queue(m: Measured) -> Verdict:
+    """A 15:1 incast whose flows arrive `every_s` apart, RoCE with one DCQCN profile
+    (Fig. 22): the share of the receiver's line rate the incast gets from the second
+    arrival to one interval after the last (the bottleneck throughput), and the
+    receiving ToR's queue to it over the same time (block `queue`): how often it is
+    empty, its mean, how often the ToR pauses a sender (PFC), and how many flows had
+    arrived at its first pause. `expect` says which of the paper's outcomes the
+    profile had: "pfc" (the queue controlled for the first `controlled` flows, then
+    pauses, the bottleneck at least `line` of line rate) or "loses" (the ToR pausing in
+    at most `paused` of the samples, the queue empty in at least `empty` of them, the
+    bottleneck between `low` and `high` of line rate)."""
+    p = m.row.params
+    transport, every, flows = p["transport"], p["every_s"], [tuple(f) for f in p["flows"]]
+    block, run = m.faulty.block(transport), m.faulty.run(transport)
+    t0, t1 = every, len(flows) * every
+    ceiling = payload_rate_mbit(m.fabric)
+    window = Window(m.faulty.events[transport], run.start, t1 - t0, flows)
+    share = _rounded(ratio(window.mbps(t0), ceiling))
+    queue = block.get("queue") or {}
+    frame = m.fabric.spec.data_frame_bytes
+    inside = [s for s in queue.get("samples", []) if t0 <= s[0] < t1]
+    pausing = [s for s in queue.get("samples", []) if s[3] > 0]
+    first = pausing[0][0] if pausing else None
+    figures = {
+        "line_share": share, "ceiling_mbps": round(ceiling, 3),
+        "empty_share": _rounded(statistics.fmean(s[1] < frame for s in inside)
+                                if inside else None),
+        "paused_share": _rounded(statistics.fmean(s[3] > 0 for s in inside)
+                                 if inside else None),
+        "mean_frames": _rounded(statistics.fmean(s[1] for s in inside) / frame
+                                if inside else None, 2),
+        "flows_at_first_pause": None if first is None else min(len(flows),
+                                                                int(first // every) + 1),
+        "queue": {"port": queue.get("port"), "frame_bytes": frame,
+                  "samples": [[s[0], s[1], s[3]] for s in queue.get("samples", [])]},
+        "arrivals_s": [round(i * every, 4) for i in range(len(flows))]}
+    why = ("no queue samples (the switch ports do not run the eBPF program)" if not inside
+           else "no throughput measured over the incast" if share is None else None)
+    if p["expect"] == "pfc":
+        at = figures["flows_at_first_pause"]
+        passed = (at is not None and p["controlled"] <= at <= len(flows)
+                  and share is not None and share >= p["line"])
+        said = (f"first PFC pause with {at if at is not None else 'no'} flows arrived "
+                f"(after at least {p['controlled']}, before the end); bottleneck "
+                f"{_ratio(share)} of line rate (at least {p['line']:g})")
+    else:
+        passed = (share is not None and p["low"] <= share <= p["high"]
+                  and figures["paused_share"] is not None
+                  and figures["paused_share"] <= p["paused"]
+                  and figures["empty_share"] >= p["empty"])
+        said = (f"bottleneck {_ratio(share)} of line rate ({p['low']:g} to {p['high']:g}); "
+                f"ToR pausing in {_ratio(figures['paused_share'])} of the samples (at most "
+                f"{p['paused']:g}); queue empty in {_ratio(figures['empty_share'])} (at "
+                f"least {p['empty']:g})")
+    said += (f"; mean queue {figures['mean_frames']} frames"
+             + ("" if block["ok"] else f"; {transport} did not finish"))
+    return Verdict(passed, figures, f"{transport}: {said}", why)
+
+
 def transceiver(m: Measured) -> Verdict:
     """MRC's goodput while the ports are down (from `settle_s` after) and after they
     return (from `settle_s` after), each against its fault-free mean."""
@@ -907,6 +966,7 @@ DECIDING = {
     "transceiver": ("down_share", "after_share"),
     "startup_losses": ("lost.mrc.per_broken_path",),
     "permutation": ("slowest_of_mean.mrc", "slowest_flow_share"),
+    "dcqcn_queue": ("line_share", "flows_at_first_pause", "empty_share", "paused_share"),
 }
 
 def judge(m: Measured) -> Verdict:
@@ -930,5 +990,5 @@ def judge(m: Measured) -> Verdict:
 JUDGES = {f.__name__: f for f in (
     held, glitch, capacity, line_rate, ev_loss, lossy_plane, ecn_separation, lost_per_connection,
     slowdown_at_most, proportional, plane_bound, silent_t1, steady_state, qp_order,
-    qp_scaling, loss_ratio, sizes, loss_sizes, victim, transceiver, startup_losses,
-    permutation)}
+    qp_scaling, loss_ratio, sizes, loss_sizes, victim, dcqcn_queue, transceiver,
+    startup_losses, permutation)}

@@ -53,10 +53,11 @@ from experiments.analysis.plots import (
     ev_paths_plot,
     flows_plot,
     goodput_plot,
+    queue_plot,
     size_curves_plot,
     windows_plot,
 )
-from experiments.analysis.similarity import delay_emulated, headline, mrc_lag_p99_ms, proportions
+from experiments.analysis.similarity import agents_lag_p99_ms, delay_emulated, headline, proportions
 from experiments.dataplanes.twin import by_fabric, twin_steps
 from experiments.paper.judge import DECIDING, Measured, judge
 from experiments.paper.rows import (
@@ -85,7 +86,7 @@ PAPER = ('"Resilient AI Supercomputer Networking using MRC and SRv6" (OpenAI, Mi
 # Each row is played this many times; its verdict is theirs together (`combine`).
 REPETITIONS = 3
 # The data-plane features a row may need, from RunningFabric.link_emulation().
-FEATURES = ("faults", "trimming", "ecn")
+FEATURES = ("faults", "trimming", "ecn", "queue_sampling")
 
 
 @dataclass(frozen=True)
@@ -209,7 +210,7 @@ def run_rows(run: Run, table: list[CheckedRow], features: dict,
                     if faulty is None:
                         faulty = play_pass(network, mine, scenario.plan, steps[row.key], where,
                                            scenario.timeout_s, scenario.protocol, progress,
-                                           label=row.key)
+                                           label=row.key, queue=row.queue)
                     references.setdefault(key, faulty)
                     played[row.key][rep][0].add(faulty)
                     if reference is not None:
@@ -254,7 +255,7 @@ def run_rows(run: Run, table: list[CheckedRow], features: dict,
                    similar=similar) -> dict:
             # the agents' lag over these repetitions: one that fell behind measured the machine
             return proportions(run.fabric, scenario.protocol, scenario.faults, scenario.plan,
-                               similar, mrc_lag_p99_ms([b for f, _ in pairs for b in f.blocks]))
+                               similar, agents_lag_p99_ms([b for f, _ in pairs for b in f.blocks]))
 
         kept, aside = trusted_runs([regime([pair]) for pair in blocks])
         verdicts, blocks = [verdicts[i] for i in kept], [blocks[i] for i in kept]
@@ -286,9 +287,10 @@ def row_plot(path: Path, row: Row, faulty: Pass, figures: dict) -> None:
     faults marked, beside the fault-free pass and, where the row is about the capacity
     left, the remaining-capacity line (Fig. 9-11); throughput and each EV's activity
     (Fig. 12-13, 14); the flows with the victim drawn bold for the incast (Fig. 18);
-    else goodput over time with the faults marked."""
+    a switch port's queue with the arrivals marked (Fig. 22); else goodput over time
+    with the faults marked."""
     window = row.params.get("window_s")
-    marks = faulty.run("mrc").faults if faulty.runs else []
+    marks = faulty.runs[0].faults if faulty.runs else []  # one timeline for every transport
     title = f"{row.key} ({row.section})"
     if row.judge == "ev_loss" and "activity" in figures:
         ev_activity_plot(path, title, figures["series"], window, figures["activity"], marks,
@@ -302,6 +304,8 @@ def row_plot(path: Path, row: Row, faulty: Pass, figures: dict) -> None:
         windows_plot(path, title, figures["series"], window, marks, ylabel, UNMARKED)
     elif row.judge == "victim":
         flows_plot(path, faulty.runs, faulty.events)
+    elif row.judge == "dcqcn_queue":
+        queue_plot(path, title, figures["queue"], figures["arrivals_s"])
     else:
         goodput_plot(path, faulty.runs, faulty.events)
 
@@ -349,10 +353,12 @@ def trusted_runs(regimes: list[dict]) -> tuple[list[int], list[str]]:
 
 
 def median_run(blocks: list[tuple[Pass, Pass | None]]) -> int:
-    """The repetition whose MRC workload time (under the row's faults) is the median:
-    the one whose figures and plot a row shows."""
+    """The repetition whose MRC workload time (under the row's faults; the first
+    transport's in a row without MRC) is the median: the one whose figures and plot a
+    row shows."""
     def seconds(index: int) -> float:
-        mrc = [b for b in blocks[index][0].blocks if b["transport"] == "mrc"]
+        played = blocks[index][0].blocks
+        mrc = [b for b in played if b["transport"] == "mrc"] or played
         return mrc[0]["workload_s"] if mrc else 0.0
 
     order = sorted(range(len(blocks)), key=seconds)

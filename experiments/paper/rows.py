@@ -115,6 +115,23 @@ GLITCH_STAGGER = 0.5
 # windows apart; UPLINKS_FAILING of them (three of four), and UPLINKS_AT_ONCE together.
 UPLINKS_FAILING = 3
 UPLINKS_AT_ONCE = 2
+# The appendix's Fig. 22: a 15:1 incast whose flows arrive one after another (the
+# paper: 5 s apart; here ARRIVAL_EVERY_S, hundreds of frame times at the capped rates),
+# 1-QP RoCE under three DCQCN profiles, the receiving ToR's queue sampled. The paper
+# names no profile's settings. Here: the testbed's DCQCN (hosts/config.py), then alpha's
+# gain 4 and 8 times as high (each mark cuts deeper, sooner) with the additive increase
+# 2.5 and 5 times as slow: set before any run, never tuned to the paper's outcome.
+DCQCN_FAN_IN = 15
+ARRIVAL_EVERY_S = 0.4
+DCQCN_PROFILES = (
+    ("default", {}),
+    ("aggressive", {"dcqcn_g": 0.25, "dcqcn_ai": 0.02}),
+    ("most-aggressive", {"dcqcn_g": 0.5, "dcqcn_ai": 0.01}),
+)
+# The aggressive profiles' "controlled" queue: the ToR pauses a sender in at most this
+# share of the samples, and "sometimes empty": empty in at least this share.
+CONTROLLED_PAUSED = 0.05
+SOMETIMES_EMPTY = 0.05
 
 
 @dataclass(frozen=True)
@@ -137,6 +154,9 @@ class Row:
     # its shape on --topo: an experiment that fabric defines (the appendix's one pair on
     # Cluster D's single plane, as the one-pair rows of WIDE shapes).
     own_fabric: bool = False
+    # A switch port whose queue the row's pass samples: (switch, the peer its port
+    # faces), as experiments/run/play.py `play_pass` takes it.
+    queue: tuple[str, str] | None = None
 
     @property
     def fault_free_reference(self) -> bool:
@@ -784,6 +804,43 @@ def _other_rows(fabric: Fabric) -> list[Row]:
     def with_faults(base: dict, *faults: dict) -> dict:
         return {**base, "faults": list(faults)}
 
+    # Fig. 22: each flow sized to end with the others one interval after the last
+    # arrives, if the receiver's link is shared evenly (flow i shares it with k + 1
+    # flows in the k-th interval, from its own arrival on).
+    arrivals = incast_senders(fabric, 0, {0}, max(1, min(DCQCN_FAN_IN, n - 1)))
+    fan = len(arrivals)
+    every = ARRIVAL_EVERY_S
+    payload_per_s = payload_rate_mbit(fabric) * 1e6 / 8
+    staggered = {"workload": "flows", "params": {
+        "flows": [[h, 0] for h in arrivals],
+        "message_bytes": [int(payload_per_s * every * sum(1 / (k + 1) for k in range(i, fan)))
+                          for i in range(fan)],
+        "start_s": [round(i * every, 4) for i in range(fan)]},
+        "transports": ["roce"], "timeout_s": max(timeout, 4 * (fan + 1) * every)}
+    receiver_t0 = fabric.t0(0, fabric.host(0).rack).name
+    settings = "; ".join(f"{name}: " + (", ".join(f"{k} {v:g}" for k, v in changed.items())
+                                        or "the testbed's DCQCN (hosts/config.py)")
+                         for name, changed in DCQCN_PROFILES)
+    dcqcn_differs = (
+        f"{fan}:1 incast into h0, the senders (other racks first) arriving {every:g} s apart "
+        f"(the paper: 15:1, 5 s apart), 1-QP RoCE with PFC and DCQCN; the paper names no "
+        f"profile's settings, here ({settings}); every profile meets the fabric's own ECN "
+        f"thresholds (topologies/scale.py), where a vendor's profile may move them too; "
+        f"the ToR's queue to h0 ({receiver_t0}) is the eBPF switch program's virtual queue, "
+        f"sampled every 10 ms; a pause the ToR sends a host stops that NIC, one it sends a "
+        f"T1 is counted, not carried out (docs/protocol.md, PFC by data plane); "
+        f"{DIFFERS_EMULATION}")
+    judged_from = ("from the second arrival to one interval after the last, the incast's "
+                   "throughput at h0 against its link's payload rate")
+
+    def dcqcn_row(key: str, profile: str, claim: str, criterion: str, **expect) -> Row:
+        return Row(key, "appendix (Fig. 22)", claim, criterion, dcqcn_differs + ".",
+                   {**staggered, "protocol": dict(dict(DCQCN_PROFILES)[profile])},
+                   "dcqcn_queue", reference=None, needs=("queue_sampling",),
+                   params={"transport": "roce", "every_s": every, "flows": [[h, 0] for h in
+                                                                            arrivals],
+                           **expect}, shape="D", queue=(receiver_t0, "h0"))
+
     return [
         Row("ring-allreduce-qps", "5.2.7 (Fig. 16)",
             "One MRC QP spraying over all paths beats RoCE with 16 QPs, which beats RoCE "
@@ -904,6 +961,38 @@ def _other_rows(fabric: Fabric) -> list[Row]:
             "permutation", reference=None, params={"even": 0.9, "against": "roce",
                                                    "margin": 0.95, "collided": 0.55},
             shape="D"),
+        dcqcn_row(
+            "dcqcn-default-incast", "default",
+            "Configuring DCQCN properly is very hard because it is traffic-pattern "
+            "specific. With the default profile, under a 15:1 incast whose flows arrive "
+            "one after another, the queue is controlled with a small number of flows (less "
+            "than 10) and then goes into PFC mode, but the bottleneck throughput is line "
+            "rate.",
+            "The receiving ToR's first PFC pause comes once at least 2 flows have arrived, "
+            f"and before the last interval ends; {judged_from} is at least {HELD:g}.",
+            expect="pfc", controlled=2, line=HELD),
+        dcqcn_row(
+            "dcqcn-aggressive-incast", "aggressive",
+            "With a more aggressive profile the queue is controlled (with some wild dynamic "
+            "range) but the queue is sometimes empty, and this leads to around 10% loss in "
+            "bottleneck throughput.",
+            f"Over the same time the ToR pauses a sender in at most {CONTROLLED_PAUSED:.0%} "
+            f"of the queue samples (controlled), the queue is empty (less than a frame) in "
+            f"at least {SOMETIMES_EMPTY:.0%} of them, and {judged_from} is 0.80 to {HELD:g} "
+            "(around 10% lost).",
+            expect="loses", low=0.8, high=HELD, paused=CONTROLLED_PAUSED,
+            empty=SOMETIMES_EMPTY),
+        dcqcn_row(
+            "dcqcn-most-aggressive-incast", "most-aggressive",
+            "With the most aggressive setting the queue usage spikes are similar but "
+            "average utilization is lower, and the total throughput is 20% slower than "
+            "line rate.",
+            f"Over the same time the ToR pauses a sender in at most {CONTROLLED_PAUSED:.0%} "
+            f"of the queue samples, the queue is empty in at least {SOMETIMES_EMPTY:.0%} of "
+            f"them, and {judged_from} is 0.70 to 0.90 (20% slower); its mean queue is "
+            "reported beside the aggressive profile's.",
+            expect="loses", low=0.7, high=0.9, paused=CONTROLLED_PAUSED,
+            empty=SOMETIMES_EMPTY),
     ]
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from experiments.analysis.metrics import read_events, summarize
+from experiments.dataplanes.queue_sampler import QueueSampler
 from experiments.dataplanes.switch_counters import counter_totals, total
 from experiments.dataplanes.targets import apply_fault
 from experiments.faults import Step
@@ -53,13 +54,15 @@ class Pass:
 def play_pass(running, transports: tuple[str, ...],
               plan: tuple[tuple[Transfer, ...], ...], steps: tuple[Step, ...],
               folder: Path, timeout_s: float, protocol: dict, progress,
-              label: str = "") -> Pass:
+              label: str = "", queue: tuple[str, str] | None = None) -> Pass:
     """Play `plan` under the fault `steps` once per transport on the running fabric
     (`running`: experiments/run/fabric.py RunningFabric, with its target); the agents'
     files go to `folder`.
 
     `label` is put before each progress line (e.g. "fault-free") so that a reader can
-    tell the passes of one run apart."""
+    tell the passes of one run apart. `queue` (a switch and the peer its port faces)
+    samples that port's queue through each run into its block's `queue` (eBPF switch
+    ports only: experiments/dataplanes/queue_sampler.py)."""
     fabric, target = running.fabric, running.target
     out = Pass()
     prefix = f"{label}: " if label else ""
@@ -68,11 +71,20 @@ def play_pass(running, transports: tuple[str, ...],
         progress(f"{prefix}{transport}: {transfers} transfers in {len(plan)} phases, "
                  f"{len(steps)} fault steps")
         before = target.switch_counters(running)
-        run = run_transport(running, transport, [list(p) for p in plan], list(steps),
-                            lambda step: apply_fault(running, step),
-                            folder, timeout_s, protocol, progress)
+        sampler = QueueSampler(running, *queue) if queue else None
+        try:
+            run = run_transport(running, transport, [list(p) for p in plan], list(steps),
+                                lambda step: apply_fault(running, step),
+                                folder, timeout_s, protocol, progress)
+        except BaseException:
+            if sampler:
+                sampler.stop(0.0)
+            raise
+        sampled = sampler.stop(run.start) if sampler else None
         events = read_events(run.event_files)
         block = summarize(run, events)
+        if sampled:
+            block["queue"] = sampled
         block["fabric"] = {"topology": fabric.name, "planes": fabric.spec.planes,
                            "rate_mbit": fabric.spec.host_t0.rate_mbit}
         if before:

@@ -33,7 +33,7 @@ from experiments.analysis.health import emulation
 from experiments.analysis.metrics import workload_ok
 from experiments.analysis.plots import fct_cdf_plot, flows_plot, goodput_plot, path_state_plot
 from experiments.analysis.report import write_report
-from experiments.analysis.similarity import delay_emulated, mrc_lag_p99_ms, proportions
+from experiments.analysis.similarity import agents_lag_p99_ms, delay_emulated, proportions
 from experiments.analysis.slowdown import describe, slowdowns, verdict
 from experiments.dataplanes.twin import by_fabric, twin_steps
 from experiments.run.checks import check_paths
@@ -130,7 +130,7 @@ def proportions_of(fabric: Fabric, scenario: Scenario, netem: bool, blocks: list
     """The run's proportions (experiments/analysis/similarity.py) on its own fabric, with the
     agents' worst loop lag (p99) of the MRC transports."""
     return proportions(fabric, scenario.protocol, scenario.faults, scenario.plan,
-                       delay_emulated(fabric, netem), mrc_lag_p99_ms(blocks))
+                       delay_emulated(fabric, netem), agents_lag_p99_ms(blocks))
 
 
 def run_workload(run: Run, scenario: Scenario, summary: dict, fault_free: bool = True) -> int:

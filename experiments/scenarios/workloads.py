@@ -21,7 +21,8 @@ collective. Message ids are unique per (source, destination) across the workload
   crosses the spine into the receiver's T0 beside the incast;
 - `flows`: long flows between given host pairs, all at once (e.g. two flows that
   compete for one path), or each from its own `start_s` (seconds after the phase
-  starts: a second flow that joins a first);
+  starts: a second flow that joins a first); `message_bytes` is one size or one per
+  flow;
 - `transfer`: `count` messages from one host to another.
 
 Hosts are named by index, name or role (experiments/scenarios/roles.py: `last`, `{rack: 1,
@@ -150,11 +151,11 @@ def phases(workload: str, params: dict, fabric: Fabric, source: str = "scenario"
     if workload == "incast":
         return [_incast(params, fabric, source, size, host, transfer, by_role)]
     if workload == "flows":
-        nbytes = size("message_bytes", 4_000_000)
         pairs = _flows(params, hosts, source, by_role)
         starts = _starts(params, len(pairs), source)
+        sizes = _flow_sizes(params, len(pairs), source)
         return [[transfer(src, dst, nbytes, start_s=start)
-                 for (src, dst), start in zip(pairs, starts)]]
+                 for (src, dst), start, nbytes in zip(pairs, starts, sizes)]]
     src, dst = host("src", 0), host("dst", hosts - 1)
     if src == dst:
         raise WorkloadError(source, "params.dst", f"must differ from params.src ({src})",
@@ -187,6 +188,20 @@ def _starts(params: dict, flows: int, source: str) -> list[float]:
                             f"one per flow, 0 to {MAX_START_S:g} seconds (got {shown(value)})",
                             "e.g. start_s: [0, 1.5]")
     return [float(v) for v in value]
+
+
+def _flow_sizes(params: dict, flows: int, source: str) -> list[int]:
+    """`message_bytes` of flows: one size for every flow, or one per flow (flows that
+    join one after another and should end together need less the later they start)."""
+    value = params.get("message_bytes", 4_000_000)
+    if not isinstance(value, list):
+        return [_int(params, "message_bytes", 4_000_000, 1, MAX_BYTES, "a byte count",
+                     source)] * flows
+    if len(value) != flows or not all(_is_int(v) and 1 <= v <= MAX_BYTES for v in value):
+        raise WorkloadError(source, "params.message_bytes", f"must be a byte count, or a "
+                            f"list of {flows}, one per flow, each from 1 to {MAX_BYTES} "
+                            f"(got {shown(value)})", "e.g. message_bytes: [4000000, 2000000]")
+    return list(value)
 
 
 def _sizes(params: dict, default: int, source: str, key: str) -> list[int]:

@@ -227,6 +227,11 @@ def test_map_layouts_match_the_program(obj):
     state = {m["name"]: m["bits_offset"] // 8 for m in structs["port_state"]["members"]}
     assert state["paused"] == cfg.STATE_PAUSED.size - 4
     assert state["paused_total_ns"] == cfg.STATE_PAUSED_TOTAL.size - 8
+    assert [state[f] for f in ("priority_bytes", "lossless_bytes", "data_bytes", "last_ns")] \
+        == [8, 16, 24, 32] and cfg.STATE_QUEUES.size == 40
+    ingress = {m["name"]: m["bits_offset"] // 8
+               for m in structs["ingress_state"]["members"]}
+    assert (ingress["bytes"], ingress["xoff"]) == (0, 8) and cfg.INGRESS_STATE.size == 12
     assert structs["gray_key"]["size"] == cfg.GRAY_KEY.size
     assert structs["counters"]["size"] == 8 * len(cfg.COUNTERS)
 

@@ -7,7 +7,9 @@ other host sends 1 MB to h0 at once with `roce-8-pfc` (PFC alone: without DCQCN
 nothing slows the senders before the last hop's queue passes XOFF), and then with
 `roce-8` (PFC and DCQCN). The lossless class must lose no packet anywhere; the pauses
 are counted where they are sent and where they are received, back to the senders'
-NICs, and each port's paused time is read.
+NICs, and each port's paused time is read. The receiving T0's queue to h0 is sampled
+through each run (experiments/dataplanes/queue_sampler.py) as make paper's Fig. 22 rows
+sample it.
 The twin's links are capped at RATE_CAP_MBIT: three senders at the uncapped 40 Mbit/s
 offer 120 Mbit/s to agents and switches on two cores, more than a 2-core machine
 emulates (make calibrate: 40-56 Mbit/s per core), and a machine that falls behind loses
@@ -21,6 +23,7 @@ import pytest
 
 from experiments.analysis.metrics import read_events, summarize
 from experiments.dataplanes import ebpf_switch
+from experiments.dataplanes.queue_sampler import SAMPLE_S, QueueSampler
 from experiments.dataplanes.switch_counters import counter_totals
 from experiments.dataplanes.targets import KernelTarget, apply_fault
 from experiments.dataplanes.twin import twin_of
@@ -48,17 +51,21 @@ def twin_network():
 
 @pytest.fixture(scope="module")
 def incast(twin_network, tmp_path_factory):
-    """transport -> (summary block, what the ports counted)."""
+    """transport -> (summary block with the receiving T0's queue to h0 sampled through
+    the run, what the ports counted)."""
     fabric = twin_network.fabric
     plan = [list(p) for p in phases("incast", {"message_bytes": 1_000_000, "receiver": 0},
                                     fabric)]
+    receiving_t0 = fabric.t0(0, fabric.host(0).rack).name
     out = {}
     for transport in ("roce-8-pfc", "roce-8"):
         before = ebpf_switch.read_counters(twin_network)
+        sampler = QueueSampler(twin_network, receiving_t0, "h0")
         run = run_transport(twin_network, transport, [list(p) for p in plan], [],
                             lambda step: apply_fault(twin_network, step),
                             tmp_path_factory.mktemp(transport), 60.0, {}, print)
         block = summarize(run, read_events(run.event_files))
+        block["queue"] = sampler.stop(run.start)
         out[transport] = block, counter_totals(fabric, before,
                                                ebpf_switch.read_counters(twin_network))
     return out
@@ -102,3 +109,20 @@ def test_dcqcn_cuts_the_rate_on_the_last_hops_marks(incast):
     assert block["path_events"].get("rate-cut", 0) > 0, block["path_events"]
     pfc_only = incast["roce-8-pfc"][0]
     assert pfc_only["path_events"].get("rate-cut", 0) == 0
+
+
+def test_the_receiving_t0_s_queue_is_sampled_through_the_run(twin_network, incast):
+    block, ports = incast["roce-8-pfc"]
+    queue = block["queue"]
+    samples = [s for s in queue["samples"] if 0 <= s[0] <= block["workload_s"]]
+    # A sample every SAMPLE_S or so (the thread shares two cores with the run).
+    assert len(samples) >= 0.5 * block["workload_s"] / SAMPLE_S, queue
+    frame = twin_network.fabric.spec.data_frame_bytes
+    # Three senders into one port: its lossless queue builds to several frames, and the
+    # T0 is seen pausing a sender in some samples, as its counters say it did.
+    assert max(s[1] for s in samples) >= 3 * frame, samples
+    assert ports["host_ports"]["pfc_xoff_tx"] + ports["fabric_ports"]["pfc_xoff_tx"] > 0
+    assert any(s[3] > 0 for s in samples), samples
+    # After the run the queue has drained and nothing pauses.
+    assert queue["samples"][-1][1] == 0 and queue["samples"][-1][3] == 0, queue["samples"][-5:]
+

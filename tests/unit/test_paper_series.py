@@ -211,7 +211,9 @@ def test_shapes_one_and_paper_place_the_rows_as_they_say():
                                        "all-to-all-loss-1pct"}
     assert paper["cluster-d"].keys == {"incast-victim", "incast-victim-pfc", "permutation",
                                        "uplinks-failing-d", "uplinks-bottleneck-d",
-                                       "uplinks-two-at-once-d"}
+                                       "uplinks-two-at-once-d", "dcqcn-default-incast",
+                                       "dcqcn-aggressive-incast",
+                                       "dcqcn-most-aggressive-incast"}
     assert all(k.endswith("-loaded") for k in paper["2tier-8plane"].keys)
     # Only the chosen rows' fabrics are brought up; an unknown row is one line.
     assert [leg.fabric.name for leg in plan("2tier-8plane", "paper",

@@ -80,6 +80,13 @@ def test_flows_are_one_phase_one_transfer_per_pair():
     assert [(t.src, t.dst) for t in phase] == [(0, 2), (1, 2), (2, 0)]
 
 
+def test_flows_may_each_have_their_own_size():
+    """Flows that join one after another and end together: one size per flow."""
+    [phase] = phases("flows", {"flows": [[1, 0], [2, 0]], "message_bytes": [9000, 3000],
+                               "start_s": [0, 0.5]}, hosts(4))
+    assert [(t.src, t.size, t.start_s) for t in phase] == [(1, 9000, 0.0), (2, 3000, 0.5)]
+
+
 @pytest.mark.parametrize("workload,params,match", [
     ("all-to-all", {"message_bytes": []}, r"params\.message_bytes: must be a byte count, or "
                                           r"a list of 1 to 16"),
@@ -106,6 +113,10 @@ def test_flows_are_one_phase_one_transfer_per_pair():
     ("flows", {"flows": [[0, 2], [1, 3], [0, 2]]}, r"params\.flows\[2\]: \[0, 2\] is listed "
                                                    r"twice"),
     ("flows", {"flows": [[0, 2]], "message_bytes": 0}, r"params\.message_bytes: must be"),
+    ("flows", {"flows": [[0, 2], [1, 3]], "message_bytes": [10]},
+     r"params\.message_bytes: must be a byte count, or a list of 2, one per flow"),
+    ("flows", {"flows": [[0, 2]], "message_bytes": [0]}, r"params\.message_bytes: must be"),
+    ("flows", {"flows": [[0, 2]], "message_bytes": [True]}, r"params\.message_bytes: must be"),
     ("incast", {"victim": "h3"}, r"params\.victim: must be \[source, destination\]"),
     ("incast", {"receiver": 3, "victim": [1, 3]}, r"params\.victim: must not include"),
     ("incast", {"victim": [3, 1], "victim_bytes": 0}, r"params\.victim_bytes: must be a byte"),
