@@ -1,11 +1,19 @@
-"""The host agent process: `python3 -m hosts.agent --config <per-host JSON>`.
+"""The host agent process: `python3 -m hosts.agent --config <per-host JSON> [--netns
+<path>] ...`.
 
-It runs inside a host's namespace, one UDP socket per plane interface, and moves real
-messages with a transport (`mrc`, its variants, or the RoCE-like baseline) whose protocol logic
-lives in pure modules (hosts/endpoint.py and below). The event loop waits on the plane
-sockets, rtnetlink carrier events, the control channel and the transport's next timer.
+An agent serves one host: one UDP socket per plane interface of the host's namespace,
+and a transport (`mrc`, its variants, or the RoCE-like baseline) whose protocol logic
+lives in pure modules (hosts/endpoint.py and below) moving real messages. A process
+runs one agent inside its host's namespace, or several (one --config and --netns per
+host), each agent's sockets opened in its own host's namespace (topologies/netns.py): a
+socket stays in the namespace it was made in. One event loop (`serve`) waits on every
+agent's plane sockets and rtnetlink carrier events, the control channel and the soonest
+of the transports' timers; a process per core instead of one per host spares the
+machine a process's wake-ups and scheduling per host (experiments/run/agents.py).
 
-Control channel: JSON lines on stdin (commands) and stdout (answers and notifications):
+Control channel: JSON lines on stdin (commands) and stdout (answers and notifications).
+Every line out names its host (`agent`); a process serving several hosts takes a
+`host` in every command:
 
     -> {"cmd": "send", "dst": 3, "msg_id": 0, "bytes": 1000000}
     <- {"event": "completed", "dst": 3, "msg_id": 0, "bytes": ..., "t": ...}   (all acked)
@@ -56,6 +64,7 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable, Generator
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -74,6 +83,7 @@ from hosts.protocol import (
     ev_plane,
     transport_spec,
 )
+from topologies import netns
 from topologies.addressing import AddressingError, host_address, parse_usids
 from topologies.model import Fabric
 from topologies.paths import choices_per_plane, path_for_ev, path_index
@@ -131,7 +141,7 @@ class Agent:
     (bench/agent_loopback.py runs agents on the loopback this way)."""
 
     def __init__(self, config: AgentConfig, sockets: PlaneSockets | None = None,
-                 watcher: CarrierWatcher | None = None):
+                 watcher: CarrierWatcher | None = None, lag: LoopLag | None = None):
         self.config = config
         self.fabric = config.fabric()
         self.me = config.host
@@ -162,7 +172,8 @@ class Agent:
         self.path_counts: dict[int, int] = {}
         self.sources: dict[bytes, int | None] = {}  # source key -> host (None: foreign)
         self.hosts_by_address: dict[str, int] = {}
-        self.lag = LoopLag()
+        self.lag = lag or LoopLag()  # the loop's: shared by the agents of one process
+        self.process_hosts = 1  # hosts the process serves (serve() sets it)
         # Making and checking messages, a chunk at a time between packets: (steps, then).
         self.jobs: deque[tuple[Generator, Callable]] = deque()
         self.running = True
@@ -207,7 +218,9 @@ class Agent:
         return self.sources[key]
 
     def emit(self, message: dict) -> None:
-        sys.stdout.write(json.dumps(message, separators=(",", ":")) + "\n")
+        """A line to the runner, naming this agent's host (one process may serve many)."""
+        sys.stdout.write(json.dumps({**message, "agent": self.me}, separators=(",", ":"))
+                         + "\n")
         sys.stdout.flush()
 
     # ----------------------------------------------------------------- callbacks
@@ -242,8 +255,17 @@ class Agent:
         return MrcCtl(self.endpoint, self.emit)
 
     def command(self, line: str) -> None:
+        """One control line (module docstring)."""
         try:
             cmd = json.loads(line)
+        except ValueError as err:
+            self.emit({"event": "error", "message": f"bad command {line.strip()!r}: {err}"})
+            return
+        self.obey(cmd, line)
+
+    def obey(self, cmd: dict, line: str) -> None:
+        """One parsed control command; `line` names it in an error."""
+        try:
             kind = cmd["cmd"]
             if kind == "send":
                 dst, msg_id, size = int(cmd["dst"]), int(cmd["msg_id"]), int(cmd["bytes"])
@@ -290,11 +312,13 @@ class Agent:
 
     def stats(self) -> dict:
         """The agent's counters, its endpoint's, its event loop's lag (`event_loop`:
-        hosts/looplag.py), the CPU time its process used so far (`cpu_s`), the most
-        memory it held (`max_rss_mb`) and, per peer it sends to, the distinct paths
-        the connection sprays over now (`paths_in_use`: Endpoint.paths_in_use)."""
+        hosts/looplag.py), the CPU time its process used so far (`cpu_s`) and the most
+        memory it held (`max_rss_mb`), both for the `process_hosts` hosts the process
+        serves, and, per peer it sends to, the distinct paths the connection sprays over
+        now (`paths_in_use`: Endpoint.paths_in_use)."""
         return dict(self.counters, truncated=self.sockets.truncated,
                     **self.endpoint.stats(), cpu_s=round(time.process_time(), 3),
+                    process_hosts=self.process_hosts,
                     max_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
                                      / 1024, 1),
                     event_loop=self.lag.summary(),
@@ -353,91 +377,186 @@ class Agent:
             ce, cls = table[256 if tclass is None else tclass & 0xFF]
             on_datagram(plane, src, data, ce, now, cls)
 
-    def run(self) -> int:
-        # select(2), not epoll: epoll timeouts are whole milliseconds (Python rounds them
-        # up), so a plane whose pacer frees it in 50 us would idle a millisecond, twice
-        # the gap between two packets of a 20 Mbit/s plane. select() sleeps to the
-        # microsecond, and a host has only a few descriptors.
-        roles: dict[int, object] = {fd: plane for plane, fd in enumerate(self.sockets.fds)}
-        roles[self.watcher.fileno()] = "carrier"
-        stdin = sys.stdin.buffer
-        os.set_blocking(stdin.fileno(), False)
-        roles[stdin.fileno()] = "control"
-        fds = list(roles)
-        pending = b""
-        now = time.monotonic()
+    def start(self, now: float) -> None:
+        """Before the loop's first turn: the planes whose port has no carrier are down,
+        and the runner hears the agent is ready."""
         for plane, intf in enumerate(self.interfaces):
             if not self.watcher.has_carrier(intf):
                 self.endpoint.set_local_plane(plane, False, now)
         self.emit({"event": "ready", "host": self.me, "planes": self.planes})
-        every = self.config.progress_s
-        next_progress = now + every
-        lag, turn = self.lag.lag.add, self.lag.turn.add
-        endpoint, monotonic = self.endpoint, time.monotonic
-        woke = monotonic()
-        while self.running:
-            now = monotonic()
-            turn(now - woke)
-            wake = endpoint.next_wakeup(now)
-            deadline = min(wake if wake is not None else now + 0.05, next_progress)
-            timeout = 0.0 if self.jobs else max(0.0, deadline - now)
-            readable = select.select(fds, (), (), timeout)[0]
-            now = woke = monotonic()
-            if timeout and now >= deadline and deadline != next_progress:
-                lag(now - deadline)  # slept past a timer: the machine woke us late
-            for fd in readable:
-                role = roles[fd]
-                if role.__class__ is int:
-                    self.receive(role, now)
-                elif role == "control":
-                    chunk = stdin.read(65536)
-                    if not chunk:  # the runner went away
-                        self.running = False
-                        break
-                    pending += chunk
-                    *lines, pending = pending.split(b"\n")
-                    for line in lines:
-                        if line.strip():
-                            self.command(line.decode(errors="replace"))
-                else:
-                    for intf, up in self.watcher.events():
-                        endpoint.set_local_plane(self.interfaces.index(intf), up, now)
-            now = monotonic()
-            self.flush(now)
-            if self.jobs:
-                self.run_jobs()
-            if now >= next_progress:
-                lag(now - next_progress)  # the progress tick: late by the loop's work too
-                next_progress = now + every
-                self.log({"t": now, "event": "progress", **endpoint.progress()})
+
+    def carrier_events(self, now: float) -> None:
+        for intf, up in self.watcher.events():
+            self.endpoint.set_local_plane(self.interfaces.index(intf), up, now)
+
+    def finish(self) -> None:
+        """After the last turn: the exit record, then every socket closed."""
         self.log({"t": time.monotonic(), "event": "exit", **self.stats()})
         self.log.close()
         self.sockets.close()
         self.watcher.close()
-        return 0
+
+    def run(self) -> int:
+        return serve([self])
+
+
+_CARRIER, _CONTROL = "carrier", "control"
+
+
+def serve(agents: list[Agent], control=None) -> int:
+    """Run the agents of one process until each is told to quit or the runner goes away:
+    one event loop waits on every agent's plane sockets and carrier watcher, the control
+    channel (`control`, stdin by default: lines naming their `host` when the process
+    serves more than one) and the soonest of the agents' timers.
+
+    A turn hands each readable socket to its agent, then lets send (Agent.flush) every
+    agent that received, was told something, finished a job or has a timer due; each
+    agent's next timer is asked again only then, since nothing else changes it. Making
+    and checking messages share one budget a turn, the agents taking turns first, so
+    that one process serving many hosts never holds packets longer than one serving
+    one."""
+    # select(2), not epoll: epoll timeouts are whole milliseconds (Python rounds them
+    # up), so a plane whose pacer frees it in 50 us would idle a millisecond, twice the
+    # gap between two packets of a 20 Mbit/s plane. select() sleeps to the microsecond.
+    control = control or sys.stdin.buffer
+    by_host = {agent.me: agent for agent in agents}
+    roles: dict[int, tuple[Agent | None, object]] = {}
+    for agent in agents:
+        agent.process_hosts = len(agents)
+        roles.update({fd: (agent, plane) for plane, fd in enumerate(agent.sockets.fds)})
+        roles[agent.watcher.fileno()] = (agent, _CARRIER)
+    os.set_blocking(control.fileno(), False)
+    roles[control.fileno()] = (None, _CONTROL)
+    fds = list(roles)
+    pending = b""
+    now = time.monotonic()
+    for agent in agents:
+        agent.start(now)
+    every = min(agent.config.progress_s for agent in agents)
+    next_progress = now + every
+    loop_lag = agents[0].lag
+    lag, turn = loop_lag.lag.add, loop_lag.turn.add
+    wakes = {agent: agent.endpoint.next_wakeup(now) for agent in agents}
+    busy: deque[Agent] = deque()  # agents with jobs, the next to step first
+    monotonic, select_ = time.monotonic, select.select
+    live = len(agents)
+    woke = monotonic()
+    while live:
+        now = monotonic()
+        turn(now - woke)
+        soonest = min((w for w in wakes.values() if w is not None), default=now + 0.05)
+        deadline = min(soonest, next_progress)
+        timeout = 0.0 if busy else max(0.0, deadline - now)
+        readable = select_(fds, (), (), timeout)[0]
+        now = woke = monotonic()
+        if timeout and now >= deadline and deadline != next_progress:
+            lag(now - deadline)  # slept past a timer: the machine woke us late
+        touched: set[Agent] = set()
+        for fd in readable:
+            agent, role = roles[fd]
+            if role.__class__ is int:
+                agent.receive(role, now)
+                touched.add(agent)
+            elif role is _CONTROL:
+                chunk = control.read(65536)
+                if not chunk:  # the runner went away
+                    live = 0
+                    break
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        touched.add(_dispatch(by_host, agents, line.decode(errors="replace")))
+            else:
+                agent.carrier_events(now)
+                touched.add(agent)
+        now = monotonic()
+        touched.update(agent for agent, wake in wakes.items()
+                       if wake is not None and wake <= now)
+        for agent in touched:
+            agent.flush(now)
+            if agent.jobs and agent not in busy:
+                busy.append(agent)
+        if busy:
+            touched.update(_run_jobs(busy))
+        for agent in touched:
+            wakes[agent] = agent.endpoint.next_wakeup(now)
+        if now >= next_progress:
+            lag(now - next_progress)  # the progress tick: late by the loop's work too
+            next_progress = now + every
+            for agent in agents:
+                agent.log({"t": now, "event": "progress", **agent.endpoint.progress()})
+        if live:
+            live = sum(agent.running for agent in agents)
+    for agent in agents:
+        agent.finish()
+    return 0
+
+
+def _dispatch(by_host: dict[int, Agent], agents: list[Agent], line: str) -> Agent:
+    """Hand one control line to the agent it names (`host`), or to the process's only
+    agent; returns that agent."""
+    try:
+        cmd = json.loads(line)
+        host = cmd.pop("host", None)
+        agent = agents[0] if host is None and len(agents) == 1 else by_host[int(host)]
+    except (ValueError, KeyError, TypeError) as err:
+        agents[0].emit({"event": "error", "message": f"bad command {line.strip()!r}: {err}"})
+        return agents[0]
+    agent.obey(cmd, line)
+    return agent
+
+
+def _run_jobs(busy: deque[Agent], budget_s: float = JOB_BUDGET_S) -> list[Agent]:
+    """Steps of the busy agents' jobs, one agent after another, for about `budget_s` in
+    all; returns the agents that stepped (a finished job may have something to send)."""
+    end = time.monotonic() + budget_s
+    stepped = []
+    while busy:
+        agent = busy[0]
+        agent.run_jobs(budget_s=0.0)  # one step
+        stepped.append(agent)
+        busy.rotate(-1)
+        if not agent.jobs:
+            busy.remove(agent)
+        if time.monotonic() >= end:
+            break
+    return stepped
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m hosts.agent")
-    parser.add_argument("--config", required=True, help="per-host agent JSON")
+    parser.add_argument("--config", required=True, action="append",
+                        help="per-host agent JSON; once per host the process serves")
+    parser.add_argument("--netns", action="append",
+                        help="the network namespace of each --config's host, in order "
+                             "(/proc/<pid>/ns/net): its sockets are opened there; "
+                             "without it, in the process's own")
     parser.add_argument("--profile", help="write a cProfile of the run to this file")
     args = parser.parse_args(argv)
-    try:
-        config = AgentConfig.load(args.config)
-        agent = Agent(config)
-    except (OSError, ValueError, TypeError, KeyError) as err:
-        print(json.dumps({"event": "error", "message": f"agent start failed: {err}"}),
-              flush=True)
-        return 2
+    spaces = args.netns or [None] * len(args.config)
+    if len(spaces) != len(args.config):
+        parser.error("give one --netns per --config, or none")
+    lag = LoopLag()
+    agents = []
+    for path, space in zip(args.config, spaces):
+        try:
+            config = AgentConfig.load(path)
+            with netns.inside(space) if space else nullcontext():
+                agents.append(Agent(config, lag=lag))
+        except (OSError, ValueError, TypeError, KeyError) as err:
+            print(json.dumps({"event": "error", "message": f"agent start failed ({path}): "
+                                                           f"{err}"}), flush=True)
+            return 2
     if args.profile:
         import cProfile
 
         profiler = cProfile.Profile()
         try:
-            return profiler.runcall(agent.run)
+            return profiler.runcall(serve, agents)
         finally:
             profiler.dump_stats(args.profile)
-    return agent.run()
+    return serve(agents)
 
 
 if __name__ == "__main__":

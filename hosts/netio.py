@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import os
 import socket
 import struct
 
@@ -428,16 +427,16 @@ class PlaneSockets:
             sock.close()
 
 
-def carrier(intf: str) -> bool:
-    try:
-        with open(f"/sys/class/net/{intf}/carrier") as f:
-            return f.read().strip() == "1"
-    except OSError:  # reading carrier of an interface that is admin down fails
-        return False
+SIOCGIFFLAGS = 0x8913
+IFF_RUNNING = 0x40
+_IFREQ_FLAGS = struct.Struct("16sH22x")  # struct ifreq: the name, then ifr_flags
 
 
 class CarrierWatcher:
-    """rtnetlink link events -> (interface name, has carrier) for the watched interfaces."""
+    """rtnetlink link events -> (interface name, has carrier) for the watched interfaces,
+    in the network namespace it was made in (its sockets stay there, whichever
+    namespace the thread that uses them is in later: one agent process may serve
+    several hosts)."""
 
     RTMGRP_LINK = 1
     RTM_NEWLINK = 16
@@ -448,16 +447,21 @@ class CarrierWatcher:
     def __init__(self, interfaces: list[str]):
         self.by_index = {socket.if_nametoindex(i): i for i in interfaces}
         self.sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE)
-        self.sock.bind((os.getpid(), self.RTMGRP_LINK))
+        self.sock.bind((0, self.RTMGRP_LINK))  # the kernel picks the port id
         self.sock.setblocking(False)
+        # For the interfaces' flags now (SIOCGIFFLAGS answers for the socket's namespace).
+        self.flags_sock = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
 
     def fileno(self) -> int:
         return self.sock.fileno()
 
-    @staticmethod
-    def has_carrier(intf: str) -> bool:
-        """Whether the interface has carrier now (before any event says so)."""
-        return carrier(intf)
+    def has_carrier(self, intf: str) -> bool:
+        """Whether the interface is up and has carrier now (before any event says so)."""
+        import fcntl
+
+        ifreq = fcntl.ioctl(self.flags_sock, SIOCGIFFLAGS, _IFREQ_FLAGS.pack(intf.encode(), 0))
+        flags = _IFREQ_FLAGS.unpack(ifreq)[1]
+        return bool(flags & self.IFF_UP) and bool(flags & IFF_RUNNING)
 
     def events(self) -> list[tuple[str, bool]]:
         out = []
@@ -481,3 +485,4 @@ class CarrierWatcher:
 
     def close(self) -> None:
         self.sock.close()
+        self.flags_sock.close()

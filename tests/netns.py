@@ -4,26 +4,17 @@ sockets made while inside stay in that namespace) and a process's pid (`holder`)
 
 from __future__ import annotations
 
-import ctypes
 import os
 import subprocess
 import time
 from contextlib import contextmanager
 
-CLONE_NEWNET = 0x40000000  # setns(2): join a network namespace
+from topologies import netns
 
 
-@contextmanager
 def in_namespace(name: str):
     """Switch this thread into the named namespace (`ip netns add`) and back."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    with open("/proc/self/ns/net") as home, open(f"/var/run/netns/{name}") as target:
-        if libc.setns(target.fileno(), CLONE_NEWNET) != 0:
-            raise OSError(ctypes.get_errno(), f"setns {name}: {os.strerror(ctypes.get_errno())}")
-        try:
-            yield
-        finally:
-            libc.setns(home.fileno(), CLONE_NEWNET)
+    return netns.inside(f"/var/run/netns/{name}")
 
 
 @contextmanager

@@ -16,13 +16,13 @@ the calling thread only; the runner's own threads stay where they are).
 
 from __future__ import annotations
 
-import ctypes
 import os
 import socket
 import struct
 import threading
 
-CLONE_NEWNET = 0x40000000
+from topologies import netns
+
 RTM_NEWLINK, RTM_GETLINK = 16, 18
 RTM_NEWQDISC, RTM_GETQDISC = 36, 38
 NLM_F_REQUEST, NLM_F_ACK, NLM_F_DUMP = 0x1, 0x4, 0x300
@@ -43,16 +43,15 @@ class LinkStateError(OSError):
 
 def _socket_in(pid: int) -> socket.socket:
     """A NETLINK_ROUTE socket inside the network namespace of process `pid`."""
-    libc = ctypes.CDLL(None, use_errno=True)
     made: list = []
 
     def join_and_open() -> None:
         try:
-            with open(f"/proc/{pid}/ns/net") as ns:
-                if libc.setns(ns.fileno(), CLONE_NEWNET) != 0:
-                    err = ctypes.get_errno()
-                    raise LinkStateError(err, f"setns into the namespace of pid {pid}: "
-                                              f"{os.strerror(err)}")
+            try:
+                netns.enter(netns.namespace_of(pid))
+            except OSError as err:
+                raise LinkStateError(err.errno, f"the namespace of pid {pid}: "
+                                                f"{err.strerror}") from err
             sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE)
             sock.bind((0, 0))
             made.append(sock)

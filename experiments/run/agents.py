@@ -1,8 +1,11 @@
 """Runner side of the host agents: start one per host, send commands, gather notifications.
 
-Each agent is a `python3 -m hosts.agent` process inside its host's namespace, driven
-through JSON lines on its stdin/stdout (see hosts/agent.py). A reader thread per agent
-puts every notification on one queue, so the runner can wait for many transfers at once.
+Agents run in `python3 -m hosts.agent` processes, driven through JSON lines on their
+stdin/stdout (see hosts/agent.py): a process per host inside its host's namespace, or
+`processes` of them each serving a share of the hosts (every host's sockets opened in
+its own namespace), so that two cores are not shared by sixty-four processes waking up
+for a few packets each. A reader thread per process puts every notification, tagged
+with its host, on one queue, so the runner can wait for many transfers at once.
 """
 
 from __future__ import annotations
@@ -16,11 +19,24 @@ import threading
 import time
 from pathlib import Path
 
+from topologies.netns import namespace_of
 from topologies.resolved import write_resolved_topology
 
 REPO = Path(__file__).resolve().parents[2]
-# MRC_PROFILE=1 makes every agent write a cProfile next to its event log.
+# MRC_PROFILE=1 makes every agent process write a cProfile next to its event logs.
 PROFILE = os.environ.get("MRC_PROFILE") == "1"
+# How many agent processes serve a fabric's hosts: MRC_AGENT_PROCESSES=N (0: one per
+# host, each in its host's namespace).
+AGENT_PROCESSES = int(os.environ.get("MRC_AGENT_PROCESSES", "0"))
+
+
+def host_groups(hosts: list[int], processes: int) -> list[list[int]]:
+    """The hosts each agent process serves: one each (`processes` 0), or dealt out in
+    turn to at most `processes` processes, so that hosts next to each other in number
+    (a rack, a ring's neighbours) land on different cores."""
+    if processes <= 0 or processes >= len(hosts):
+        return [[h] for h in hosts]
+    return [hosts[i::processes] for i in range(processes)]
 
 
 class AgentError(RuntimeError):
@@ -60,12 +76,13 @@ class AgentSet:
 
     def __init__(self, running, transport: str, folder: Path,
                  protocol: dict | None = None, progress_s: float = 0.05,
-                 topology: Path | None = None):
+                 topology: Path | None = None, processes: int | None = None):
         self.running = running
         self.fabric = fabric = running.fabric
         self.transport = transport
         self.inbox: queue.Queue = queue.Queue()
-        self.procs: dict[int, subprocess.Popen] = {}
+        self.procs: dict[int, subprocess.Popen] = {}  # by host; a process may serve many
+        self.shared: set[int] = set()  # hosts whose process serves others too
         self.threads: list[threading.Thread] = []
         # The fault timeline's thread sends route commands while the main thread sends
         # transfers: one line at a time on each agent's stdin.
@@ -76,19 +93,33 @@ class AgentSet:
             topology = folder / "topology.json"
             write_resolved_topology(topology, fabric)
         self.event_files = []
+        args: dict[int, list[str]] = {}
         for host in fabric.hosts:
             config = folder / f"{host.name}.json"
             events = folder / f"events-{transport}-{host.name}.jsonl"
             self.event_files.append(events)
             config.write_text(json.dumps(agent_config(topology, host.index, transport, events,
                                                       protocol, progress_s)))
-            proc = running.net.get(host.name).popen(
-                [sys.executable, "-m", "hosts.agent", "--config", str(config)]
-                + (["--profile", str(folder / f"{host.name}.prof")] if PROFILE else []),
+            args[host.index] = ["--config", str(config)]
+        groups = host_groups([h.index for h in fabric.hosts],
+                             AGENT_PROCESSES if processes is None else processes)
+        for hosts in groups:
+            first = fabric.host(hosts[0]).name
+            name = first if len(hosts) == 1 else f"agents-{len(self.threads)}"
+            command = [sys.executable, "-m", "hosts.agent"]
+            for h in hosts:
+                command += args[h]
+                if len(hosts) > 1:  # the others' sockets go in their own namespaces
+                    command += ["--netns", namespace_of(running.net.get(
+                        fabric.host(h).name).pid)]
+                    self.shared.add(h)
+            # Started in the first host's namespace, as a process of one host always was.
+            proc = running.net.get(first).popen(
+                command + (["--profile", str(folder / f"{name}.prof")] if PROFILE else []),
                 cwd=str(REPO), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=open(folder / f"{host.name}-{transport}.stderr", "w"))
-            self.procs[host.index] = proc
-            thread = threading.Thread(target=self._read, args=(host.index, proc), daemon=True)
+                stderr=open(folder / f"{name}-{transport}.stderr", "w"))
+            self.procs.update(dict.fromkeys(hosts, proc))
+            thread = threading.Thread(target=self._read, args=(hosts, proc), daemon=True)
             thread.start()
             self.threads.append(thread)
         # The fabric's running agents are these now: faults that act through the agents
@@ -99,15 +130,19 @@ class AgentSet:
         if self.pfc is not None:
             self.pfc.attach(self)
 
-    def _read(self, host: int, proc: subprocess.Popen) -> None:
+    def _read(self, hosts: list[int], proc: subprocess.Popen) -> None:
+        """The notifications of the process serving `hosts`, each with its host (a line
+        that names none, such as a failed start, is its first host's)."""
         for raw in proc.stdout:
             try:
                 message = json.loads(raw)
             except ValueError:
                 message = {"event": "error", "message": f"unreadable line {raw[:80]!r}"}
-            message["agent"] = host
+            if message.get("agent") not in hosts:
+                message["agent"] = hosts[0]
             self.inbox.put(message)
-        self.inbox.put({"event": "exited", "agent": host, "code": proc.poll()})
+        for host in hosts:
+            self.inbox.put({"event": "exited", "agent": host, "code": proc.poll()})
 
     def wait_ready(self, timeout_s: float = 30.0) -> None:
         waiting = set(self.procs)
@@ -129,6 +164,8 @@ class AgentSet:
 
     def command(self, host: int, **cmd) -> None:
         proc = self.procs[host]
+        if host in self.shared:
+            cmd = {"host": host, **cmd}
         with self._write:
             proc.stdin.write((json.dumps(cmd) + "\n").encode())
             proc.stdin.flush()
@@ -161,7 +198,7 @@ class AgentSet:
                 except (BrokenPipeError, OSError):
                     pass
         deadline = time.monotonic() + 5
-        for proc in self.procs.values():
+        for proc in dict.fromkeys(self.procs.values()):
             try:
                 proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:

@@ -17,6 +17,7 @@ from experiments.run.workload_run import run_transport
 from experiments.scenarios.workloads import phases
 from hosts import wire
 from hosts.protocol import MRC_HEADER_BYTES
+from topologies.addressing import host_address
 from topologies.paths import catalogue
 
 REPO = Path(__file__).resolve().parents[2]
@@ -54,6 +55,42 @@ def test_transfer_completes_on_the_remaining_planes_when_a_port_is_down(kernel_n
     # The sender heard about it (plane status / port state) and stopped using plane 1.
     down = [e for e in events if e["event"] == "plane-down" and e["host"] == 0]
     assert down and down[0]["plane"] == 1
+
+
+def test_one_process_serves_several_hosts_each_in_its_own_namespace(kernel_network,
+                                                                     tmp_path):
+    """Two agent processes serve the four hosts (hosts/agent.py `serve`): every pair
+    moves a verified message, and each host's sockets are in that host's namespace,
+    held by the process serving it, bound to the host's own address."""
+    net, fabric = kernel_network.net, kernel_network.fabric
+    plan = phases("all-to-all", {"message_bytes": 300_000}, fabric)
+    agents = AgentSet(kernel_network, "mrc", tmp_path / "agents", processes=2)
+    try:
+        agents.wait_ready()
+        pids = {h: proc.pid for h, proc in agents.procs.items()}
+        assert len(set(pids.values())) == 2 and pids[0] == pids[2] != pids[1] == pids[3]
+        for host in fabric.hosts:
+            listed = net.get(host.name).cmd("ss -u -a -n -p -H")
+            owned = [line for line in listed.splitlines() if f"pid={pids[host.index]}," in line]
+            address = host_address(host.index)
+            assert len(owned) == fabric.spec.planes, listed
+            assert all(f"[{address}]" in line for line in owned), listed
+        for t in (t for phase in plan for t in phase):
+            agents.command(t.src, cmd="send", dst=t.dst, msg_id=t.msg_id, bytes=t.size)
+        delivered, deadline = set(), time.monotonic() + 60
+        while len(delivered) < sum(map(len, plan)):
+            message = agents.next(deadline)
+            assert message is not None, f"delivered only {sorted(delivered)}"
+            assert message["event"] != "error", message
+            if message["event"] == "delivered":
+                assert message["verified"], message
+                delivered.add((message["src"], message["agent"]))
+        assert delivered == {(t.src, t.dst) for phase in plan for t in phase}
+        stats = agents.stats()
+        assert all(stats[h.index]["process_hosts"] == 2 for h in fabric.hosts)
+    finally:
+        agents.stop()
+    assert all(proc.poll() is not None for proc in agents.procs.values())
 
 
 def malformed(rng: random.Random) -> bytes:

@@ -47,6 +47,7 @@ LAYERS = {
     "topologies.resolved": "model",
     "topologies.size": "model",
     "topologies.scale": "model",
+    "topologies.netns": "model",  # a system call that agents and nodes both make
     "controller.tables": "model",
     "topologies.network": "nodes",
     "topologies.nodes": "nodes",
