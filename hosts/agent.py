@@ -66,7 +66,7 @@ from collections import deque
 from collections.abc import Callable, Generator
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 
 from hosts.endpoint import Endpoint, make_endpoint
 from hosts.looplag import LoopLag
@@ -107,14 +107,20 @@ class AgentConfig:
     progress_s: float = 0.05  # how often the event log gets a progress sample
 
     def fabric(self) -> Fabric:
-        """The fabric of the run, as the run wrote it."""
-        return read_fabric(self.topology)
+        """The fabric of the run, as the run wrote it: read once per process, however
+        many of its hosts the process serves (a Fabric never changes)."""
+        return _fabric_at(self.topology)
 
     @classmethod
     def load(cls, path: str) -> AgentConfig:
         with open(path) as f:
             data = json.load(f)
         return cls(**data)
+
+
+@cache
+def _fabric_at(topology: str) -> Fabric:
+    return read_fabric(topology)
 
 
 class EventLog:
@@ -312,12 +318,14 @@ class Agent:
 
     def stats(self) -> dict:
         """The agent's counters, its endpoint's, its event loop's lag (`event_loop`:
-        hosts/looplag.py), the CPU time its process used so far (`cpu_s`) and the most
-        memory it held (`max_rss_mb`), both for the `process_hosts` hosts the process
-        serves, and, per peer it sends to, the distinct paths the connection sprays over
-        now (`paths_in_use`: Endpoint.paths_in_use)."""
+        hosts/looplag.py), its share of the CPU time its process used so far (`cpu_s`:
+        split evenly over the `process_hosts` hosts the process serves, so that the
+        hosts' figures add up to the processes'), the most memory the process held
+        (`max_rss_mb`) and, per peer it sends to, the distinct paths the connection
+        sprays over now (`paths_in_use`: Endpoint.paths_in_use)."""
         return dict(self.counters, truncated=self.sockets.truncated,
-                    **self.endpoint.stats(), cpu_s=round(time.process_time(), 3),
+                    **self.endpoint.stats(),
+                    cpu_s=round(time.process_time() / self.process_hosts, 4),
                     process_hosts=self.process_hosts,
                     max_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
                                      / 1024, 1),

@@ -56,6 +56,7 @@ from datetime import datetime
 from pathlib import Path
 
 from experiments.run import quietness
+from experiments.run.agents import AGENT_PROCESSES
 from hosts.protocol import DEFAULT_MTU_PAYLOAD, NIC_MTU_PAYLOAD, data_frame_bytes
 from topologies import scale
 from topologies.model import Fabric, load_topology, with_mtu, with_rate_cap, without_delay
@@ -141,7 +142,8 @@ Measure = Callable[[float, quietness.Window], Step]
 
 
 def machine_key() -> str:
-    """The agents' code and the machine: a budget measured under another is stale."""
+    """The agents' code, how many processes run them, and the machine: a budget
+    measured under another is stale."""
     digest = hashlib.sha256()
     for folder in ("hosts", "topologies"):
         for path in sorted((REPO / folder).glob("*.py")):
@@ -153,7 +155,7 @@ def machine_key() -> str:
     except OSError:
         pass
     digest.update(f"{cpu}|{os.cpu_count()}|{platform.machine()}|{','.join(WORKLOADS)}|"
-                  f"{STEP_S}"
+                  f"{STEP_S}|{AGENT_PROCESSES}"
                   .encode())
     return digest.hexdigest()[:16]
 
@@ -337,7 +339,8 @@ def fabric_step(mtu_payload: int, lock, workload: str = ALL_TO_ALL) -> Measure:
         rtt_ms = fabric.spec.base_rtt_s * 1000
         lag = (block.get("event_loop") or {}).get("lag_p99_ms", float("inf"))
         counters = block["agent_counters"]
-        late = counters.get("duplicates", 0) > MAX_LATE_SHARE * max(1, counters.get("data_tx", 0))
+        data = max(1, counters.get("data_tx", 0))
+        late = counters.get("duplicates", 0) > MAX_LATE_SHARE * data
         # The machine's signals only: paths the transport retires are its own outcome
         # (a fault-free all-to-all retires a few even at a tenth of the budget, with
         # timers on time), reported with every step and every run.
@@ -345,10 +348,15 @@ def fabric_step(mtu_payload: int, lock, workload: str = ALL_TO_ALL) -> Measure:
               and delay_emulated(fabric, netem))
         retired = block["path_events"].get("retire", 0)
         rate = fabric.spec.host_t0.rate_mbit
+        # The agents' CPU (their start included) per DATA packet sent: what a packet
+        # costs them, the figure the budget is the inverse of.
+        cpu_us = round(counters.get("cpu_s", 0.0) / data * 1e6, 1)
         return Step(ok, {"rate_mbit": rate, "lag_p99_ms": lag, "rtt_ms": round(rtt_ms, 3),
-                         "retired": retired, "workload_s": block["workload_s"]},
+                         "retired": retired, "workload_s": block["workload_s"],
+                         "agent_cpu_us_per_packet": cpu_us},
                     f"{rate:g} Mbit/s links, {mtu_payload}-byte payloads: timers {lag:g} ms "
-                    f"late p99, round trip {rtt_ms:.2f} ms, {retired} paths retired")
+                    f"late p99, round trip {rtt_ms:.2f} ms, {retired} paths retired, "
+                    f"agents' CPU {cpu_us:g} us a DATA packet")
 
     return measure
 
