@@ -25,9 +25,12 @@ from topologies.resolved import write_resolved_topology
 REPO = Path(__file__).resolve().parents[2]
 # MRC_PROFILE=1 makes every agent process write a cProfile next to its event logs.
 PROFILE = os.environ.get("MRC_PROFILE") == "1"
-# How many agent processes serve a fabric's hosts: MRC_AGENT_PROCESSES=N (0: one per
-# host, each in its host's namespace).
-AGENT_PROCESSES = int(os.environ.get("MRC_AGENT_PROCESSES", "0"))
+# How many agent processes serve a fabric's hosts: one per core (MRC_AGENT_PROCESSES=N
+# to choose; 0: one per host, each in its host's namespace). On 2 cores, two processes
+# serving 2tier-8plane's eight hosts kept the calibration's all-to-all on time at 56
+# Mbit/s of traffic per core (timers 4-7 ms late p99 against a 25.8 ms round trip),
+# where eight processes fell behind (16-19 ms) and the budget was 40 (docs/similarity.md).
+AGENT_PROCESSES = int(os.environ.get("MRC_AGENT_PROCESSES", os.cpu_count() or 1))
 
 
 def host_groups(hosts: list[int], processes: int) -> list[list[int]]:

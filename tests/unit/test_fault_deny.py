@@ -24,8 +24,8 @@ from topologies.paths import catalogue
 
 
 class Proc:
-    """An agent process that is ready at once, records what it is told, and ends when
-    waited for."""
+    """An agent process of one host (AgentSet's processes=0) that is ready at once,
+    records what it is told, and ends when waited for."""
 
     def __init__(self):
         self.stdin = io.BytesIO()
@@ -66,7 +66,7 @@ class Net:
 
 @pytest.fixture
 def agents(fabric, tmp_path):
-    agents = AgentSet(running(fabric, None, Net(fabric)), "mrc", tmp_path)
+    agents = AgentSet(running(fabric, None, Net(fabric)), "mrc", tmp_path, processes=0)
     agents.wait_ready()
     yield agents
     agents.stop()
@@ -132,7 +132,7 @@ def test_deny_reaches_the_running_agents_as_modify_ev_state(fabric, agents):
 def test_deny_does_nothing_to_the_baseline_and_needs_agents(fabric, tmp_path):
     net = Net(fabric)
     live = running(fabric, None, net)
-    roce = AgentSet(live, "roce-8@planes", tmp_path)
+    roce = AgentSet(live, "roce-8@planes", tmp_path, processes=0)
     roce.wait_ready()
     apply_fault(live, step(0, False, "deny", ("h2", 1)))
     assert net.get("h2").proc.commands() == []  # queue pairs have no EVs
