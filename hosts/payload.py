@@ -5,14 +5,15 @@ id); the receiver regenerates the same bytes and compares. Nothing but the seed 
 travel out of band, and a wrong, missing or misplaced byte anywhere fails the check.
 
 The bytes are made in chunks of BLOCK bytes from one random block per message (BLOCK
-random bytes drawn from the seed): chunk i is that block rotated by a random amount
-r_i, also drawn from the seed. Making a chunk is a copy, not a draw from the random
-generator (a draw costs about 2 ms a megabyte: as much CPU as the transport itself at
-a 1,200-byte MTU); checking one is the same copy and a compare. Every byte still
-depends on the seed and its position: a byte moved by d within a chunk meets another
-byte of the random block, and a packet moved to another chunk escapes the check only
-if its rotation differs by exactly the move (one chance in BLOCK per packet, and BLOCK
-is a prime, so no MTU lines chunks up with each other).
+random bytes drawn from the seed, or as many as the message has if it is shorter):
+chunk i is that block rotated by a random amount r_i, also drawn from the seed.
+Making a chunk is a copy, not a draw from the random generator (a draw costs about 2
+ms a megabyte: as much CPU as the transport itself at a 1,200-byte MTU); checking one
+is the same copy and a compare. Every byte still depends on the seed and its
+position: a byte moved by d within a chunk meets another byte of the random block,
+and a packet moved to another chunk escapes the check only if its rotation differs by
+exactly the move (one chance in BLOCK per packet, and BLOCK is a prime, so no MTU
+lines chunks up with each other).
 
 An agent must not stall its event loop for a whole large message (acks would wait,
 and peers would take the delay for a broken path), so both also come as generators
@@ -51,11 +52,14 @@ def message_seed(src: int, dst: int, msg_id: int) -> int:
 
 def _rotations(src: int, dst: int, msg_id: int,
                length: int) -> Generator[tuple[int, bytes, int], None, None]:
-    """(offset, random block, rotation) of each chunk of the message, in order."""
+    """(offset, random block, rotation) of each chunk of the message, in order. The
+    block is BLOCK bytes, or the message's length if shorter: a ring's steps of a few
+    kilobytes each drew 64 KB of random bytes, a fifth of their agents' CPU."""
     rng = random.Random(message_seed(src, dst, msg_id))
-    block = rng.randbytes(BLOCK)
-    for offset in range(0, length, BLOCK):
-        yield offset, block, rng.randrange(BLOCK)
+    size = max(1, min(BLOCK, length))
+    block = rng.randbytes(size)
+    for offset in range(0, length, size):
+        yield offset, block, rng.randrange(size)
 
 
 def build(src: int, dst: int, msg_id: int,
@@ -64,7 +68,7 @@ def build(src: int, dst: int, msg_id: int,
     data = zeroed(length)
     for offset, block, turn in _rotations(src, dst, msg_id, length):
         # The chunk is block[turn:] + block[:turn], cut at the end of the message.
-        head = min(BLOCK - turn, length - offset)
+        head = min(len(block) - turn, length - offset)
         data[offset:offset + head] = block[turn:turn + head]
         tail = min(turn, length - offset - head)
         if tail > 0:
@@ -78,7 +82,7 @@ def check(src: int, dst: int, msg_id: int,
     """Whether `data` is that message, checked one chunk per step (the return value)."""
     length = len(data)
     for offset, block, turn in _rotations(src, dst, msg_id, length):
-        head = min(BLOCK - turn, length - offset)
+        head = min(len(block) - turn, length - offset)
         if data[offset:offset + head] != block[turn:turn + head]:
             return False
         tail = min(turn, length - offset - head)
