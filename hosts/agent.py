@@ -265,9 +265,13 @@ class Agent:
         try:
             cmd = json.loads(line)
         except ValueError as err:
-            self.emit({"event": "error", "message": f"bad command {line.strip()!r}: {err}"})
+            self.refuse(line, err)
             return
         self.obey(cmd, line)
+
+    def refuse(self, line: str, err: Exception) -> None:
+        """Tell the runner a control line could not be carried out, and why."""
+        self.emit({"event": "error", "message": f"bad command {line.strip()!r}: {err}"})
 
     def obey(self, cmd: dict, line: str) -> None:
         """One parsed control command; `line` names it in an error."""
@@ -308,7 +312,7 @@ class Agent:
             else:
                 raise ValueError(f"unknown command {kind!r}")
         except (ValueError, KeyError, TypeError) as err:
-            self.emit({"event": "error", "message": f"bad command {line.strip()!r}: {err}"})
+            self.refuse(line, err)
 
     def send(self, dst: int, msg_id: int, data: bytes) -> None:
         try:
@@ -509,7 +513,7 @@ def _dispatch(by_host: dict[int, Agent], agents: list[Agent], line: str) -> Agen
         host = cmd.pop("host", None)
         agent = agents[0] if host is None and len(agents) == 1 else by_host[int(host)]
     except (ValueError, KeyError, TypeError) as err:
-        agents[0].emit({"event": "error", "message": f"bad command {line.strip()!r}: {err}"})
+        agents[0].refuse(line, err)
         return agents[0]
     agent.obey(cmd, line)
     return agent

@@ -287,8 +287,8 @@ class RoceSender:
     # all four.
     def timer_at(self, now: float) -> float:
         """When poll() should look again: when a QP's rate lets its next packet go, a
-        QP in flight times out, or routing moves QPs; at most a tick away, no sooner
-        than the next tick for a timeout (poll() checks them in its turn). A QP that
+        QP in flight times out, or routing moves QPs; at most MAX_WAIT_S away, and a
+        timeout no sooner than the next tick (poll() checks them in its turn). A QP that
         waits for acknowledgements costs no turn until then: on cluster-c's ring, 64
         hosts' agents woke every tick for each busy connection, and RoCE cost its
         agents twice MRC's CPU per packet."""

@@ -21,6 +21,7 @@ removes the pins; the program and its maps go when the last port holding them do
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import subprocess
@@ -198,13 +199,19 @@ _RINGBUF_BUSY, _RINGBUF_DISCARD = 1 << 31, 1 << 30
 _RINGBUF_HEADER = 8
 
 
+@functools.cache
+def _libc():
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True)
+
+
 def _bpf(command: int, attr, what: object) -> int:
     """bpf(command, attr); EbpfError naming `what` on failure."""
     import ctypes
     import os
 
-    libc = ctypes.CDLL(None, use_errno=True)
-    done = libc.syscall(_BPF_SYSCALL, command, ctypes.byref(attr), ctypes.sizeof(attr))
+    done = _libc().syscall(_BPF_SYSCALL, command, ctypes.byref(attr), ctypes.sizeof(attr))
     if done < 0:
         raise EbpfError(f"{what}: {os.strerror(ctypes.get_errno())}")
     return done

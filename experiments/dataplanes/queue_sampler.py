@@ -1,6 +1,7 @@
 """One switch port's queue over time, on the kernel data plane: what the eBPF switch
-program's virtual queues of the port hold, sampled every `SAMPLE_S` in a thread, with
-how many of the switch's ingress ports have their peer paused by PFC at that moment.
+program's lossless virtual queue of the port holds (the RoCE class's), sampled every
+`SAMPLE_S` in a thread, with how many of the switch's ingress ports have their peer
+paused by PFC at that moment.
 
 The MRC paper's Fig. 22 plots a ToR's queue to an incast's destination this way (its
 "PFC mode": the ToR pausing its senders). The virtual queues are the switch's model
@@ -24,7 +25,8 @@ SAMPLE_S = 0.01  # a few frame times at the capped rates: the queue's swings sho
 
 class QueueSampler:
     """Samples the queue of `switch`'s port toward `peer` on a running fabric whose
-    switches run the eBPF program, from construction to `stop()`."""
+    switches run the eBPF program, from construction to `stop()`; `result(start)` gives
+    the samples."""
 
     def __init__(self, running: Running, switch: str, peer: str, every_s: float = SAMPLE_S):
         (port,) = [p for p in running.fabric.ports(switch) if p.peer == peer]
@@ -42,8 +44,8 @@ class QueueSampler:
         self.ingress = MapReader(program.map_path(cfg.INGRESS_MAP),
                                  program.sizes[cfg.INGRESS_MAP])
         self.every_s = every_s
-        # (monotonic seconds, lossless bytes, other bytes, ingress ports pausing a peer)
-        self.samples: list[tuple[float, int, int, int]] = []
+        # (monotonic seconds, lossless bytes, ingress ports pausing a peer)
+        self.samples: list[tuple[float, int, int]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="queue", daemon=True)
         self._thread.start()
@@ -59,16 +61,17 @@ class QueueSampler:
             for ifindex in self.ingress_ports:
                 ingress = self.ingress.lookup(cfg.key(ifindex))
                 pausing += bool(ingress and cfg.INGRESS_STATE.unpack_from(ingress)[1])
-            self.samples.append((time.monotonic(), now.lossless,
-                                 now.priority + now.data, pausing))
+            self.samples.append((time.monotonic(), now.lossless, pausing))
 
-    def stop(self, start: float) -> dict:
-        """Stop sampling; the samples with their times from `start` (a run's
-        time.monotonic() start, as the agents' events count it)."""
+    def stop(self) -> None:
         self._stop.set()
         self._thread.join()
         self.state.close()
         self.ingress.close()
+
+    def result(self, start: float) -> dict:
+        """The samples, [seconds from `start` (a run's time.monotonic() start, as the
+        agents' events count it), lossless bytes, ingress ports pausing]."""
         return {"port": self.port, "every_s": self.every_s, "rate_bytes_per_s": self.rate,
-                "samples": [[round(t - start, 4), lossless, other, pausing]
-                            for t, lossless, other, pausing in self.samples]}
+                "samples": [[round(t - start, 4), lossless, pausing]
+                            for t, lossless, pausing in self.samples]}

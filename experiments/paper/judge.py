@@ -802,20 +802,20 @@ def dcqcn_queue(m: Measured) -> Verdict:
     queue = block.get("queue") or {}
     frame = m.fabric.spec.data_frame_bytes
     inside = [s for s in queue.get("samples", []) if t0 <= s[0] < t1]
-    pausing = [s for s in queue.get("samples", []) if s[3] > 0]
+    pausing = [s for s in queue.get("samples", []) if s[2] > 0]
     first = pausing[0][0] if pausing else None
     figures = {
         "line_share": share, "ceiling_mbps": round(ceiling, 3),
         "empty_share": _rounded(statistics.fmean(s[1] < frame for s in inside)
                                 if inside else None),
-        "paused_share": _rounded(statistics.fmean(s[3] > 0 for s in inside)
+        "paused_share": _rounded(statistics.fmean(s[2] > 0 for s in inside)
                                  if inside else None),
         "mean_frames": _rounded(statistics.fmean(s[1] for s in inside) / frame
                                 if inside else None, 2),
         "flows_at_first_pause": None if first is None else min(len(flows),
                                                                 int(first // every) + 1),
         "queue": {"port": queue.get("port"), "frame_bytes": frame,
-                  "samples": [[s[0], s[1], s[3]] for s in queue.get("samples", [])]},
+                  "samples": queue.get("samples", [])},
         "arrivals_s": [round(i * every, 4) for i in range(len(flows))]}
     why = ("no queue samples (the switch ports do not run the eBPF program)" if not inside
            else "no throughput measured over the incast" if share is None else None)

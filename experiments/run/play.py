@@ -76,15 +76,13 @@ def play_pass(running, transports: tuple[str, ...],
             run = run_transport(running, transport, [list(p) for p in plan], list(steps),
                                 lambda step: apply_fault(running, step),
                                 folder, timeout_s, protocol, progress)
-        except BaseException:
+        finally:
             if sampler:
-                sampler.stop(0.0)
-            raise
-        sampled = sampler.stop(run.start) if sampler else None
+                sampler.stop()
         events = read_events(run.event_files)
         block = summarize(run, events)
-        if sampled:
-            block["queue"] = sampled
+        if sampler:
+            block["queue"] = sampler.result(run.start)
         block["fabric"] = {"topology": fabric.name, "planes": fabric.spec.planes,
                            "rate_mbit": fabric.spec.host_t0.rate_mbit}
         if before:

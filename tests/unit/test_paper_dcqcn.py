@@ -81,7 +81,7 @@ def incast_pass(row, fabric, share, queue_frames, pausing_from=None, paused_shar
         t = i * 0.01
         pausing = (pausing_from is not None and t >= pausing_from
                    and (i % 100) < paused_share * 100)
-        samples.append([round(t, 4), int(queue_frames(t) * frame), 0, int(pausing)])
+        samples.append([round(t, 4), int(queue_frames(t) * frame), int(pausing)])
     block = {"transport": "roce", "ok": ok, "queue": {"port": "p0t0r0 eth0",
                                                       "samples": samples}}
     return Pass(runs=[TransportRun("roce", 0.0, end=end)], events={"roce": events},
