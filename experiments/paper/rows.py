@@ -49,6 +49,11 @@ BASELINE = "roce-8"  # the RoCE-like baseline of the loaded variants: one QP per
 # helps, little beyond 8").
 QP_SWEEP = ("roce", "roce-2", "roce-4", "roce-8", "roce-16")
 MIN_TIMEOUT_S = 30.0
+# The ring rows' timeout: this many times the ring's time on one path (`one_path_ring_s`),
+# what the 1-QP baseline has. On cluster-c at 0.438 Mbit/s that time is 36 s and RoCE's
+# 1 QP took 30-36 s: a timeout of 36 s let it finish or not from run to run. Not more:
+# the loss rows' baseline does not finish, and waits out the whole timeout.
+RING_SLACK = 1.5
 TIMEOUT_FACTOR = 12  # a row's timeout: this many times WORKLOAD_S (the baseline may stall)
 MAX_LINKS_FAILING = 20  # the paper's sequence of T0-T1 links taken down (section 5.2.2)
 # The topology every row runs on unless its shape has a fabric of its own (--topo).
@@ -172,6 +177,17 @@ class Row:
             return True
         return (isinstance(self.reference, dict)
                 and all(f.get("kind") == "deny" for f in self.reference.get("faults", [])))
+
+
+def one_path_ring_s(fabric: Fabric, sizes: list[int]) -> float:
+    """How long a ring all-reduce of each of `sizes` (one after the other) takes on one
+    path of 1/planes of a host, as the 1-QP baseline has: each of its 2(n-1) steps moves
+    a chunk (size/n) at that rate and waits half a base round trip for it to arrive."""
+    spec = fabric.spec
+    n = len(fabric.hosts)
+    path_bytes_per_s = spec.host_bytes_in(1) / spec.planes
+    step_s = [size / n / path_bytes_per_s + spec.base_rtt_s / 2 for size in sizes]
+    return 2 * (n - 1) * sum(step_s)
 
 
 def payload_rate_mbit(fabric: Fabric, mtu_payload: int | None = None) -> float:
@@ -765,11 +781,24 @@ def _other_rows(fabric: Fabric) -> list[Row]:
             "16 GB all-reduce moves 250 MB a step, hundreds of a 400G NIC's BDPs), so a "
             "loss in a step's tail, recovered after a timeout, costs a share of the step "
             "the paper's large messages never pay")
+    def ring_timeout(sizes: list[int]) -> tuple[float, str]:
+        """The ring's timeout at these sizes, and the row's words for it."""
+        # At least three times the largest size's bytes on one path (ECMP collisions
+        # may halve it), and RING_SLACK times the ring's time there with its steps'
+        # latency, which rules where the steps are a few frames (cluster-c).
+        seconds = round(max(timeout, 3 * planes * d,
+                            RING_SLACK * one_path_ring_s(fabric, sizes)), 1)
+        return seconds, (f"a transport not done within {seconds:g} s (at least "
+                         f"{RING_SLACK:g} x the time the ring takes on one path, 1/planes "
+                         "of a host, each step its bytes and half a base round trip) did "
+                         "not finish")
+
+    ring_sizes = sorted({max(n, ring_total // k) for k in (16, 4, 1)})
+    ring_s, unfinished = ring_timeout(ring_sizes)
+    largest_s, largest_unfinished = ring_timeout([ring_total])
     ring = {"workload": "all-reduce",
-            "params": {"data_bytes": sorted({max(n, ring_total // k) for k in (16, 4, 1)}),
-                       "order": "across-racks"},
-            "transports": ["mrc", "roce-16", "roce"],
-            "timeout_s": max(timeout, 3 * planes * d)}
+            "params": {"data_bytes": ring_sizes, "order": "across-racks"},
+            "transports": ["mrc", "roce-16", "roce"], "timeout_s": ring_s}
     pairs = [[h, (h + spec.hosts_per_rack) % n] for h in range(n)]
     cross_flows = {"workload": "flows",
                    "params": {"flows": pairs, "message_bytes": spec.host_bytes_in(d)},
@@ -862,7 +891,7 @@ def _other_rows(fabric: Fabric) -> list[Row]:
             "(1 QP).",
             f"{n}-host ring across racks at three sizes (the paper: 64 GPUs, 4 MB to "
             f"16 GB, 4 x 100G planes against RoCE on one 400G plane); RoCE runs on the "
-            f"single-plane twin; {DIFFERS_EMULATION}.",
+            f"single-plane twin; {unfinished}; {DIFFERS_EMULATION}.",
             ring, "qp_order", reference=None, params={"slack": 0.95}, shape="C",
             curve=("ring all-reduce (Fig. 16)", "no loss")),
         Row("ring-qp-scaling", "5.2.7 (Fig. 16)",
@@ -873,9 +902,9 @@ def _other_rows(fabric: Fabric) -> list[Row]:
             "8-QP throughput (little beyond); 1, 2, 4, 8 and 16 QPs measured.",
             f"{n}-host ring across racks at its largest size only (the paper: 64 GPUs, "
             f"up to 16 GB); RoCE with PFC and DCQCN on the single-plane twin, MRC beside "
-            f"it for scale; {DIFFERS_EMULATION}.",
+            f"it for scale; {largest_unfinished}; {DIFFERS_EMULATION}.",
             {**ring, "params": {**ring["params"], "data_bytes": [ring_total]},
-             "transports": ["mrc", *QP_SWEEP]},
+             "transports": ["mrc", *QP_SWEEP], "timeout_s": largest_s},
             "qp_scaling", reference=None, params={"helps": 1.1, "beyond": 1.1},
             shape="C"),
         Row("random-loss-0p1pct", "5.2.7 (Fig. 16)",
@@ -883,7 +912,8 @@ def _other_rows(fabric: Fabric) -> list[Row]:
             "notice.",
             "MRC's goodput is at least 90% of its loss-free run.",
             "0.1% loss on every host link, both ways (each packet crosses two: about 0.2% "
-            f"a path; the paper: on NIC receive); {tail}; {DIFFERS_EMULATION}.",
+            f"a path; the paper: on NIC receive); {tail}; {unfinished}; "
+            f"{DIFFERS_EMULATION}.",
             with_faults(ring, {"kind": "loss", "link": "hosts", "probability": 0.001,
                                "at_s": 0}),
             "loss_ratio", needs=("faults",), params={"mrc": 0.9}, shape="C",
@@ -893,7 +923,7 @@ def _other_rows(fabric: Fabric) -> list[Row]:
             "MRC's goodput is at least 1/4 of its loss-free run, and the 1-QP go-back-N "
             "baseline's ratio is at most half of MRC's.",
             f"1% loss on every host link, both ways (about 2% a path); {tail}; "
-            f"{DIFFERS_EMULATION}.",
+            f"{unfinished}; {DIFFERS_EMULATION}.",
             with_faults(ring, {"kind": "loss", "link": "hosts", "probability": 0.01,
                                "at_s": 0}),
             "loss_ratio", needs=("faults",), params={"mrc": 0.25, "baseline": "roce",

@@ -424,3 +424,24 @@ def test_a_repetition_whose_agents_fell_behind_is_set_aside_while_two_kept_up():
     assert trusted_runs([regime(0.9), regime(1.3), regime(0.2)]) == ([0, 1, 2], [])
     assert trusted_runs([regime(0.9)]) == ([0], [])
     assert trusted_runs([regime(0.1)]) == ([0], [])
+
+
+def test_the_ring_rows_give_the_one_qp_baseline_time_for_its_steps_latency():
+    """On cluster-c at the rate it runs at, the ring's 378 steps are a few frames each:
+    one path needs about 36 s for the three sizes, the time 1-QP RoCE took (30-36 s),
+    and the rows wait RING_SLACK times that; elsewhere the bytes rule, as before."""
+    from experiments.paper.rows import RING_SLACK, one_path_ring_s
+
+    fabric = with_rate_cap(load_topology("cluster-c"), 0.438)
+    by_key = {row.key: row for row in rows(fabric)}
+    ring = by_key["ring-allreduce-qps"].scenario
+    expected = one_path_ring_s(fabric, ring["params"]["data_bytes"])
+    assert 33 < expected < 39
+    for key in ("ring-allreduce-qps", "random-loss-0p1pct", "random-loss-1pct"):
+        scenario = by_key[key].scenario
+        assert scenario["timeout_s"] == pytest.approx(RING_SLACK * expected, abs=0.1)
+        assert f"{scenario['timeout_s']:g} s" in by_key[key].differs
+    # 2tier-8plane's ring is bandwidth-bound: three times the largest size on one path.
+    fabric = with_rate_cap(load_topology("2tier-8plane"), 1.75)
+    ring = {row.key: row for row in rows(fabric)}["ring-allreduce-qps"].scenario
+    assert ring["timeout_s"] == 3 * fabric.spec.planes * 3.0
