@@ -99,6 +99,6 @@ paper: deps ## the MRC paper's section-5 experiments, 3 runs a row: results/<run
 	@$(PY) -m experiments.paper --topo $(TOPO) --dataplane $(or $(filter-out auto,$(DATAPLANE)),kernel) $(if $(ONLY),--only $(ONLY)) $(if $(QUICK),--repetitions 1) $(if $(RATE_CAP),--rate-cap $(RATE_CAP)) $(if $(SHAPES),--shapes $(SHAPES)) $(if $(MTU),--mtu $(MTU)) $(if $(LOADED),--loaded)
 
 .PHONY: calibrate
-calibrate: deps ## measure what this machine's agents drive, for the all-to-all and for one pair (build/calibration.json; runs cap their links to it; WORKLOAD=pair: one of them)
+calibrate: deps ## measure what this machine's agents drive, for the all-to-all and for one pair (build/calibration.json; runs cap their links to it; WORKLOAD=pair: one of them; DATAPLANE=bmv2: with BMv2's switches, which cap BMv2 runs)
 	@echo "== calibrate: python -m experiments.run.calibration"
-	@$(PY) -m experiments.run.calibration $(if $(MTU),--mtu $(MTU)) $(if $(WORKLOAD),--workload $(WORKLOAD))
+	@$(PY) -m experiments.run.calibration $(if $(MTU),--mtu $(MTU)) $(if $(WORKLOAD),--workload $(WORKLOAD)) $(if $(filter bmv2,$(DATAPLANE)),--dataplane bmv2)

@@ -10,11 +10,14 @@ so the backlog the P4 program reacts to builds inside the switch.
 BMv2 is a software switch: every packet of every switch costs CPU, and on a small
 machine a fabric at the topology's rates asks for more packets a second than its
 switches forward, so delays swing with the CPU and MRC's timers fire. `fabric_for()`
-therefore caps every link's rate for this target so that, at full load (every host
-sending on every plane at the link rate, each packet through three switches), the
-switches are asked for at most CPU_SHARE of what they forward on this machine: the
-figure bench/bmv2_forwarding.py measured (build/bmv2-forwarding.json) or, before the
-bench has run here, MEASURED_PATH_PPS. The rate used and why are in the run summary.
+therefore caps every link's rate for this target so that at full load (every host
+sending on every plane at the link rate) the hosts send no more than the switches and
+the agents keep up with together: the BMv2 budget the calibration measured on this
+machine with both running (experiments/run/calibration.py, handed in by the run's
+lifecycle), or, before it has, CPU_SHARE of the forwarding steps the switches manage
+alone (each packet through three switches), as bench/bmv2_forwarding.py measured them
+(build/bmv2-forwarding.json) or MEASURED_PATH_PPS. The rate used and why are in the
+run summary.
 
 A link's rate changes while it runs (`set_rate`, the single-plane twin's share of a
 fault of the planes): a switch end's queues inside BMv2 get the new rate through the
@@ -40,7 +43,6 @@ from controller.p4info import P4Info
 from controller.program import program_switch, read_counters
 from controller.tables import switch_tables
 from experiments.dataplanes.kernel_target import link_ends
-from hosts.protocol import link_mbit
 from topologies.bmv2 import Bmv2Error, Bmv2Switch, queue_commands
 from topologies.model import Fabric, with_rate_cap
 from topologies.shaping import rate_commands
@@ -80,8 +82,8 @@ class RateChoice:
 
     rate_mbit: float  # every link's rate on this target
     topology_mbit: float  # the fastest link the topology asks for
-    capacity_pps: float  # switch forwarding steps a second this machine manages
-    source: str  # where capacity_pps comes from
+    fabric_mbit: float  # what every host together may send at once here
+    source: str  # why that much: what it was measured as, where
 
     @property
     def capped(self) -> bool:
@@ -95,9 +97,19 @@ class RateChoice:
     def reason(self) -> str:
         verdict = (f"capped from the topology's {self.topology_mbit:g} Mbit/s"
                    if self.capped else "the topology's own rate")
-        return (f"{verdict}: at full load the switches are asked for at most "
-                f"{CPU_SHARE:.0%} of the {self.capacity_pps:,.0f} forwarding steps/s "
-                f"BMv2 manages here ({self.source})")
+        return (f"{verdict}: at full load the hosts send at most "
+                f"{self.fabric_mbit:.3g} Mbit/s together, {self.source}")
+
+
+def forwarding_budget(capacity_pps: float, source: str,
+                      frame_bytes: int) -> tuple[float, str]:
+    """What every host together may send at once (Mbit/s of `frame_bytes` frames) when
+    the switches are to be asked for CPU_SHARE of `capacity_pps` forwarding steps a
+    second, and a line saying so: the budget before the calibration has measured one."""
+    mbit = CPU_SHARE * capacity_pps * frame_bytes * 8 / MAX_SWITCH_HOPS / 1e6
+    return mbit, (f"{CPU_SHARE:.0%} of the {capacity_pps:,.0f} forwarding steps/s BMv2 "
+                  f"manages here alone ({source}), the rest left to the agents; not "
+                  "calibrated with the agents running (make calibrate DATAPLANE=bmv2)")
 
 
 def machine_capacity(results: Path = BENCH_RESULTS) -> tuple[float, str]:
@@ -115,15 +127,13 @@ def machine_capacity(results: Path = BENCH_RESULTS) -> tuple[float, str]:
     return 3 * MEASURED_PATH_PPS, MEASURED_SOURCE
 
 
-def choose_rate(fabric: Fabric, capacity_pps: float, source: str) -> RateChoice:
-    """The fastest link rate at which every host sending full frames on every plane
-    (each packet through MAX_SWITCH_HOPS switches) asks the switches for at most
-    CPU_SHARE of `capacity_pps`, or the topology's rate if that is slower."""
+def choose_rate(fabric: Fabric, fabric_mbit: float, source: str) -> RateChoice:
+    """The fastest link rate at which every host sending on every plane sends at most
+    `fabric_mbit` together, or the topology's rate if that is slower."""
     spec = fabric.spec
     topology_mbit = max(spec.host_t0.rate_mbit, spec.t0_t1.rate_mbit)
-    per_link_pps = CPU_SHARE * capacity_pps / (spec.hosts * spec.planes * MAX_SWITCH_HOPS)
-    return RateChoice(min(round_down(link_mbit(per_link_pps, spec.data_frame_bytes)),
-                          topology_mbit), topology_mbit, capacity_pps, source)
+    return RateChoice(min(round_down(fabric_mbit / (spec.hosts * spec.planes)),
+                          topology_mbit), topology_mbit, fabric_mbit, source)
 
 
 def round_down(value: float, digits: int = RATE_DIGITS) -> float:
@@ -170,12 +180,18 @@ class Bmv2Target:
         self.write_batches = 0
         self.rate: RateChoice | None = None
 
-    def fabric_for(self, fabric: Fabric) -> Fabric:
+    def fabric_for(self, fabric: Fabric,
+                   calibrated: tuple[float, str] | None = None) -> Fabric:
         """The fabric this target runs: `fabric` with every link no faster than the
-        rate the switches' CPU keeps up with here (choose_rate). Call it before the
-        network is built: the hosts' shaping, the agents' pacing and BMv2's queues all
-        take their rate from the fabric."""
-        self.rate = choose_rate(fabric, *machine_capacity())
+        switches and the agents keep up with here (choose_rate): `calibrated`, what
+        every host together may send at once as the calibration measured it with both
+        running (Mbit/s, and a line saying where from), else a share of what the
+        switches forward alone (`forwarding_budget`). Call it before the network is
+        built: the hosts' shaping, the agents' pacing and BMv2's queues all take their
+        rate from the fabric."""
+        budget = calibrated or forwarding_budget(*machine_capacity(),
+                                                 fabric.spec.data_frame_bytes)
+        self.rate = choose_rate(fabric, *budget)
         if not self.rate.capped:
             return fabric
         return with_rate_cap(fabric, self.rate.rate_mbit)

@@ -39,8 +39,8 @@ class KernelTarget:
            "real, a switch port's pause is counted and held in its modelled queue, not on "
            "the real packets (lossless queues 16 x deep instead; docs/protocol.md)")
 
-    def fabric_for(self, fabric: Fabric) -> Fabric:
-        return fabric  # the kernel forwards at the topology's rates
+    def fabric_for(self, fabric: Fabric, calibrated: tuple[float, str] | None = None) -> Fabric:
+        return fabric  # the kernel forwards at the topology's rates; the agents' cap is apart
 
     def data_scale(self) -> float:
         return 1.0

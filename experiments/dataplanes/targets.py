@@ -54,9 +54,11 @@ class Target(Protocol):
     # What PFC is here: how far a pause is carried out (the summary's link_emulation).
     pfc: str
 
-    def fabric_for(self, fabric: Fabric) -> Fabric:
+    def fabric_for(self, fabric: Fabric, calibrated: tuple[float, str] | None = None) -> Fabric:
         """The fabric this target runs: the topology's, or one with slower links where
-        the switches' CPU could not keep up with the topology's rates (BMv2)."""
+        the switches' CPU could not keep up with the topology's rates (BMv2).
+        `calibrated`: what every host together may send at once on this target as the
+        calibration measured it with the agents running (Mbit/s), and where from."""
 
     def data_scale(self) -> float:
         """What the workload's byte counts are multiplied by on the fabric `fabric_for`

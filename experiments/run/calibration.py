@@ -75,6 +75,14 @@ MEASURED_MBIT_PER_CORE = {DEFAULT_MTU_PAYLOAD: DEFAULT_MBIT_PER_CORE, NIC_MTU_PA
 # Mbit/s per core, tried in order: steps of sqrt(2), so that the budget chosen is
 # within 30% of the most the machine sustains.
 LADDER = (20.0, 28.0, 40.0, 56.0, 80.0, 113.0, 160.0, 226.0, 320.0, 453.0, 640.0)
+# On BMv2 every packet also costs each of its switches' processes a pipeline pass on the
+# same cores, and 48 processes stand by for 2tier-8plane: the same steps, from far lower.
+BMV2_LADDER = (2.5, 3.5, 5.0, 7.1, 10.0, 14.0, 20.0, 28.0, 40.0, 56.0)
+# The data planes a budget is measured on, and their ladders. The kernel's budget caps
+# every run's links (experiments/run/lifecycle.py); BMv2's caps a BMv2 fabric's before
+# (experiments/dataplanes/bmv2_target.py), measured with the all-to-all only.
+KERNEL, BMV2 = "kernel", "bmv2"
+LADDERS = {KERNEL: LADDER, BMV2: BMV2_LADDER}
 
 
 @dataclass(frozen=True)
@@ -121,7 +129,7 @@ STEP_S = 3.0
 
 @dataclass(frozen=True)
 class Budget:
-    mbit_per_core: float
+    mbit_per_core: float  # 0 on BMv2 with no quiet figure: its target's own stands in
     source: str  # where the figure comes from, for the run's summary
     stored: bool = False  # measured by this call on a quiet machine, and cached
 
@@ -171,10 +179,12 @@ def _cache(path: Path | None = None) -> dict:
     return data["by_mtu"]
 
 
-def _slot(mtu_payload: int, workload: str) -> str:
-    """A calibration's place in the cache: its MTU payload, and the workload unless it
-    is the all-to-all ("1200", "1200 pair")."""
-    return str(mtu_payload) if workload == ALL_TO_ALL else f"{mtu_payload} {workload}"
+def _slot(mtu_payload: int, workload: str, dataplane: str = KERNEL) -> str:
+    """A calibration's place in the cache: its MTU payload, the workload unless it is
+    the all-to-all, the data plane unless it is the kernel's ("1200", "1200 pair",
+    "1200 bmv2")."""
+    return " ".join([str(mtu_payload)] + ([workload] if workload != ALL_TO_ALL else [])
+                    + ([dataplane] if dataplane != KERNEL else []))
 
 
 def workload_for(active_hosts: int | None) -> str:
@@ -184,11 +194,11 @@ def workload_for(active_hosts: int | None) -> str:
 
 
 def cached(mtu_payload: int = DEFAULT_MTU_PAYLOAD, cache: Path | None = None,
-           workload: str = ALL_TO_ALL) -> dict | None:
-    """The cached calibration of this code on this machine at this MTU for `workload`,
-    if it was measured on a quiet machine (a figure that does not say so is not known
-    to be)."""
-    found = _cache(cache).get(_slot(mtu_payload, workload))
+           workload: str = ALL_TO_ALL, dataplane: str = KERNEL) -> dict | None:
+    """The cached calibration of this code on this machine at this MTU for `workload`
+    on `dataplane`, if it was measured on a quiet machine (a figure that does not say so
+    is not known to be)."""
+    found = _cache(cache).get(_slot(mtu_payload, workload, dataplane))
     if not isinstance(found, dict) or "idle_share_before" not in found:
         return None
     return found
@@ -309,16 +319,17 @@ def no_faults(step) -> None:
     raise AssertionError("the calibration plays no fault")
 
 
-def fabric_step(mtu_payload: int, lock, workload: str = ALL_TO_ALL) -> Measure:
+def fabric_step(mtu_payload: int, lock, workload: str = ALL_TO_ALL,
+                dataplane: str = KERNEL) -> Measure:
     """The ladder's step of `workload` on its reference fabric at this MTU (module
-    docstring), its fabrics built under `lock`, the machine's fabric lock held by the
-    caller. Needs root and Mininet."""
+    docstring), on `dataplane`, its fabrics built under `lock`, the machine's fabric
+    lock held by the caller. Needs root and Mininet (and BMv2 for bmv2)."""
     import tempfile
 
     from experiments.analysis.health import MAX_LATE_SHARE
     from experiments.analysis.metrics import read_events, summarize
     from experiments.analysis.similarity import delay_emulated
-    from experiments.dataplanes.targets import KernelTarget
+    from experiments.dataplanes.targets import make_target
     from experiments.run.fabric import RunningFabric
     from experiments.run.workload_run import run_transport
 
@@ -329,7 +340,7 @@ def fabric_step(mtu_payload: int, lock, workload: str = ALL_TO_ALL) -> Measure:
     def measure(per_core: float, window: quietness.Window) -> Step:
         fabric = capped(reference, per_core, active_hosts=pair and len(pair))
         plan = chosen.plan(fabric, STEP_S)
-        with RunningFabric(fabric, KernelTarget(), lock) as network, \
+        with RunningFabric(fabric, make_target(dataplane), lock) as network, \
                 tempfile.TemporaryDirectory() as folder:
             with window:
                 run = run_transport(network, "mrc", plan, [], no_faults,
@@ -362,31 +373,32 @@ def fabric_step(mtu_payload: int, lock, workload: str = ALL_TO_ALL) -> Measure:
 
 
 def calibrate(progress=print, mtu_payload: int = DEFAULT_MTU_PAYLOAD, lock=None, *,
-              workload: str = ALL_TO_ALL, measure: Measure | None = None,
-              cache: Path | None = None,
+              workload: str = ALL_TO_ALL, dataplane: str = KERNEL,
+              measure: Measure | None = None, cache: Path | None = None,
               limits: quietness.Limits = quietness.LIMITS) -> Budget:
-    """Measure `workload`'s budget at this MTU (module docstring) and cache it, if the
-    machine was quiet before and during the measurement; else keep the cache as it is
-    and give its last quiet figure, or the default. `measure` is one step of the ladder
-    (unless given, `fabric_step`, which needs root, Mininet and `lock`, the machine's
-    fabric lock held by the caller); `cache` is the cache file (build/calibration.json
-    unless given)."""
+    """Measure `workload`'s budget at this MTU on `dataplane` (module docstring) and
+    cache it, if the machine was quiet before and during the measurement; else keep the
+    cache as it is and give its last quiet figure, or the default. `measure` is one step
+    of the ladder (unless given, `fabric_step`, which needs root, Mininet and `lock`, the
+    machine's fabric lock held by the caller); `cache` is the cache file
+    (build/calibration.json unless given)."""
     if measure is None and lock is None:
         raise RuntimeError("a calibration builds fabrics: it needs the machine's fabric "
                            "lock held by its caller (experiments/run/fabric_lock.py)")
     path = cache or CACHE
+    whose = workload if dataplane == KERNEL else f"{workload} on {dataplane}"
     before = quietness.before(quietness.BEFORE_S)
     busy = quietness.busy_before(before, limits)
     if busy:  # a figure measured now would not be stored: save the minute
-        return _disturbed(progress, mtu_payload, path, busy, workload)
-    measure = measure or fabric_step(mtu_payload, lock, workload)
+        return _disturbed(progress, mtu_payload, path, busy, workload, dataplane)
+    measure = measure or fabric_step(mtu_payload, lock, workload, dataplane)
     steps, passed, others = [], None, 0.0
     top = ladder_top(mtu_payload, workload)
-    for per_core in LADDER:
+    for per_core in LADDERS[dataplane]:
         if passed is not None and passed >= top:
             # The reference runs at its topology's own rates from here on: a higher
             # step would play the same load again and pass for what it never measured.
-            progress(f"calibration, {workload}: {passed:g} Mbit/s per core already runs "
+            progress(f"calibration, {whose}: {passed:g} Mbit/s per core already runs "
                      f"{WORKLOADS[workload].reference} at its own link rate: the budget "
                      "is at least that")
             break
@@ -399,22 +411,23 @@ def calibrate(progress=print, mtu_payload: int = DEFAULT_MTU_PAYLOAD, lock=None,
         others = max(others, share)
         steps.append({"mbit_per_core": per_core, "ok": step.ok, **step.record,
                       "others_share": round(share, 3)})
-        progress(f"calibration, {workload}: {per_core:g} Mbit/s per core ({step.detail}): "
+        progress(f"calibration, {whose}: {per_core:g} Mbit/s per core ({step.detail}): "
                  f"{'ok' if step.ok else 'too much'}; other programs {share:.0%} of the CPU")
         busy = quietness.busy_during(window.load, limits)
         if busy:
-            return _disturbed(progress, mtu_payload, path, busy, workload)
+            return _disturbed(progress, mtu_payload, path, busy, workload, dataplane)
         if not step.ok:
             break
         passed = per_core
-    chosen = passed or LADDER[0] / 2
+    chosen = passed or LADDERS[dataplane][0] / 2
     by_mtu = _cache(path)
-    by_mtu[_slot(mtu_payload, workload)] = {
+    by_mtu[_slot(mtu_payload, workload, dataplane)] = {
         "mbit_per_core": chosen, "cores": os.cpu_count(),
         "measured_at": datetime.now().isoformat(timespec="seconds"),
         "idle_share_before": round(before.idle_share, 3),
         "others_share_during": round(others, 3),
         "reference": WORKLOADS[workload].reference, "workload": workload,
+        "dataplane": dataplane,
         "frame_bytes": data_frame_bytes(mtu_payload), "steps": steps}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"key": machine_key(), "by_mtu": by_mtu}, indent=2) + "\n")
@@ -424,26 +437,34 @@ def calibrate(progress=print, mtu_payload: int = DEFAULT_MTU_PAYLOAD, lock=None,
 
 
 def _disturbed(progress, mtu_payload: int, path: Path, busy: str,
-               workload: str = ALL_TO_ALL) -> Budget:
-    """The budget a run goes on with when the machine was busy, and a line saying so."""
-    last = cached(mtu_payload, path, workload)
+               workload: str = ALL_TO_ALL, dataplane: str = KERNEL) -> Budget:
+    """The budget a run goes on with when the machine was busy, and a line saying so:
+    the last quiet one, else the default; BMv2 has no default budget here (0: its target
+    takes a share of what its switches forward alone instead)."""
+    last = cached(mtu_payload, path, workload, dataplane)
     if last is not None:
         where = f"the last quiet calibration here, {last['measured_at']},"
         found = Budget(last["mbit_per_core"], f"{where} at {mtu_payload}-byte payloads: the "
                        "machine was busy when it calibrated again")
+    elif dataplane == BMV2:
+        where = "a share of what BMv2's switches forward alone"
+        found = Budget(0.0, where)
     else:
         where = "the default"
         found = Budget(default_mbit_per_core(mtu_payload, workload), "the default: the "
                        "machine was busy when it calibrated (make calibrate on a quiet "
                        "machine measures it)")
-    progress(f"calibration, {workload}: not stored, the machine was busy ({busy}); going on "
-             f"with {found.mbit_per_core:g} Mbit/s per core, {where.rstrip(',')}")
+    figure = f"{found.mbit_per_core:g} Mbit/s per core, " if found.mbit_per_core else ""
+    whose = workload if dataplane == KERNEL else f"{workload} on {dataplane}"
+    progress(f"calibration, {whose}: not stored, the machine was busy ({busy}); going on "
+             f"with {figure}{where.rstrip(',')}")
     return found
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`make calibrate` (MTU=4096: at that payload size; WORKLOAD=pair: that one only).
-    Exits 1 when the machine was too busy to store a figure."""
+    """`make calibrate` (MTU=4096: at that payload size; WORKLOAD=pair: that one only;
+    DATAPLANE=bmv2: BMv2's budget, the all-to-all's). Exits 1 when the machine was too
+    busy to store a figure."""
     import argparse
     import sys
 
@@ -453,19 +474,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mtu", type=int, default=DEFAULT_MTU_PAYLOAD,
                         help="payload bytes per DATA packet (a topology's mtu_payload)")
     parser.add_argument("--workload", choices=list(WORKLOADS),
-                        help="measure this workload's budget only (default: each)")
+                        help="measure this workload's budget only (default: each; BMv2: "
+                             "the all-to-all)")
+    parser.add_argument("--dataplane", choices=list(LADDERS), default=KERNEL,
+                        help="the data plane whose budget is measured (default: kernel)")
     args = parser.parse_args(argv)
+    if args.dataplane == BMV2 and args.workload not in (None, ALL_TO_ALL):
+        print(f"error: WORKLOAD={args.workload}: BMv2's budget is the all-to-all's "
+              "(one pair on cluster-b would start hundreds of switches); leave WORKLOAD "
+              "out", file=sys.stderr)
+        return 2
+    workloads = ([args.workload] if args.workload
+                 else [ALL_TO_ALL] if args.dataplane == BMV2 else list(WORKLOADS))
     status = 0
     try:
         with FabricLock("calibrate") as lock:
-            for workload in [args.workload] if args.workload else list(WORKLOADS):
-                found = calibrate(mtu_payload=args.mtu, lock=lock, workload=workload)
+            for workload in workloads:
+                whose = workload if args.dataplane == KERNEL else f"{workload} on bmv2"
+                found = calibrate(mtu_payload=args.mtu, lock=lock, workload=workload,
+                                  dataplane=args.dataplane)
                 if not found.stored:
-                    print(f"calibration, {workload}: nothing stored at {args.mtu}-byte "
+                    print(f"calibration, {whose}: nothing stored at {args.mtu}-byte "
                           "payloads; make calibrate again once the machine is quiet")
                     status = 1
                     continue
-                print(f"calibration, {workload}: {found.mbit_per_core:g} Mbit/s per core at "
+                print(f"calibration, {whose}: {found.mbit_per_core:g} Mbit/s per core at "
                       f"{args.mtu}-byte payloads ({CACHE})")
     except FabricBusy as err:
         print(f"error: {err}", file=sys.stderr)

@@ -189,6 +189,32 @@ def _agents_cap(fabric: Fabric, cap: str, progress: Progress, lock=None,
     return with_rate_cap(fabric, rate), note
 
 
+def _bmv2_budget(fabric: Fabric, cap: str, progress: Progress,
+                 lock) -> tuple[float, str] | None:
+    """What every host together may send at once on BMv2 here (Mbit/s), as the
+    calibration measured it with BMv2's switches and the agents running, and a line
+    saying so; measured first when `cap` is "calibrated" and nothing quiet is cached.
+    None: not measured here (the target takes a share of what its switches forward
+    alone)."""
+    from experiments.run import calibration
+
+    mtu = fabric.spec.mtu_payload
+    found = calibration.cached(mtu, dataplane=calibration.BMV2)
+    if found is None and cap == "calibrated":
+        progress(f"BMv2's budget at {mtu}-byte payloads is not measured on this machine "
+                 "yet: calibrating with its switches and the agents (a few minutes; make "
+                 "calibrate DATAPLANE=bmv2 measures it again)")
+        calibration.calibrate(progress, mtu, lock, dataplane=calibration.BMV2)
+        found = calibration.cached(mtu, dataplane=calibration.BMV2)
+    if found is None:
+        return None
+    per_core, cores = found["mbit_per_core"], found["cores"]
+    return per_core * cores, (f"what BMv2's switches and the agents kept up with here, "
+                              f"{per_core:g} Mbit/s per core on {cores} cores (calibrated "
+                              f"{found['measured_at']}; make calibrate DATAPLANE=bmv2 "
+                              "measures it again)")
+
+
 class Run:
     """One entry point's use of the machine, from the lock to the last teardown."""
 
@@ -253,7 +279,10 @@ class Run:
             except (Bmv2Error, OSError) as err:
                 raise TargetError(" ".join(f"DATAPLANE={chosen}: {err}".split())) from None
             root = results_root(results)
-            running = target.fabric_for(fabric)  # BMv2: links no faster than its CPU keeps up
+            # BMv2: links no faster than its switches and the agents keep up with.
+            calibrated = (_bmv2_budget(fabric, cap, progress or Progress(), lock)
+                          if chosen == "bmv2" else None)
+            running = target.fabric_for(fabric, calibrated)
             running = as_emulated_here(running)
             running, cap_note = _agents_cap(running, cap, progress or Progress(), lock,
                                             active_hosts)

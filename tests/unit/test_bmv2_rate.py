@@ -8,7 +8,13 @@ import json
 import pytest
 
 from experiments.dataplanes import bmv2_target
-from experiments.dataplanes.bmv2_target import Bmv2Target, choose_rate, machine_capacity, round_down
+from experiments.dataplanes.bmv2_target import (
+    Bmv2Target,
+    choose_rate,
+    forwarding_budget,
+    machine_capacity,
+    round_down,
+)
 from experiments.scenarios.scenario import load_scenario, scaled
 from hosts.protocol import DATA_FRAME_BYTES, link_pps
 from topologies.bmv2 import switch_argv
@@ -25,13 +31,26 @@ def full_load_pps(fabric, rate_mbit: float) -> float:
 @pytest.mark.parametrize("topology", ["2tier-1plane", "2tier-2plane", "2tier-8plane"])
 @pytest.mark.parametrize("capacity", [3_000, 30_000, 300_000])
 def test_full_load_never_asks_more_than_the_share_of_the_switches(topology, capacity):
+    """Before a calibration: the hosts may send what asks the switches for their share
+    of what they forward alone."""
     fabric = load_topology(topology)
-    choice = choose_rate(fabric, capacity, "test")
+    budget, why = forwarding_budget(capacity, "test", DATA_FRAME_BYTES)
+    assert "make calibrate DATAPLANE=bmv2" in why
+    choice = choose_rate(fabric, budget, why)
     assert choice.rate_mbit <= fabric.spec.host_t0.rate_mbit
     if choice.capped:
         assert full_load_pps(fabric, choice.rate_mbit) <= bmv2_target.CPU_SHARE * capacity
         # And not needlessly slow: rounded down to two digits only.
         assert full_load_pps(fabric, choice.rate_mbit * 1.11) > bmv2_target.CPU_SHARE * capacity
+
+
+@pytest.mark.parametrize("budget", [4.0, 25.6, 100.0])
+def test_a_calibrated_budget_is_what_every_host_sends_together_at_full_load(budget):
+    fabric = load_topology("2tier-8plane")  # 8 hosts x 8 planes, 10 Mbit/s links
+    choice = choose_rate(fabric, budget, "calibrated")
+    senders = fabric.spec.hosts * fabric.spec.planes
+    assert choice.rate_mbit == min(10.0, round_down(budget / senders))
+    assert choice.rate_mbit * senders <= budget
 
 
 def test_rates_are_rounded_down_to_two_digits():
@@ -40,7 +59,7 @@ def test_rates_are_rounded_down_to_two_digits():
 
 def test_a_fast_machine_keeps_the_topology_rate():
     fabric = load_topology("2tier-2plane")
-    choice = choose_rate(fabric, 10_000_000, "test")
+    choice = choose_rate(fabric, 1_000_000, "test")
     assert not choice.capped and choice.rate_mbit == fabric.spec.host_t0.rate_mbit
     assert "the topology's own rate" in choice.reason()
 
@@ -78,6 +97,11 @@ def test_the_target_runs_a_capped_fabric_and_says_so(monkeypatch):
     assert "capped from the topology's 10 Mbit/s" in fields["bmv2_link_rate_reason"]
     assert "a slow machine" in fields["bmv2_link_rate_reason"]
     assert target.data_scale() == pytest.approx(rate / 10)
+    # A budget calibrated with the agents replaces the switches' forwarding figure.
+    target.fabric_for(fabric, (12.8, "what BMv2's switches and the agents kept up with"))
+    assert target.rate.rate_mbit == 0.2
+    assert "12.8 Mbit/s together, what BMv2's switches and the agents kept up with" in \
+        target.summary_fields()["bmv2_link_rate_reason"]
 
 
 def test_a_scenario_on_a_capped_fabric_keeps_its_duration_with_fewer_bytes():
@@ -93,10 +117,10 @@ def test_a_scenario_on_a_capped_fabric_keeps_its_duration_with_fewer_bytes():
     assert scaled(scenario, 1.0) is scenario
     # At full load a capped link moves the scaled bytes in the time the topology's
     # link moves the scenario's.
-    choice = choose_rate(fabric, 3_000, "test")
+    choice = choose_rate(fabric, 3.0, "test")
     assert choice.capped
     assert choice.rate_mbit / choice.data_scale == pytest.approx(choice.topology_mbit)
-    assert choose_rate(fabric, 10_000_000, "test").data_scale == 1.0
+    assert choose_rate(fabric, 1_000_000, "test").data_scale == 1.0
 
 
 def test_switch_command_line():

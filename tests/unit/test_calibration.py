@@ -361,3 +361,31 @@ def test_the_fabric_ladder_needs_the_fabric_lock(tmp_path):
     with pytest.raises(RuntimeError, match="needs the machine's fabric lock"):
         calibration.calibrate(lambda line: None, MTU, cache=tmp_path / "calibration.json")
     assert not (tmp_path / "calibration.json").exists()
+
+
+def test_bmv2s_budget_climbs_its_own_ladder_and_is_stored_beside_the_kernels(
+        tmp_path, fake_probe):
+    cache = quiet_cache(tmp_path)
+    calls: list[float] = []
+    lines: list[str] = []
+    found = calibration.calibrate(lines.append, MTU, dataplane=calibration.BMV2,
+                                  measure=stand_in(5.0, calls), cache=cache)
+    assert found.stored and found.mbit_per_core == 5.0
+    assert calls == [s for s in calibration.BMV2_LADDER if s <= 7.1]
+    assert lines[0].startswith("calibration, all-to-all on bmv2: 2.5 Mbit/s per core")
+    figure = calibration.cached(MTU, cache, dataplane=calibration.BMV2)
+    assert figure["dataplane"] == "bmv2" and figure["mbit_per_core"] == 5.0
+    assert calibration.cached(MTU, cache) == QUIET_FIGURE  # the kernel's, untouched
+    assert json.loads(cache.read_text())["by_mtu"].keys() == {str(MTU), f"{MTU} bmv2"}
+
+
+def test_bmv2_has_no_default_budget_when_the_machine_is_busy(tmp_path):
+    lines: list[str] = []
+    hogs = start_hogs()
+    try:
+        found = calibration.calibrate(lines.append, MTU, dataplane=calibration.BMV2,
+                                      measure=stand_in(80, []), cache=quiet_cache(tmp_path))
+    finally:
+        stop(hogs)
+    assert not found.stored and found.mbit_per_core == 0.0
+    assert lines[-1].endswith("going on with a share of what BMv2's switches forward alone")
