@@ -79,6 +79,7 @@ clean-net: ## remove namespaces, interfaces and processes left by an interrupted
 
 clean: clean-net ## clean-net, and remove build/ and caches (results/ is kept)
 	@echo "== clean: build/ and caches"
+	@if [ -f $(BUILD)/servers/servers.json ]; then $(PY) -m topologies.nsserver stop; fi
 	@rm -rf $(BUILD) .pytest_cache .ruff_cache .hypothesis
 	@find . -path ./.venv -prune -o -name __pycache__ -type d -exec rm -rf {} +
 
@@ -97,6 +98,15 @@ lab-check: deps ## check your lab: make lab-check LAB=02 (SOLUTION=1: the lab's 
 paper: deps ## the MRC paper's section-5 experiments, 3 runs a row: results/<run>/paper.md (root; ONLY=row,...; QUICK=1: one run; SHAPES=paper: each on its cluster's shape; LOADED=1: also the loaded-fabric variants)
 	@echo "== paper: TOPO=$(TOPO) DATAPLANE=$(or $(filter-out auto,$(DATAPLANE)),kernel)$(if $(SHAPES), SHAPES=$(SHAPES))"
 	@$(PY) -m experiments.paper --topo $(TOPO) --dataplane $(or $(filter-out auto,$(DATAPLANE)),kernel) $(if $(ONLY),--only $(ONLY)) $(if $(QUICK),--repetitions 1) $(if $(RATE_CAP),--rate-cap $(RATE_CAP)) $(if $(SHAPES),--shapes $(SHAPES)) $(if $(MTU),--mtu $(MTU)) $(if $(LOADED),--loaded)
+
+.PHONY: nsservers nsservers-stop
+nsservers: deps ## start namespace servers on this machine, stand-ins for the servers of a split fabric (root; NAMES="s1 s2 s3"; docs/scale-out.md)
+	@echo "== nsservers: python -m topologies.nsserver start $(or $(NAMES),s1 s2 s3)"
+	@$(PY) -m topologies.nsserver start $(or $(NAMES),s1 s2 s3)
+
+nsservers-stop: ## stop this machine's namespace servers (root; NAMES: only those)
+	@echo "== nsservers-stop: python -m topologies.nsserver stop $(NAMES)"
+	@$(PY) -m topologies.nsserver stop $(NAMES)
 
 .PHONY: calibrate
 calibrate: deps ## measure what this machine's agents drive, for the all-to-all and for one pair (build/calibration.json; runs cap their links to it; WORKLOAD=pair: one of them; DATAPLANE=bmv2: with BMv2's switches, which cap BMv2 runs)

@@ -31,6 +31,10 @@ packages+=(iputils-ping ethtool)
 # make bench's C yardstick: netsniff-ng's trafgen sends down the fabric's paths without
 # Python (bench/trafgen.py).
 packages+=(netsniff-ng)
+# A fabric split across servers is reached over ssh; on one machine, namespace servers
+# each run an sshd of their own (topologies/nsserver.py). The distribution's own ssh
+# service is left as the package sets it up.
+packages+=(openssh-client openssh-server)
 # simple_switch_CLI (wherever BMv2 came from) runs under the venv's Python, which takes
 # Thrift from the distribution.
 if command -v simple_switch_CLI >/dev/null; then packages+=(python3-thrift); fi

@@ -56,6 +56,8 @@ LAYERS = {
     "topologies.offloads": "nodes",
     "topologies.shaping": "nodes",
     "topologies.ebpf_program": "nodes",
+    "topologies.nsserver": "nodes",  # the machines nodes run on, stood in for by namespaces
+    "topologies.remote": "nodes",
 }
 PACKAGE_LAYERS = {
     "controller": "logic",

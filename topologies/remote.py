@@ -1,0 +1,65 @@
+"""Mininet nodes on another server: a machine reached over ssh, or a namespace server
+of this one (topologies/nsserver.py).
+
+A remote node's shell is started on its server by mnexec, in a network namespace of
+its own, through the server's ssh connection (one per server, shared by every node and
+command: ControlMaster); Mininet then drives it as any node, writing commands to that
+shell. Commands for the server itself (`rcmd`), and processes started in the node
+(`popen`), go through the same connection. A link between two nodes of one server is
+made by the first node's shell, on that server, as Mininet makes any link.
+
+The model is Mininet's cluster edition (mininet/examples/cluster.py `RemoteMixin`),
+without what keeps it from running here: it puts sudo in front of every command on
+the server and of ssh itself, where a root head reaching root on its servers needs
+neither (and a namespace server has no sudo); and it asks ssh for its connection
+sharing only when told a control path, which `MininetCluster` never passes. The node's
+`pid` is its shell's pid on its server, as the server's commands (`ip link ... netns`,
+`mnexec -a`) need it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+from mininet.node import Host
+
+
+class RemoteHost(Host):
+    """A Mininet host whose shell runs on another server. `ssh`: the ssh command line
+    that reaches that server as root, destination last, without a remote command
+    (NamespaceServers.ssh_argv gives one)."""
+
+    def __init__(self, name: str, ssh: list[str], **params):
+        self.ssh_options, self.destination = list(ssh[:-1]), ssh[-1]
+        super().__init__(name, **params)
+
+    def startShell(self, mnopts=None):
+        # mnexec -c (close descriptors), no -d: ssh -tt gives the shell a terminal of
+        # its own there, and the node lives as long as that session.
+        super().startShell(mnopts="-c")
+        self.sendCmd("echo $$")
+        self.pid = int(self.waitOutput())
+
+    def _popen(self, cmd, tty: bool = True, **params):
+        """Run `cmd` (a list, or words in a string) on the server over ssh; with a
+        terminal (-tt) for the node's shell, without one for everything else."""
+        if isinstance(cmd, str):
+            cmd = cmd.split()
+        ssh = self.ssh_options + (["-tt"] if tty else ["-T"]) + [self.destination]
+        # Its own process group: Mininet ends a node by signalling its shell's group.
+        params.setdefault("start_new_session", True)
+        return super()._popen(ssh + list(cmd), **params)
+
+    def popen(self, *args, **kwargs):
+        """A process in this node's namespace (mnexec -a on the server), with no
+        terminal."""
+        kwargs.setdefault("mncmd", ["mnexec", "-da", str(self.pid)])
+        return super().popen(*args, tty=False, **kwargs)
+
+    def rcmd(self, command: str, timeout: float = 30.0) -> str:
+        """Run a shell line on this node's server, outside any node (its root
+        namespace); its output. Raises CalledProcessError when it fails."""
+        done = subprocess.run(self.ssh_options + ["-T", self.destination, command],
+                              capture_output=True, text=True, timeout=timeout)
+        done.check_returncode()
+        return done.stdout
