@@ -690,8 +690,8 @@ def sizes(m: Measured) -> Verdict:
         size = max(per["mrc"])
         one, sixteen = (per[t].get(size) or float("inf") for t in ("roce", "roce-16"))
         ok = ok and sixteen >= no_help * one
-        rows.append(f"RoCE at {size / 1000:g} kB: 16 QPs {sixteen:.2f} s against 1 QP "
-                    f"{one:.2f} s (at least {no_help:g} x)")
+        rows.append(f"RoCE at {size / 1000:g} kB: 16 QPs {_phase_s(sixteen)} against 1 QP "
+                    f"{_phase_s(one)} (at least {no_help:g} x)")
     return Verdict(ok, {"phase_s": {t: {str(k): v for k, v in d.items()} for t, d in per.items()},
                         "curves": _curves(m)},
                    "; ".join(rows) or "no phases measured")
@@ -716,8 +716,15 @@ def _mrc_within_best(m: Measured, per: dict[str, dict[int, float | None]]
                            key=lambda x: x[1])
         mine = per["mrc"][size]
         ok = ok and mine is not None and mine <= slack * best + rtt
-        shown.append(f"{size / 1000:g} kB: mrc {mine:.2f} s, {best_t} {best:.2f} s")
+        shown.append(f"{size / 1000:g} kB: mrc {_phase_s(mine)}, {best_t} {_phase_s(best)}")
     return ok, shown
+
+
+def _phase_s(seconds: float | None) -> str:
+    """A phase's time, or that it delivered nothing in time: never a number then."""
+    if seconds is None or seconds == float("inf"):
+        return "did not finish"
+    return f"{seconds:.2f} s"
 
 
 def loss_sizes(m: Measured) -> Verdict:
