@@ -104,6 +104,14 @@ class Server:
     def veth(self) -> str:
         return f"{VETH_PREFIX}{self.index}"
 
+    @property
+    def mac(self) -> str:
+        """Its MAC, by its index as its address is: a server that takes a dead one's
+        index answers at the MAC the head and the others still have for that address
+        (with a new one, ssh waited for their neighbour entries to go stale, past its
+        timeout)."""
+        return f"02:6d:72:63:{self.index >> 8:02x}:{self.index & 0xff:02x}"
+
 
 def _run(argv: list[str], what: str) -> str:
     done = subprocess.run(argv, capture_output=True, text=True)
@@ -249,8 +257,8 @@ class NamespaceServers:
         try:
             child = _only_child(proc.pid)
             _run(["ip", "link", "add", server.veth, "mtu", str(UNDERLAY_MTU), "type", "veth",
-                  "peer", "name", "eth0", "mtu", str(UNDERLAY_MTU), "netns", str(child)],
-                 f"server {name}: its veth")
+                  "peer", "name", "eth0", "address", server.mac, "mtu", str(UNDERLAY_MTU),
+                  "netns", str(child)], f"server {name}: its veth")
             _run(["ip", "link", "set", server.veth, "master", BRIDGE, "up"],
                  f"server {name}: its bridge port")
         except ServerError:

@@ -97,6 +97,8 @@ def test_a_server_that_died_is_found_and_removed_at_the_next_start(harness):
     assert {s.name: s.index for s in servers} == {"b": b.index, "c": a.index}
     assert _link_exists(a.veth)  # now c's
     out(harness, "b", "true")
+    # At the dead one's MAC too: no neighbour entry anywhere is stale.
+    assert f"link/ether {a.mac} " in out(harness, "c", "ip -o link show dev eth0")
 
 
 def test_the_command_line_starts_lists_and_stops(tmp_path):
