@@ -353,21 +353,22 @@ def _bridge() -> None:
     _run(["ip", "link", "set", BRIDGE, "up"], "the servers' bridge")
 
 
-def _bridge_ports() -> list[str]:
-    out = subprocess.run(["ip", "-o", "link", "show", "master", BRIDGE],
-                         capture_output=True, text=True).stdout
+def _link_names(*only: str) -> list[str]:
+    """The names of the root namespace's interfaces (`ip link show` and `only`'s
+    filter, e.g. "master", BRIDGE)."""
+    out = subprocess.run(["ip", "-o", "link", "show", *only], capture_output=True,
+                         text=True).stdout
     return [line.split(":")[1].strip().split("@")[0] for line in out.splitlines() if line]
+
+
+def _bridge_ports() -> list[str]:
+    return _link_names("master", BRIDGE)
 
 
 def _veth_indexes() -> set[int]:
     """The indexes of every server's veth on the machine, whichever harness made it."""
-    out = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
-    found = set()
-    for line in out.splitlines():
-        name = line.split(":")[1].strip().split("@")[0]
-        if name.startswith(VETH_PREFIX) and name[len(VETH_PREFIX):].isdigit():
-            found.add(int(name[len(VETH_PREFIX):]))
-    return found
+    return {int(name[len(VETH_PREFIX):]) for name in _link_names()
+            if name.startswith(VETH_PREFIX) and name[len(VETH_PREFIX):].isdigit()}
 
 
 def _only_child(pid: int, timeout: float = 5.0) -> int:

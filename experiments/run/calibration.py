@@ -187,6 +187,11 @@ def _slot(mtu_payload: int, workload: str, dataplane: str = KERNEL) -> str:
                     + ([dataplane] if dataplane != KERNEL else []))
 
 
+def _whose(workload: str, dataplane: str) -> str:
+    """A calibration's name in its progress lines: "all-to-all", "all-to-all on bmv2"."""
+    return workload if dataplane == KERNEL else f"{workload} on {dataplane}"
+
+
 def workload_for(active_hosts: int | None) -> str:
     """The calibrated workload whose budget a run with `active_hosts` hosts sending at
     once takes (all of the fabric's when None): one pair's for two or fewer."""
@@ -386,7 +391,7 @@ def calibrate(progress=print, mtu_payload: int = DEFAULT_MTU_PAYLOAD, lock=None,
         raise RuntimeError("a calibration builds fabrics: it needs the machine's fabric "
                            "lock held by its caller (experiments/run/fabric_lock.py)")
     path = cache or CACHE
-    whose = workload if dataplane == KERNEL else f"{workload} on {dataplane}"
+    whose = _whose(workload, dataplane)
     before = quietness.before(quietness.BEFORE_S)
     busy = quietness.busy_before(before, limits)
     if busy:  # a figure measured now would not be stored: save the minute
@@ -455,9 +460,8 @@ def _disturbed(progress, mtu_payload: int, path: Path, busy: str,
                        "machine was busy when it calibrated (make calibrate on a quiet "
                        "machine measures it)")
     figure = f"{found.mbit_per_core:g} Mbit/s per core, " if found.mbit_per_core else ""
-    whose = workload if dataplane == KERNEL else f"{workload} on {dataplane}"
-    progress(f"calibration, {whose}: not stored, the machine was busy ({busy}); going on "
-             f"with {figure}{where.rstrip(',')}")
+    progress(f"calibration, {_whose(workload, dataplane)}: not stored, the machine was "
+             f"busy ({busy}); going on with {figure}{where.rstrip(',')}")
     return found
 
 
@@ -490,7 +494,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with FabricLock("calibrate") as lock:
             for workload in workloads:
-                whose = workload if args.dataplane == KERNEL else f"{workload} on bmv2"
+                whose = _whose(workload, args.dataplane)
                 found = calibrate(mtu_payload=args.mtu, lock=lock, workload=workload,
                                   dataplane=args.dataplane)
                 if not found.stored:
