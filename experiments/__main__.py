@@ -37,6 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--mtu", type=int, default=None,
                      help="payload bytes per DATA packet instead of the topology's "
                           "mtu_payload (e.g. 4096, as the NICs carry)")
+    run.add_argument("--servers", default=None, metavar="FILE",
+                     help="a cluster file placing planes and hosts on other servers "
+                          "(docs/scale-out.md)")
     run.add_argument("--no-fault-free", dest="fault_free", action="store_false",
                      help="do not play a scenario with faults a second time without them "
                           "(no slowdown figures; half the time)")
@@ -64,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         scenario = load_scenario(args.scenario, fabric)
         run = Run.prepare(scenario.name, fabric, args.dataplane, args.results, args.capture,
-                          cap=args.rate_cap)
+                          cap=args.rate_cap, servers=args.servers)
     except PREFLIGHT_ERRORS as err:
         print(f"error: {err}", file=sys.stderr)
         return USAGE_ERROR

@@ -11,27 +11,30 @@ owns stopping it (experiments/run/fabric.py does so, also when a step fails).
 
 from __future__ import annotations
 
-import itertools
 import os
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
-from mininet.link import Intf, Link
 from mininet.net import Mininet
 from mininet.topo import Topo
-from mininet.util import quietRun
 
+from topologies.links import FabricLink
 from topologies.linkstate import LinkState
 from topologies.model import Fabric
 from topologies.nodes import FabricHost, KernelRouter, StaticConfigNode, run_commands
+from topologies.placement import Placement, PlacementError
+from topologies.remote import is_remote, remote_class
 from topologies.shaping import ShapingFeatures, tc_commands
+from topologies.tunnels import (
+    CrossingLink,
+    check_mtu,
+    link_ends,
+    make_ends,
+    remove_leftovers,
+    tunnels,
+)
 
 NodeParams = dict[str, dict]  # node name -> keyword arguments of its node class
-# Interface indexes are counted per namespace: two ports of a fabric, in two nodes,
-# would often share one. The eBPF switch program keys its maps by the index, so every
-# port is given one of its own, from here up (far above what a machine's own interfaces
-# take).
-IFINDEX_BASE = 100_000
 # Node shells started at once while a fabric is built (FabricNet.buildFromTopo).
 SHELL_STARTS = 16
 # Receive packet steering on every CPU, set as each node namespace's default before its
@@ -42,56 +45,6 @@ SHELL_STARTS = 16
 # next one, with nothing lost anywhere. Steering picks the CPU by the flow's hash, so a
 # flow keeps its order. Kernels without the setting (before 6.2) go on without it.
 RPS_MASK = format((1 << (os.cpu_count() or 1)) - 1, "x")
-
-
-class FabricIntf(Intf):
-    """A port made whole by FabricLink.makeIntfPair (name, index, MAC, MTU, namespace in
-    one `ip link add`): it only records its MAC, where Mininet's Intf would set it
-    again and bring the port up with four commands of its own. The ports come up
-    together, one command per node (FabricNet.buildFromTopo)."""
-
-    def config(self, mac=None, **params):
-        self.mac = mac
-        return {}
-
-
-class FabricLink(Link):
-    """A Mininet link whose two interfaces get interface indexes no other port of the
-    fabric has (IFINDEX_BASE), and the fabric's MTU (`mtu`: a full DATA packet leaves
-    whole, TopologySpec.interface_mtu)."""
-
-    _indexes = itertools.count(IFINDEX_BASE)
-
-    def __init__(self, *args, mtu: int = 1500, **kwargs):
-        self.mtu = mtu
-        kwargs["intf"] = FabricIntf  # Mininet.addLink passes its own default
-        super().__init__(*args, **kwargs)
-
-    def stop(self) -> None:
-        """Nothing: FabricNet.stop deleted the pair already, or it goes with the nodes'
-        namespaces when they stop, together (deleting each port on its own took 22 ms a
-        port: 6 s of a 2tier-8plane teardown)."""
-
-    def in_root(self) -> str | None:
-        """An end of the pair in the root namespace (BMv2's switches live there), which
-        must be deleted for the pair to go; None if both ends are in nodes' namespaces."""
-        for intf in (self.intf1, self.intf2):
-            if not intf.node.inNamespace:
-                return intf.name
-        return None
-
-    def makeIntfPair(self, intfname1, intfname2, addr1=None, addr2=None,  # noqa: N802
-                     node1=None, node2=None, deleteIntfs=True):  # noqa: N803 - Mininet's
-        run = node1.cmd if node1 is not None else quietRun
-        netns = node2.pid if node2 is not None else 1
-        first, second = next(self._indexes), next(self._indexes)
-        mac1 = f" address {addr1}" if addr1 else ""
-        mac2 = f" address {addr2}" if addr2 else ""
-        mtu = f" mtu {self.mtu}"
-        out = run(f"ip link add name {intfname1} index {first}{mac1}{mtu} type veth "
-                  f"peer name {intfname2} index {second}{mac2}{mtu} netns {netns}")
-        if out.strip():
-            raise OSError(f"creating the link {intfname1} - {intfname2}: {out.strip()}")
 
 
 def _node(name: str, info: dict):
@@ -106,24 +59,45 @@ def _node(name: str, info: dict):
 
 class FabricTopo(Topo):
     """The Mininet graph of a Fabric. Switch nodes use `switch_cls`; each node gets its
-    entry of `switch_params` or `host_params` as keyword arguments."""
+    entry of `switch_params` or `host_params` as keyword arguments. With a `placement`
+    (topologies/placement.py), a node that runs on another server gets its class's
+    remote twin (topologies/remote.py) and the server's ssh, and a link between two
+    servers is a tunnel (topologies/tunnels.py)."""
 
     def build(self, fabric: Fabric, switch_cls: type, switch_params: NodeParams,
-              host_params: NodeParams):
+              host_params: NodeParams, placement: Placement | None = None):
+        where = placement.where(fabric) if placement is not None else {}
+        crossing = tunnels(placement, fabric) if placement is not None else {}
+
+        def placed(name: str, cls: type, params: dict) -> dict:
+            server = where.get(name)
+            if server is None:
+                return dict(params, cls=cls)
+            remote = remote_class(cls)
+            if remote is None:
+                raise PlacementError(placement.source, "servers", f"{name} ({cls.__name__}) "
+                                     "cannot run on another server yet",
+                                     "keep BMv2 switches on the head (DATAPLANE=kernel to "
+                                     "split a fabric)")
+            return dict(params, cls=remote, ssh=list(server.ssh), server=server.name)
+
         for host in fabric.hosts:
-            self.addHost(host.name, cls=FabricHost, ip=None, **host_params.get(host.name, {}))
+            self.addHost(host.name, ip=None,
+                         **placed(host.name, FabricHost, host_params.get(host.name, {})))
         for switch in fabric.switches:
             params = switch_params.get(switch.name, {})
             if issubclass(switch_cls, KernelRouter):
-                self.addHost(switch.name, cls=switch_cls, ip=None, **params)
+                self.addHost(switch.name, ip=None, **placed(switch.name, switch_cls, params))
             else:
-                self.addSwitch(switch.name, cls=switch_cls, **params)
+                self.addSwitch(switch.name, **placed(switch.name, switch_cls, params))
         for link in fabric.links:
             a = fabric.ports(link.a)[link.a_port]
             b = fabric.ports(link.b)[link.b_port]
+            tunnel = crossing.get((link.a, link.b))
+            extra = {} if tunnel is None else {"cls": CrossingLink, "tunnel": tunnel}
             self.addLink(link.a, link.b, port1=a.number, port2=b.number,
                          intfName1=a.intf, intfName2=b.intf, addr1=a.mac, addr2=b.mac,
-                         mtu=fabric.spec.interface_mtu)
+                         mtu=fabric.spec.interface_mtu, **extra)
 
 
 class FabricNet(Mininet):
@@ -145,6 +119,16 @@ class FabricNet(Mininet):
         with ThreadPoolExecutor(max_workers=SHELL_STARTS) as pool:
             made = list(pool.map(lambda name: _node(name, topo.nodeInfo(name)), names))
         self._started = dict(zip(names, made))
+        # The links between servers, all made at once (topologies/tunnels.py make_ends).
+        ends = []
+        for a, b, info in topo.links(sort=True, withInfo=True):
+            if info.get("cls") is CrossingLink:
+                ends += link_ends(info["tunnel"],
+                                  (self._started[a], info["intfName1"], info["addr1"]),
+                                  (self._started[b], info["intfName2"], info["addr2"]),
+                                  info["mtu"])
+                info["premade"] = True
+        make_ends(ends)
         super().buildFromTopo(topo)
         # Every port up, one command per node, before the nodes configure themselves.
         for node in self.hosts + self.switches:
@@ -166,7 +150,8 @@ class FabricNet(Mininet):
                 switch.launch()
         super().start()
         for node in self.hosts + self.switches:
-            self.link_state.open(node.pid)
+            if not is_remote(node):  # a server's node is reached through its shell
+                self.link_state.open(node.pid)
 
     def stop(self) -> None:
         # Links with an end in the root namespace, deleted in one batch (one end takes
@@ -210,9 +195,17 @@ def set_link(net: FabricNet, a: str, b: str, up: bool) -> None:
     links = net.linksBetween(net.get(a), net.get(b))
     if not links:
         raise ValueError(f"no link between {a} and {b}")
-    for link in links:
-        for intf in (link.intf1, link.intf2):
+    ends = [intf for link in links for intf in (link.intf1, link.intf2)]
+    # An end on another server changes through its node's shell, as soon as it reads
+    # the command (milliseconds, not microseconds): both ends are sent first.
+    remote = [intf for intf in ends if is_remote(intf.node)]
+    for intf in remote:
+        intf.node.sendCmd(f"ip link set {intf.name} {'up' if up else 'down'}")
+    for intf in ends:
+        if not is_remote(intf.node):
             net.link_state.set(intf.node.pid, intf.name, up)
+    for intf in remote:
+        intf.node.waitOutput()
     if up:
         for link in links:
             for intf in (link.intf1, link.intf2):
@@ -221,10 +214,15 @@ def set_link(net: FabricNet, a: str, b: str, up: bool) -> None:
 
 
 def start_network(fabric: Fabric, switch_cls: type, switch_params: NodeParams,
-                  host_params: NodeParams) -> FabricNet:
-    """Create and start the Mininet network (the caller must stop it)."""
+                  host_params: NodeParams, placement: Placement | None = None) -> FabricNet:
+    """Create and start the Mininet network (the caller must stop it). With a
+    `placement`, first check that every tunnel's path carries the fabric's frames and
+    remove the tunnel ends a dead run left on the servers."""
+    if placement is not None:
+        check_mtu(placement, fabric)
+        remove_leftovers(placement, fabric)
     topo = FabricTopo(fabric, switch_cls=switch_cls, switch_params=switch_params,
-                      host_params=host_params)
+                      host_params=host_params, placement=placement)
     net = FabricNet(topo=topo, controller=None, link=FabricLink, autoSetMacs=False,
                     autoStaticArp=False, build=False)
     try:

@@ -55,6 +55,9 @@ FIRST_HOST = 10
 MAX_SERVERS = 200
 # A jumbo frame of 9,000 bytes plus a VXLAN header (50 bytes over IPv4) fits.
 UNDERLAY_MTU = 9100
+# The server's end of its veth, in its namespace (INSIDE waits for it by this name):
+# the device its tunnels leave by.
+SERVER_DEVICE = "eth0"
 SSHD = "/usr/sbin/sshd"
 MARKER = "mrc-nsserver"
 READY_S = 10.0  # a server's sshd answers within this long, or its start failed
@@ -257,7 +260,7 @@ class NamespaceServers:
         try:
             child = _only_child(proc.pid)
             _run(["ip", "link", "add", server.veth, "mtu", str(UNDERLAY_MTU), "type", "veth",
-                  "peer", "name", "eth0", "address", server.mac, "mtu", str(UNDERLAY_MTU),
+                  "peer", "name", SERVER_DEVICE, "address", server.mac, "mtu", str(UNDERLAY_MTU),
                   "netns", str(child)], f"server {name}: its veth")
             _run(["ip", "link", "set", server.veth, "master", BRIDGE, "up"],
                  f"server {name}: its bridge port")

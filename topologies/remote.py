@@ -19,18 +19,23 @@ sharing only when told a control path, which `MininetCluster` never passes. The 
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 
 from mininet.node import Host
 
+from topologies.nodes import FabricHost, KernelRouter
 
-class RemoteHost(Host):
-    """A Mininet host whose shell runs on another server. `ssh`: the ssh command line
-    that reaches that server as root, destination last, without a remote command
-    (NamespaceServers.ssh_argv gives one)."""
 
-    def __init__(self, name: str, ssh: list[str], **params):
+class RemoteNode:
+    """Mixed into a Mininet node class (before it), puts the node's shell on another
+    server. `ssh`: the ssh command line that reaches that server as root, destination
+    last, without a remote command (NamespaceServers.ssh_argv gives one); `server`: the
+    server's name, as the run calls it."""
+
+    def __init__(self, name: str, ssh: list[str], server: str = "", **params):
         self.ssh_options, self.destination = list(ssh[:-1]), ssh[-1]
+        self.server = server or self.destination
         super().__init__(name, **params)
 
     def startShell(self, mnopts=None):
@@ -48,12 +53,16 @@ class RemoteHost(Host):
         ssh = self.ssh_options + (["-tt"] if tty else ["-T"]) + [self.destination]
         # Its own process group: Mininet ends a node by signalling its shell's group.
         params.setdefault("start_new_session", True)
-        return super()._popen(ssh + list(cmd), **params)
+        # The server's shell reads the command line again: every word quoted.
+        return super()._popen(ssh + [shlex.join(str(word) for word in cmd)], **params)
 
-    def popen(self, *args, **kwargs):
+    def popen(self, *args, cwd=None, **kwargs):
         """A process in this node's namespace (mnexec -a on the server), with no
-        terminal."""
-        kwargs.setdefault("mncmd", ["mnexec", "-da", str(self.pid)])
+        terminal; `cwd`, a folder on the server, is where it starts. Not detached (-d,
+        as Mininet's own popen): detaching forks, and sshd stops passing the process
+        its input once the process it started has ended."""
+        mncmd = ["mnexec", "-a", str(self.pid)]
+        kwargs.setdefault("mncmd", mncmd + (["env", "-C", str(cwd)] if cwd else []))
         return super().popen(*args, tty=False, **kwargs)
 
     def rcmd(self, command: str, timeout: float = 30.0) -> str:
@@ -63,3 +72,31 @@ class RemoteHost(Host):
                               capture_output=True, text=True, timeout=timeout)
         done.check_returncode()
         return done.stdout
+
+
+class RemoteHost(RemoteNode, Host):
+    """A plain Mininet host whose shell runs on another server."""
+
+
+class RemoteFabricHost(RemoteNode, FabricHost):
+    """A fabric's host on another server."""
+
+
+class RemoteKernelRouter(RemoteNode, KernelRouter):
+    """A kernel-data-plane switch on another server."""
+
+
+_REMOTE = {FabricHost: RemoteFabricHost, KernelRouter: RemoteKernelRouter}
+
+
+def remote_class(cls: type) -> type | None:
+    """The class of a node of class `cls` whose shell runs on another server (None:
+    such a node cannot run on another server yet, as a BMv2 switch, whose process and
+    gRPC port the run reaches on this machine)."""
+    return _REMOTE.get(cls)
+
+
+def is_remote(node) -> bool:
+    """Whether a Mininet node's shell runs on another server: its pid is that
+    server's, and nothing of it can be reached through this machine's /proc."""
+    return isinstance(node, RemoteNode)

@@ -85,8 +85,11 @@ class ResolvedTopology:
         return None
 
 
-def resolved_topology(fabric: Fabric, dataplane: str | None = None) -> dict:
-    """The content of topology.json for `fabric`, as plain JSON data."""
+def resolved_topology(fabric: Fabric, dataplane: str | None = None,
+                      placement: dict | None = None) -> dict:
+    """The content of topology.json for `fabric`, as plain JSON data; `placement`:
+    where its nodes ran, when not all on one machine (topologies/placement.py
+    `Placement.as_dict`), recorded as each node's `server` and the file's `placement`."""
     nodes = {}
     for n in (*fabric.hosts, *fabric.switches):
         node = {
@@ -101,11 +104,15 @@ def resolved_topology(fabric: Fabric, dataplane: str | None = None) -> dict:
             node["address"] = host_address(n.index)
         else:
             node["plane"] = n.plane
+        if placement is not None:
+            node["server"] = placement["nodes"][n.name]
         nodes[n.name] = node
     doc: dict = {"topology": fabric.name, "source": fabric.spec.source}
     if dataplane is not None:
         doc["dataplane"] = dataplane
     doc["spec"] = spec_document(fabric)
+    if placement is not None:
+        doc["placement"] = {k: v for k, v in placement.items() if k != "nodes"}
     doc["nodes"] = nodes
     return doc
 
@@ -153,8 +160,10 @@ def read_fabric(path: Path | str) -> Fabric:
     return fabric
 
 
-def write_resolved_topology(path: Path, fabric: Fabric, dataplane: str | None = None) -> None:
-    path.write_text(json.dumps(resolved_topology(fabric, dataplane), indent=1) + "\n")
+def write_resolved_topology(path: Path, fabric: Fabric, dataplane: str | None = None,
+                            placement: dict | None = None) -> None:
+    path.write_text(json.dumps(resolved_topology(fabric, dataplane, placement), indent=1)
+                    + "\n")
 
 
 def read_resolved_topology(path: Path | str) -> ResolvedTopology:

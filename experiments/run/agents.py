@@ -104,8 +104,14 @@ class AgentSet:
             config.write_text(json.dumps(agent_config(topology, host.index, transport, events,
                                                       protocol, progress_s)))
             args[host.index] = ["--config", str(config)]
-        groups = host_groups([h.index for h in fabric.hosts],
-                             AGENT_PROCESSES if processes is None else processes)
+        # A process serves hosts of one server: it opens their sockets through that
+        # server's /proc (topologies/placement.py; one group on a fabric of one machine).
+        by_server: dict[str, list[int]] = {}
+        for host in fabric.hosts:
+            node = running.net.get(host.name)
+            by_server.setdefault(getattr(node, "server", ""), []).append(host.index)
+        groups = [group for hosts in by_server.values() for group in host_groups(
+            hosts, AGENT_PROCESSES if processes is None else processes)]
         for hosts in groups:
             first = fabric.host(hosts[0]).name
             name = first if len(hosts) == 1 else f"agents-{len(self.threads)}"

@@ -43,6 +43,8 @@ from experiments.run.fabric_lock import FabricLock
 from topologies.addressing import host_address
 from topologies.model import Fabric
 from topologies.network import FabricNet, NodeParams, shape_links, start_network, stop_network
+from topologies.placement import Placement
+from topologies.remote import is_remote
 from topologies.shaping import ShapingFeatures, probe_features
 
 
@@ -75,8 +77,11 @@ class RunningFabric:
     runs on it now are read here."""
 
     def __init__(self, fabric: Fabric, target: Target, lock: FabricLock | None,
-                 say: Callable[[str], None] = lambda _: None):
+                 say: Callable[[str], None] = lambda _: None,
+                 placement: Placement | None = None):
         self.fabric, self.target, self.lock, self.say = fabric, target, lock, say
+        # Which server runs each node (topologies/placement.py); None: all on this one.
+        self.placement = placement
         self.net: FabricNet | None = None  # the Mininet network, while up
         self.features = ShapingFeatures(netem=False, red=False)
         self.ebpf = EbpfStatus(False, "not up")
@@ -116,19 +121,25 @@ class RunningFabric:
         self.lock.record(self.remains)
         try:
             net = start_network(fabric, target.switch_cls, target.switch_params(fabric),
-                                host_params(fabric))
+                                host_params(fabric), self.placement)
         except BaseException:
             remove(self.remains)  # whatever the half-built network's stop left behind
             raise
         self.net = net
+        # A node on another server has a pid of that server's: its namespace is not
+        # this machine's to record (its shell's ssh, named after it, is: cleanup.py).
         self.remains = dataclasses.replace(self.remains, namespaces=tuple(
-            ns for ns in (namespace_of(net.get(name).pid) for name in self.remains.nodes)
+            ns for ns in (namespace_of(node.pid) for node in map(net.get, self.remains.nodes)
+                          if not is_remote(node))
             if ns is not None))
         self.lock.record(self.remains)
         try:
             scratch = net.get(fabric.hosts[0].name)
             self.features = probe_features(scratch.cmd)
-            self.ebpf = ebpf_switch.prepare(scratch.pid, self.ebpf_ports)
+            split = any(is_remote(node) for node in net.hosts + net.switches)
+            self.ebpf = (EbpfStatus(False, "the eBPF switch program is not loaded on "
+                                    "other servers yet") if split
+                         else ebpf_switch.prepare(scratch.pid, self.ebpf_ports))
             on_switches = target.shape_switch_ports and self.ebpf.available
             self.tc_commands = shape_links(net, fabric, self.features,
                                            hosts_only=on_switches or not target.shape_switch_ports)
@@ -199,6 +210,12 @@ class RunningFabric:
             raise RuntimeError("a fabric is built only under the machine's fabric lock")
 
     # ------------------------------------------------------------ what it is
+    def node_processes(self) -> list[tuple[str, int]]:
+        """(node, pid) of the process on this machine each node lives as long as: its
+        shell, or the ssh that carries the shell of a node on another server."""
+        return [(node.name, node.shell.pid if is_remote(node) else node.pid)
+                for node in self.net.hosts + self.net.switches]
+
     def link_emulation(self) -> dict:
         """What the links and switches emulate here, and how (a falsy value: not at
         all), with a note for every gap."""

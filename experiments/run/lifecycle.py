@@ -227,6 +227,7 @@ class Run:
         self.progress = progress or Progress()
         self.folder: Path | None = None
         self.network = None  # the fabric up now (experiments/run/fabric.py RunningFabric)
+        self.placement = None  # where its nodes run (topologies/placement.py); None: here
         self.status = 1
         self.error: str | None = None
         # What the entry point's summary gets from the lifecycle: per fabric its
@@ -244,7 +245,8 @@ class Run:
     def prepare(cls, name: str, fabric: Fabric, dataplane: str = "auto",
                 results: str | Path = "results", capture: str | None = None,
                 progress: Progress | None = None, program: Path | None = None,
-                cap: str = "calibrated", active_hosts: int | None = None) -> Run:
+                cap: str = "calibrated", active_hosts: int | None = None,
+                servers: str | Path | None = None) -> Run:
         """Everything that can fail for a reason the user can fix, before the machine
         changes; raises one of PREFLIGHT_ERRORS. The lock is held from here to the end
         of the `with` block (released here if a later step fails). `program`: a P4 main
@@ -255,7 +257,9 @@ class Run:
         link rate in Mbit/s ("4": `rate_cap_choice`). `active_hosts`: how many hosts the
         entry point's workloads have sending at once (all unless given), among which
         the calibrated budget is shared: a one-pair experiment runs its links faster
-        than an all-to-all on the same fabric."""
+        than an all-to-all on the same fabric. `servers`: a cluster file placing the
+        fabric's planes and hosts on other servers (topologies/placement.py); the links
+        are still capped to what this machine's agents drive."""
         from experiments.dataplanes.choice import choose
         from experiments.dataplanes.targets import make_target
         from experiments.run.fabric_lock import FabricLock
@@ -267,11 +271,22 @@ class Run:
 
             parse_spec(capture, fabric)
         chosen, reason = choose(dataplane)
+        if servers is not None and chosen != "kernel":
+            raise UserError(f"DATAPLANE={chosen}", "", "a fabric split across servers "
+                            "(SERVERS=) runs on the kernel data plane only: BMv2's switches "
+                            "are reached on this machine", "use DATAPLANE=kernel")
         if program is not None and chosen != "bmv2":
             raise UserError(f"DATAPLANE={chosen}", "",
                             f"the P4 program {program} runs on BMv2 only",
                             "use DATAPLANE=bmv2 (or auto where BMv2 is installed)")
         require_root(f"make {name}" if name in ("paper", "cli") else "the run")
+        placement = None
+        if servers is not None:
+            from topologies.placement import load_placement
+            from topologies.tunnels import check_mtu
+
+            placement = load_placement(servers, fabric)
+            check_mtu(placement, fabric)
         lock = FabricLock().acquire()
         try:
             try:
@@ -290,6 +305,7 @@ class Run:
             lock.release()
             raise
         run = cls(name, running, target, reason, lock, root, capture, progress)
+        run.placement = placement
         # Transfers shrink with the links, so that a run lasts as long as it was written
         # for and each fault falls at the same point of the transfers.
         run.data_scale = running.spec.host_t0.rate_mbit / fabric.spec.host_t0.rate_mbit
@@ -329,12 +345,15 @@ class Run:
                 ebpf_switch.prepare_faults(self.network, faults)
             return self.network
         self.down()
+        where = ""
+        if self.placement is not None:
+            where = f" on {len(self.placement.servers)} servers ({self.placement.source})"
         self.progress(f"building {fabric.name}: {len(fabric.hosts)} hosts, "
-                      f"{len(fabric.switches)} switches, {len(fabric.links)} links")
-        network = RunningFabric(fabric, self.target, self.lock, self.progress).start()
+                      f"{len(fabric.switches)} switches, {len(fabric.links)} links{where}")
+        network = RunningFabric(fabric, self.target, self.lock, self.progress,
+                                self.placement).start()
         self.network = network
-        self._watch = FabricWatch(((n.name, n.pid) for n in network.net.hosts
-                                   + network.net.switches), NetworkGone).start()
+        self._watch = FabricWatch(network.node_processes(), NetworkGone).start()
         self.facts["fabrics"].append({"topology": fabric.name, "planes": fabric.spec.planes,
                                       "bringup_s": network.bringup_s,
                                       "table_writes": network.table_writes,
@@ -345,7 +364,8 @@ class Run:
             ebpf_switch.prepare_faults(network, faults)
         first = len(self.facts["fabrics"]) == 1
         resolved = self.folder / ("topology.json" if first else f"topology-{fabric.name}.json")
-        write_resolved_topology(resolved, fabric, self.target.name)
+        write_resolved_topology(resolved, fabric, self.target.name, None if self.placement
+                                is None else self.placement.as_dict(fabric))
         network.resolved_topology = resolved  # what the host agents read
         if self.capture_spec is not None:
             from experiments.run.capture import start_capture

@@ -58,6 +58,9 @@ LAYERS = {
     "topologies.ebpf_program": "nodes",
     "topologies.nsserver": "nodes",  # the machines nodes run on, stood in for by namespaces
     "topologies.remote": "nodes",
+    "topologies.links": "nodes",
+    "topologies.placement": "nodes",  # which server holds which node, read from a file
+    "topologies.tunnels": "nodes",
 }
 PACKAGE_LAYERS = {
     "controller": "logic",
