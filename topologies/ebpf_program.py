@@ -10,7 +10,7 @@ and its maps under /sys/fs/bpf/mrc-testbed, in the root namespace's BPF filesyst
 Every port gets it from there: a node's tc commands run through `nsenter --net` into
 the node's network namespace only, so they still see the root's BPF filesystem (a
 Mininet node's own mount namespace has a fresh /sys of its own) and attach the pinned
-program (`object-pinned`). One `tc -batch` a node sets up all its ports, one
+program (`object-pinned`). One shell of `tc -batch`es, a node each, sets up all the ports, one
 `bpftool batch` writes every map entry of the fabric, one dump reads a map of every
 port: a 2tier-8plane fabric is loaded in a handful of processes, not two thousand.
 
@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import functools
 import json
+import shlex
 import shutil
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Protocol
 
@@ -59,11 +60,18 @@ def build(command: list[str], output: Path, sources: Iterable[Path]) -> bool:
 
 
 def _run(command: list[str], stdin: str | None = None) -> str:
+    """Run a command on this machine: its output; EbpfError with its last complaint."""
     done = subprocess.run(command, input=stdin, capture_output=True, text=True)
     if done.returncode != 0:
         text = (done.stderr or done.stdout).strip().splitlines()
         raise EbpfError(f"{' '.join(command[:4])}: {text[-1] if text else done.returncode}")
     return done.stdout
+
+
+# How a program reaches the machine it is loaded on: a command (argument list) and its
+# input in, its output out, EbpfError when it fails. `_run` on this machine; over ssh on
+# a server of a split fabric (experiments/dataplanes/ebpf_switch.py).
+Shell = Callable[[list[str], "str | None"], str]
 
 
 def _hex(data: bytes) -> str:
@@ -76,13 +84,6 @@ def in_namespace(pid: int | None) -> list[str]:
     return [] if pid is None else ["nsenter", f"--net=/proc/{pid}/ns/net"]
 
 
-def tc_batch(pid: int | None, lines: list[str]) -> int:
-    """Run tc commands (batch lines, without `tc`) in a namespace; returns how many."""
-    if lines:
-        _run([*in_namespace(pid), "tc", "-batch", "-"], "\n".join(lines) + "\n")
-    return len(lines)
-
-
 def attach_lines(intf: str, pinned: Path) -> list[str]:
     """The tc batch lines that put the pinned program on an interface's egress."""
     return [f"qdisc replace dev {intf} clsact",
@@ -90,10 +91,11 @@ def attach_lines(intf: str, pinned: Path) -> list[str]:
 
 
 class EbpfProgram:
-    """The program loaded once, pinned at `pin`."""
+    """The program loaded once, pinned at `pin`, on the machine `run` reaches (this one
+    by default: a server's for a split fabric, where `obj` is at the same path)."""
 
-    def __init__(self, obj: Path, pin: Path = PIN_DIR):
-        self.obj, self.pin = obj, pin
+    def __init__(self, obj: Path, pin: Path = PIN_DIR, run: Shell = _run):
+        self.obj, self.pin, self.run = obj, pin, run
         self.sizes: dict[str, int] = {}  # map name -> value size
         self.entries: dict[str, int] = {}  # map name -> max entries
 
@@ -106,35 +108,59 @@ class EbpfProgram:
 
     def load(self) -> None:
         """Load and pin the program and its maps (any earlier pins are removed first)."""
-        if shutil.which("bpftool") is None:
-            raise EbpfError("bpftool is not installed (make deps)")
-        if not self.obj.exists():
-            raise EbpfError(f"{self.obj} is not built (clang, libbpf-dev: make deps)")
-        if not any(line.split()[1:2] == [str(BPFFS)] and line.split()[2:3] == ["bpf"]
-                   for line in Path("/proc/self/mounts").read_text().splitlines()):
-            _run(["mount", "-t", "bpf", "bpf", str(BPFFS)])
-        self.unload()
-        self.pin.mkdir(parents=True)
-        _run(["bpftool", "prog", "load", str(self.obj), str(self.prog), "type", "classifier",
-              "pinmaps", str(self.pin / "maps")])
-        for path in (self.pin / "maps").iterdir():
-            info = json.loads(_run(["bpftool", "-j", "map", "show", "pinned", str(path)]))
-            self.sizes[path.name] = info.get("bytes_value", 0)
-            self.entries[path.name] = info.get("max_entries", 0)
+        # One shell line checks the tools and the BPF filesystem and clears old pins:
+        # on a server, each command is a round trip.
+        missing = "bpftool is not installed (make deps)"
+        unbuilt = f"{self.obj} is not built (clang, libbpf-dev: make deps)"
+        said = self.run(["sh", "-c", f"""
+            command -v bpftool >/dev/null || {{ echo "{missing}"; exit; }}
+            [ -e {self.obj} ] || {{ echo "{unbuilt}"; exit; }}
+            grep -qs ' {BPFFS} bpf ' /proc/mounts || mount -t bpf bpf {BPFFS} || exit 1
+            rm -rf {self.pin} && mkdir -p {self.pin}"""], None).strip()
+        if said:
+            raise EbpfError(said)
+        self.run(["bpftool", "prog", "load", str(self.obj), str(self.prog), "type",
+                  "classifier", "pinmaps", str(self.pin / "maps")], None)
+        # Every map's sizes in one command: one JSON line per map, after its name.
+        maps = self.pin / "maps"
+        said = self.run(["sh", "-c", f"for m in {maps}/*; do basename $m; "
+                                     "bpftool -j map show pinned $m; done"], None)
+        lines = said.splitlines()
+        for name, text in zip(lines[0::2], lines[1::2]):
+            info = json.loads(text)
+            self.sizes[name] = info.get("bytes_value", 0)
+            self.entries[name] = info.get("max_entries", 0)
 
     def unload(self) -> None:
         """Remove the pins (the kernel frees the program once no port holds it)."""
-        if self.pin.exists():
-            shutil.rmtree(self.pin, ignore_errors=True)
+        if self.run is _run:
+            if self.pin.exists():
+                shutil.rmtree(self.pin, ignore_errors=True)
+        else:
+            self.run(["rm", "-rf", str(self.pin)], None)
 
     def attach(self, pid: int | None, intfs: Iterable[str],
                before: Iterable[str] = ()) -> int:
         """Run `before` (tc batch lines: the ports' qdiscs) and attach the program to
         every interface in `intfs`, in the namespace of `pid`; returns the lines run."""
-        lines = list(before)
-        for intf in intfs:
-            lines += attach_lines(intf, self.prog)
-        return tc_batch(pid, lines)
+        return self.attach_all([(pid, list(intfs), list(before))])
+
+    def attach_all(self, nodes: Iterable[tuple[int | None, list[str], list[str]]]) -> int:
+        """`attach` for many namespaces at once: (pid, interfaces, before) of each, in
+        one shell on the program's machine (a command on a server is a round trip of
+        its own); returns the tc lines run."""
+        script, count = ["set -e"], 0
+        for pid, intfs, before in nodes:
+            lines = list(before)
+            for intf in intfs:
+                lines += attach_lines(intf, self.prog)
+            if lines:
+                script.append(f"printf '%s\\n' {' '.join(map(shlex.quote, lines))} | "
+                              f"{shlex.join(in_namespace(pid))} tc -batch -")
+                count += len(lines)
+        if count:
+            self.run(["sh"], "\n".join(script) + "\n")  # as input: no argument limit
+        return count
 
     def write(self, ops: Iterable[MapOp]) -> int:
         """Apply map writes (value None deletes the key; deleting a missing key is fine),
@@ -148,19 +174,20 @@ class EbpfProgram:
                 lines.append(f"map update pinned {path} key hex {_hex(op.key)} "
                              f"value hex {_hex(op.value)}")
         if lines:
-            _run(["bpftool", "batch", "file", "-"], "\n".join(lines) + "\n")
+            self.run(["bpftool", "batch", "file", "-"], "\n".join(lines) + "\n")
         for op in deletes:  # one by one: a missing key must not stop the others
-            done = subprocess.run(["bpftool", "map", "delete", "pinned",
-                                   str(self.map_path(op.map_name)), "key", "hex",
-                                   *_hex(op.key).split()], capture_output=True, text=True)
-            if done.returncode != 0 and "No such file or directory" not in done.stderr:
-                raise EbpfError(f"map delete {op.map_name}: {done.stderr.strip()}")
+            try:
+                self.run(["bpftool", "map", "delete", "pinned", str(self.map_path(op.map_name)),
+                          "key", "hex", *_hex(op.key).split()], None)
+            except EbpfError as err:
+                if "No such file or directory" not in str(err):
+                    raise EbpfError(f"map delete {op.map_name}: {err}") from None
         return len(lines) + len(deletes)
 
     def dump(self, name: str) -> list[tuple[bytes, bytes]]:
         """Every entry of a map: (key, value) bytes."""
-        entries = json.loads(_run(["bpftool", "-j", "map", "dump", "pinned",
-                                   str(self.map_path(name))]))
+        entries = json.loads(self.run(["bpftool", "-j", "map", "dump", "pinned",
+                                       str(self.map_path(name))], None))
         return [(bytes(int(h, 16) for h in e["key"]), bytes(int(h, 16) for h in e["value"]))
                 for e in entries if "value" in e]
 
@@ -169,8 +196,8 @@ def ebpf_available(obj: Path, pid: int | None, pin: Path = PIN_DIR,
                    keep: EbpfProgram | None = None) -> tuple[bool, str]:
     """Whether the program loads and attaches here, and if not why: loaded and tried on
     the loopback of the namespace of `pid`, then removed, unless it is `keep` (the
-    program of `obj` at `pin`), which stays loaded when it works (loading takes a
-    fifth of a second)."""
+    program of `obj` at `pin`, on the machine it reaches), which stays loaded when it
+    works (loading takes a fifth of a second)."""
     program = keep or EbpfProgram(obj, pin)
     works = False
     try:
@@ -181,8 +208,10 @@ def ebpf_available(obj: Path, pid: int | None, pin: Path = PIN_DIR,
         reason = str(err).splitlines()[-1] if str(err) else "load failed"
         return False, f"no eBPF switch program: it could not be loaded here ({reason})"
     finally:
-        subprocess.run([*in_namespace(pid), "tc", "qdisc", "del", "dev", "lo", "clsact"],
-                       capture_output=True)
+        try:
+            program.run([*in_namespace(pid), "tc", "qdisc", "del", "dev", "lo", "clsact"], None)
+        except EbpfError:
+            pass  # there was none: the program never got that far
         if not (works and keep):
             program.unload()
     return True, "eBPF switch program on every port"
@@ -300,3 +329,65 @@ class RingReader:
         self.consumer.close()
         self.producer.close()
         self._os.close(self.fd)
+
+
+class LineRing:
+    """A ring buffer read on another machine: `proc` (this module's `ring` command run
+    there, over ssh) prints each record as a line of hex; `read(timeout)` gives the
+    records that arrived, as RingReader does."""
+
+    def __init__(self, proc: subprocess.Popen):
+        import os
+
+        self.proc, self._buffer = proc, b""
+        self._fd = proc.stdout.fileno()
+        os.set_blocking(self._fd, False)
+
+    def read(self, timeout: float) -> list[bytes]:
+        import os
+        import select
+
+        ready, _, _ = select.select([self._fd], [], [], timeout)
+        if ready:
+            try:
+                self._buffer += os.read(self._fd, 1 << 16) or b""
+            except BlockingIOError:
+                pass
+        *lines, self._buffer = self._buffer.split(b"\n")
+        return [bytes.fromhex(line.decode()) for line in lines if line.strip()]
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python3 -m topologies.ebpf_program ring <pinned ring> <size>`: print every
+    record of a pinned ring buffer as a line of hex, as it comes, until its input ends
+    (how the head reads a ring on a server: LineRing; the head's end closing, or the
+    head dying, ends it) or it is stopped."""
+    import argparse
+    import select
+    import sys
+
+    parser = argparse.ArgumentParser(description=main.__doc__.splitlines()[0])
+    parser.add_argument("command", choices=["ring"])
+    parser.add_argument("path", type=Path)
+    parser.add_argument("size", type=int)
+    args = parser.parse_args(argv)
+    reader = RingReader(args.path, args.size)
+    try:
+        while True:
+            for record in reader.read(0.2):
+                sys.stdout.write(record.hex() + "\n")
+            sys.stdout.flush()
+            if select.select([sys.stdin], [], [], 0)[0] and not sys.stdin.buffer.read1(1):
+                return 0  # the head's end closed
+    except (KeyboardInterrupt, BrokenPipeError):
+        return 0
+    finally:
+        reader.close()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -19,8 +19,11 @@ sharing only when told a control path, which `MininetCluster` never passes. The 
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import shlex
 import subprocess
+from pathlib import PurePosixPath
 
 from mininet.node import Host
 
@@ -71,6 +74,49 @@ class RemoteNode:
         done = subprocess.run(self.ssh_options + ["-T", self.destination, command],
                               capture_output=True, text=True, timeout=timeout)
         done.check_returncode()
+        return done.stdout
+
+
+    def rrun(self, argv: list[str], stdin: str | None = None,
+             timeout: float = 60.0) -> subprocess.CompletedProcess:
+        """Run a command (an argument list) on this node's server, outside any node,
+        with `stdin` as its input; the finished process, whatever its exit status."""
+        return subprocess.run(self.ssh_options + ["-T", self.destination, shlex.join(argv)],
+                              input=stdin, capture_output=True, text=True, timeout=timeout)
+
+
+    def rpopen(self, argv: list[str], cwd: str | None = None, **params) -> subprocess.Popen:
+        """Start a command (an argument list) on this node's server, outside any node,
+        in folder `cwd` there; its stdout is a pipe."""
+        command = (["env", "-C", str(cwd)] if cwd else []) + list(argv)
+        params.setdefault("stdin", subprocess.DEVNULL)
+        return subprocess.Popen(self.ssh_options + ["-T", self.destination, shlex.join(command)],
+                                stdout=subprocess.PIPE, start_new_session=True, **params)
+
+
+    def put_files(self, files: dict[str, bytes]) -> None:
+        """Write files (path -> content) on this node's server, folders made, in one
+        command; each is checked there byte for byte (its SHA-256)."""
+        lines = ["set -e"]
+        for path, data in files.items():
+            folder = str(PurePosixPath(path).parent)
+            digest = hashlib.sha256(data).hexdigest()
+            lines += [f"mkdir -p {shlex.quote(folder)}",
+                      f"echo {base64.b64encode(data).decode()} | base64 -d > {shlex.quote(path)}",
+                      f"echo '{digest}  {path}' | sha256sum -c --quiet -"]
+        done = self.rrun(["sh"], "\n".join(lines) + "\n")
+        if done.returncode != 0:
+            raise OSError(f"writing {len(files)} files on {self.server}: "
+                          f"{done.stderr.strip() or done.returncode}")
+
+    def get_file(self, path: str) -> bytes:
+        """The content of a file on this node's server (OSError if it cannot be read)."""
+        done = subprocess.run(self.ssh_options + ["-T", self.destination,
+                                                  shlex.join(["cat", path])],
+                              capture_output=True, timeout=120)
+        if done.returncode != 0:
+            raise OSError(f"reading {path} on {self.server}: "
+                          f"{done.stderr.decode(errors='replace').strip() or done.returncode}")
         return done.stdout
 
 

@@ -28,15 +28,24 @@ carried out by experiments/dataplanes/pfc.py.
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from controller import ebpf_config as cfg
 from controller.tables import switch_tables
 from experiments.dataplanes.switch_counters import Counters
-from topologies.ebpf_program import EbpfError, EbpfProgram, build, ebpf_available
+from topologies.ebpf_program import (
+    PIN_DIR,
+    EbpfError,
+    EbpfProgram,
+    Shell,
+    build,
+    ebpf_available,
+)
 from topologies.model import Fabric
 from topologies.network import FabricNet
+from topologies.remote import is_remote
 
 
 @dataclass(frozen=True)
@@ -49,16 +58,43 @@ class EbpfStatus:
 
 @dataclass
 class EbpfPorts:
-    """The eBPF switch program on one running fabric: the program once loaded
-    (`program`, None before) and the ports it runs on (`ports`: (node, interface) ->
-    ifindex, unique over the fabric: load_fabric)."""
+    """The eBPF switch program on one running fabric: the program once loaded on this
+    machine (`program`, None before), the ports it runs on (`ports`: (node, interface)
+    -> ifindex, unique over the fabric: load_fabric) and, on a fabric split across
+    servers, the program loaded on each server (`servers`: name -> program) and the
+    server of each node there (`node_server`)."""
 
     program: EbpfProgram | None = None
     ports: dict[tuple[str, str], int] = field(default_factory=dict)
+    servers: dict[str, EbpfProgram] = field(default_factory=dict)
+    node_server: dict[str, str] = field(default_factory=dict)
 
     def by_index(self) -> dict[int, tuple[str, str]]:
         """ifindex -> (node, interface) of every port the program runs on."""
         return {ifindex: port for port, ifindex in self.ports.items()}
+
+    def program_of(self, node: str) -> EbpfProgram:
+        """The program on the machine `node` runs on."""
+        server = self.node_server.get(node)
+        return self.servers[server] if server is not None else _program(self)
+
+    def programs(self) -> list[tuple[str | None, EbpfProgram]]:
+        """(server, program) of every machine the program is loaded on (None: this one)."""
+        head = [(None, self.program)] if self.program is not None else []
+        return head + list(self.servers.items())
+
+    def write(self, ops) -> int:
+        """Apply map writes on every machine the program is loaded on. Each port's
+        entries are keyed by its ifindex, unique over the fabric, so a server's maps
+        holding another server's ports' entries never look them up; the settings every
+        port shares (classes by DSCP) are everywhere as they must be."""
+        ops = list(ops)
+        programs = self.programs() or [(None, _program(self))]
+        return max(program.write(ops) for _, program in programs)
+
+    def unload(self) -> None:
+        for _, program in self.programs():
+            program.unload()
 
 
 class Running(Protocol):
@@ -89,8 +125,59 @@ def prepare(pid: int | None, ebpf: EbpfPorts | None = None) -> EbpfStatus:
     return status
 
 
+def prepare_servers(net: FabricNet, ebpf: EbpfPorts) -> EbpfStatus:
+    """For a fabric split across servers (topologies/placement.py): build the program
+    here and load it on every server that holds nodes, tried in one node's namespace
+    there. The servers read the object at this machine's path (a namespace server
+    shares the files; a real server has the project at the same path, `make ebpf`
+    there). Any server that cannot run it is the reason, naming the server."""
+    try:
+        build(cfg.compile_command(), cfg.OBJECT, cfg.BUILD_INPUTS)
+    except EbpfError as err:
+        return EbpfStatus(False, "no eBPF switch program: "
+                          + " ".join(str(err).splitlines()[:2]).strip())
+    first: dict[str | None, Any] = {}
+    for node in net.hosts + net.switches:
+        first.setdefault(node.server if is_remote(node) else None, node)
+        if is_remote(node):
+            ebpf.node_server[node.name] = node.server
+    head = first.pop(None, None)
+    if head is not None:
+        status = prepare(head.pid, ebpf)
+        if not status.available:
+            return status
+
+    def load(server: str) -> str | None:
+        """Load the program on `server`: None, or why it cannot run there."""
+        node = first[server]
+        program = EbpfProgram(cfg.OBJECT, PIN_DIR.with_name(f"{PIN_DIR.name}-{server}"),
+                              _shell(node))
+        available, reason = ebpf_available(cfg.OBJECT, node.pid, program.pin, keep=program)
+        if available:
+            ebpf.servers[server] = program
+        return None if available else f"on server {server}: {reason}"
+
+    with ThreadPoolExecutor(max_workers=max(1, len(first))) as pool:  # the servers at once
+        for reason in pool.map(load, sorted(first)):
+            if reason is not None:
+                return EbpfStatus(False, reason)
+    return EbpfStatus(True, "eBPF switch program on every port, loaded on each server")
+
+
+def _shell(node) -> Shell:
+    """How a program reaches the server of `node` (topologies/remote.py RemoteNode)."""
+    def run(command: list[str], stdin: str | None) -> str:
+        done = node.rrun(command, stdin)
+        if done.returncode != 0:
+            text = (done.stderr or done.stdout).strip().splitlines()
+            raise EbpfError(f"on {node.server}: {' '.join(command[:4])}: "
+                            f"{text[-1] if text else done.returncode}")
+        return done.stdout
+    return run
+
+
 def _program(ebpf: EbpfPorts) -> EbpfProgram:
-    """The fabric's program, loaded on first use."""
+    """The fabric's program on this machine, loaded on first use."""
     if ebpf.program is None:
         program = EbpfProgram(cfg.OBJECT)
         program.load()
@@ -99,15 +186,26 @@ def _program(ebpf: EbpfPorts) -> EbpfProgram:
 
 
 def _indexes(net: FabricNet, node: str) -> dict[str, int]:
-    return net.link_state.indexes(net.get(node).pid)
+    item = net.get(node)
+    return _remote_indexes(item) if is_remote(item) else net.link_state.indexes(item.pid)
+
+
+def _remote_indexes(node) -> dict[str, int]:
+    """Interface -> ifindex of a server's node, as its shell lists its ports ("7:
+    h0-eth0@if8: <...>")."""
+    found = {}
+    for line in node.cmd("ip -o link show").splitlines():
+        number, _, rest = line.partition(": ")
+        if number.strip().isdigit() and rest:
+            found[rest.split(":")[0].split("@")[0]] = int(number)
+    return found
 
 
 def load_fabric(running: Running, priority_share: float | None = None) -> int:
     """The program on every port: switch ports with their htb classes and settings,
     host ports in faults-only mode (and as PFC's last hop back to the NIC). Returns the
     tc commands and map writes made."""
-    net, fabric = running.net, running.fabric
-    program = _program(running.ebpf_ports)
+    net, fabric, ebpf = running.net, running.fabric, running.ebpf_ports
     index = {}  # (node, interface) -> ifindex, over the whole fabric
     for node in (*fabric.hosts, *fabric.switches):
         found = _indexes(net, node.name)
@@ -117,6 +215,13 @@ def load_fabric(running: Running, priority_share: float | None = None) -> int:
         raise EbpfError("two ports of the fabric share an interface index: the program's "
                         "maps, keyed by it, cannot tell them apart")
     count, writes = 0, []
+    attach: dict[int, tuple[EbpfProgram, list]] = {}  # by program: (pid, ports, before)
+
+    def put(node: str, before: list[str]) -> None:
+        program = ebpf.program_of(node)
+        attach.setdefault(id(program), (program, []))[1].append(
+            (net.get(node).pid, [p.intf for p in fabric.ports(node)], before))
+
     for switch in fabric.switches:
         tables = switch_tables(fabric, switch)
         roles = {role.port: role for role in tables.ports}
@@ -129,19 +234,21 @@ def load_fabric(running: Running, priority_share: float | None = None) -> int:
             peer = index[(port.peer, fabric.ports(port.peer)[port.peer_port].intf)]
             writes.append(cfg.port_config(tables, roles[port.number], link, peer)
                           .write(index[(switch.name, port.intf)]))
-        count += program.attach(net.get(switch.name).pid,
-                                [p.intf for p in fabric.ports(switch.name)], qdiscs)
+        put(switch.name, qdiscs)
         writes += cfg.class_writes(tables)
     for host in fabric.hosts:
-        count += program.attach(net.get(host.name).pid,
-                                [p.intf for p in fabric.ports(host.name)])
+        put(host.name, [])
         for port in fabric.ports(host.name):
             peer = index[(port.peer, fabric.ports(port.peer)[port.peer_port].intf)]
             writes.append(cfg.faults_only_config(fabric.link_params(port.tier), peer)
                           .write(index[(host.name, port.intf)]))
+    # Every machine's ports at once: one shell each.
+    with ThreadPoolExecutor(max_workers=len(attach)) as pool:
+        count += sum(pool.map(lambda item: item[0].attach_all(item[1]), attach.values()))
+    sizes = ebpf.programs()[0][1].sizes  # the same object everywhere
     for ifindex in index.values():
-        writes += cfg.fresh_state_writes(ifindex, program.sizes)
-    count += program.write(writes)
+        writes += cfg.fresh_state_writes(ifindex, sizes)
+    count += ebpf.write(writes)
     running.ebpf_ports.ports.update(index)
     return count
 
@@ -162,11 +269,11 @@ def fault_port(running: Running, node: str, intf: str) -> int:
     item = net.get(node)
     pid = item.pid if item.inNamespace else None  # BMv2 switches live in the root one
     try:
-        program = _program(ebpf)
+        program = ebpf.program_of(node)
         program.attach(pid, [intf])
-        ifindex = (net.link_state.indexes(pid) if pid else _root_indexes())[intf]
-        program.write([cfg.faults_only_config(fabric.link_params(port.tier)).write(ifindex),
-                       *cfg.fresh_state_writes(ifindex, program.sizes)])
+        ifindex = (_indexes(net, node) if pid else _root_indexes())[intf]
+        ebpf.write([cfg.faults_only_config(fabric.link_params(port.tier)).write(ifindex),
+                    *cfg.fresh_state_writes(ifindex, program.sizes)])
     except EbpfError as err:
         raise EbpfError(f"{node} {intf}: {need}, which this machine did not load: "
                         + " ".join(str(err).split())) from err
@@ -200,7 +307,7 @@ def set_loss(running: Running, ports: list[tuple[str, str]], probability: float)
     """Random loss of `probability` (0 clears it) on each (node, interface)."""
     writes = [cfg.loss_write(fault_port(running, node, intf), probability)
               for node, intf in ports]
-    _program(running.ebpf_ports).write(writes)
+    running.ebpf_ports.write(writes)
 
 
 def set_gray_loss(running: Running, entries: list[tuple[str, str, str, int]],
@@ -213,18 +320,19 @@ def set_gray_loss(running: Running, entries: list[tuple[str, str, str, int]],
         ifindex = fault_port(running, node, intf)
         writes.append(cfg.gray_loss_clear(ifindex, address, prefix_len) if probability is None
                       else cfg.gray_loss_write(ifindex, address, probability, prefix_len))
-    _program(running.ebpf_ports).write(writes)
+    running.ebpf_ports.write(writes)
 
 
-def _by_port(program: EbpfProgram, name: str, decode: Callable[[bytes], object],
+def _by_port(ebpf: EbpfPorts, name: str, decode: Callable[[bytes], object],
              where: dict[int, tuple[str, str]]) -> dict:
     """A map's entries of every port in `where` (EbpfPorts.by_index): node -> interface
-    -> value."""
+    -> value, each read on the machine its port is on."""
     out: dict = {}
-    for key, value in program.dump(name):
-        port = where.get(int.from_bytes(key, "little"))
-        if port is not None:
-            out.setdefault(port[0], {})[port[1]] = decode(value)
+    for server, program in ebpf.programs():
+        for key, value in program.dump(name):
+            port = where.get(int.from_bytes(key, "little"))
+            if port is not None and ebpf.node_server.get(port[0]) == server:
+                out.setdefault(port[0], {})[port[1]] = decode(value)
     return out
 
 
@@ -235,8 +343,8 @@ def read_counters(running: Running) -> Counters:
     dropped (`_queue_drops`)."""
     ebpf = running.ebpf_ports
     where = ebpf.by_index()
-    counters = _by_port(ebpf.program, cfg.COUNTERS_MAP, cfg.decode_counters, where)
-    paused = _by_port(ebpf.program, cfg.STATE_MAP,
+    counters = _by_port(ebpf, cfg.COUNTERS_MAP, cfg.decode_counters, where)
+    paused = _by_port(ebpf, cfg.STATE_MAP,
                       lambda value: cfg.STATE_PAUSED_TOTAL.unpack_from(value)[0] // 1000, where)
     dropped = _queue_drops(running.net, counters, where)
     for node, ports in counters.items():
@@ -256,8 +364,26 @@ def _queue_drops(net: FabricNet, ports: dict,
     switch (experiments/analysis/health.py)."""
     out: dict[str, dict[str, int]] = {}
     for node in ports:
-        for ifindex, drops in net.link_state.root_queue_drops(net.get(node).pid).items():
+        item = net.get(node)
+        found = (_remote_queue_drops(item) if is_remote(item)
+                 else net.link_state.root_queue_drops(item.pid))
+        for ifindex, drops in found.items():
             port = where.get(ifindex)
             if port is not None and port[0] == node:
                 out.setdefault(node, {})[port[1]] = drops
     return out
+
+
+def _remote_queue_drops(node) -> dict[int, int]:
+    """ifindex -> packets the root qdisc of each port of a server's node dropped, read
+    through its shell (`tc -s qdisc` names the port; its index from `ip`)."""
+    indexes = _remote_indexes(node)
+    drops, port = {}, None
+    for line in node.cmd("tc -s qdisc show").splitlines():
+        words = line.split()
+        if words[:1] == ["qdisc"]:
+            port = words[words.index("dev") + 1] if "root" in words and "dev" in words else None
+        elif port is not None and "(dropped" in words:
+            drops[indexes[port]] = int(words[words.index("(dropped") + 1].rstrip(","))
+            port = None
+    return drops

@@ -93,7 +93,7 @@ class KernelTarget:
                     tables, role, params, ebpf.ports.get((port.peer, peer), 0))
                     .write(ifindex))
         if writes:
-            ebpf.program.write(writes)
+            ebpf.write(writes)
 
     def summary_fields(self) -> dict[str, object]:
         return {}

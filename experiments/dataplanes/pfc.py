@@ -23,11 +23,16 @@ what is emulated and what is not). Pause counts and paused time are the program'
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 from controller import ebpf_config as cfg
 from experiments.dataplanes.ebpf_switch import Running
-from topologies.ebpf_program import RingReader
+from topologies.ebpf_program import LineRing, RingReader
+
+REPO = Path(__file__).resolve().parents[2]
 
 POLL_S = 0.05  # how long the reader waits for an event before looking at `stop`
 
@@ -43,25 +48,30 @@ class PfcController:
         self.paused: set[tuple[str, str]] = set()  # host ports paused now
         self.events = 0
         self.errors: list[str] = []
-        program = running.ebpf_ports.program
-        self.reader = RingReader(program.map_path(cfg.EVENTS_MAP),
-                                 program.entries[cfg.EVENTS_MAP])
+        # The ring of every machine the program runs on: on a split fabric, each
+        # server's switches pause their own hosts' ports (topologies/placement.py).
+        self.readers = [_reader(running, server, program)
+                        for server, program in running.ebpf_ports.programs()]
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="pfc", daemon=True)
-        self._thread.start()
+        self._lock = threading.Lock()
+        self._threads = [threading.Thread(target=self._run, args=(reader,), name="pfc",
+                                          daemon=True) for reader in self.readers]
+        for thread in self._threads:
+            thread.start()
 
-    def _run(self) -> None:
+    def _run(self, reader) -> None:
         while not self._stop.is_set():
-            for record in self.reader.read(POLL_S):
+            for record in reader.read(POLL_S):
                 kind, ifindex, _ = cfg.decode_pfc_event(record)
                 port = self.where.get(ifindex)
                 if port is None or port[0] not in self.hosts:
                     continue  # a switch port: paused in the program's model alone
-                self.events += 1
-                try:
-                    self._pause_nic(*port, kind == cfg.PFC_XOFF)
-                except Exception as err:  # noqa: BLE001 - reported with the run's counters
-                    self.errors.append(f"{port[0]} {port[1]}: {err}")
+                with self._lock:  # one ring's thread at a time (a split fabric has several)
+                    self.events += 1
+                    try:
+                        self._pause_nic(*port, kind == cfg.PFC_XOFF)
+                    except Exception as err:  # noqa: BLE001 - reported with the run's counters
+                        self.errors.append(f"{port[0]} {port[1]}: {err}")
 
     def _pause_nic(self, host: str, intf: str, pause: bool) -> None:
         (self.paused.add if pause else self.paused.discard)((host, intf))
@@ -77,8 +87,22 @@ class PfcController:
 
     def stop(self) -> None:
         self._stop.set()
-        self._thread.join()
-        self.reader.close()
+        for thread in self._threads:
+            thread.join()
+        for reader in self.readers:
+            reader.close()
+
+
+def _reader(running: Running, server: str | None, program) -> RingReader | LineRing:
+    """The events ring of `program`: mapped here, or read by a process on `server`."""
+    path, size = program.map_path(cfg.EVENTS_MAP), program.entries[cfg.EVENTS_MAP]
+    if server is None:
+        return RingReader(path, size)
+    node = next(n for n in running.net.hosts + running.net.switches
+                if getattr(n, "server", None) == server)
+    # Its input stays open, unwritten, while this process lives: it ends with the run.
+    return LineRing(node.rpopen([sys.executable, "-m", "topologies.ebpf_program", "ring",
+                                 str(path), str(size)], cwd=str(REPO), stdin=subprocess.PIPE))
 
 
 def _plane(intf: str) -> int:

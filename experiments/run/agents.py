@@ -112,6 +112,15 @@ class AgentSet:
             by_server.setdefault(getattr(node, "server", ""), []).append(host.index)
         groups = [group for hosts in by_server.values() for group in host_groups(
             hosts, AGENT_PROCESSES if processes is None else processes)]
+        # A server reads its hosts' files where this machine wrote them: sent there
+        # first (a server's /tmp, or its disk, is its own), the events fetched at stop.
+        self.remote: dict[int, object] = {}  # host -> its node on another server
+        for server, hosts in by_server.items():
+            if server:
+                nodes = [running.net.get(fabric.host(h).name) for h in hosts]
+                paths = [topology] + [folder / f"{fabric.host(h).name}.json" for h in hosts]
+                nodes[0].put_files({str(p): Path(p).read_bytes() for p in paths})
+                self.remote.update(zip(hosts, nodes))
         for hosts in groups:
             first = fabric.host(hosts[0]).name
             name = first if len(hosts) == 1 else f"agents-{len(self.threads)}"
@@ -215,3 +224,9 @@ class AgentSet:
                 proc.wait()
         for thread in self.threads:
             thread.join(timeout=2)
+        for host, node in self.remote.items():  # each event log, from its host's server
+            events = self.event_files[host]  # by host index, in the fabric's order
+            try:
+                events.write_bytes(node.get_file(str(events)))
+            except OSError as err:
+                self.inbox.put({"event": "error", "agent": host, "message": str(err)})

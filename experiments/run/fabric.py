@@ -89,6 +89,7 @@ class RunningFabric:
         self.tc_commands = 0
         self.table_writes = 0
         self.bringup_s = 0.0
+        self.split = False  # some of its nodes run on other servers (placement)
         self.remains = Remains()  # what it put on the machine (the lock's file names it)
         self._clear()  # what runs on the fabric: nothing yet
 
@@ -112,6 +113,8 @@ class RunningFabric:
         self._require_lock()
         fabric, target, say = self.fabric, self.target, self.say
         started = time.monotonic()
+        if self.placement is not None:  # one fabric on each server too
+            self.lock.hold_servers(self.placement.servers)
         self.remains = planned_remains(fabric)
         # The lock holds the machine, so anything with this fabric's names is no running
         # fabric's: a crash half way through a bring-up, which would make this one fail.
@@ -136,9 +139,8 @@ class RunningFabric:
         try:
             scratch = net.get(fabric.hosts[0].name)
             self.features = probe_features(scratch.cmd)
-            split = any(is_remote(node) for node in net.hosts + net.switches)
-            self.ebpf = (EbpfStatus(False, "the eBPF switch program is not loaded on "
-                                    "other servers yet") if split
+            self.split = any(is_remote(node) for node in net.hosts + net.switches)
+            self.ebpf = (ebpf_switch.prepare_servers(net, self.ebpf_ports) if self.split
                          else ebpf_switch.prepare(scratch.pid, self.ebpf_ports))
             on_switches = target.shape_switch_ports and self.ebpf.available
             self.tc_commands = shape_links(net, fabric, self.features,
@@ -169,8 +171,7 @@ class RunningFabric:
             if self.pfc is not None:
                 self.pfc.stop()
             stop_network(net)
-            if self.ebpf_ports.program is not None:
-                self.ebpf_ports.program.unload()
+            self.ebpf_ports.unload()
         finally:
             self._remove_own()
 
@@ -232,9 +233,11 @@ class RunningFabric:
                     else "trimming, and loss, gray-loss and one-way link-down faults")
             notes.append(f"{self.ebpf.reason}: no {lost}")
         return {"rate": True, "queue_limit": True, "delay": self.features.netem,
-                "ecn": ecn, "trimming": trimming, "pfc": self.target.pfc,
+                "ecn": ecn, "trimming": trimming,
+                "pfc": self.target.pfc,
                 "faults": "eBPF maps" if self.ebpf.available else False,
                 # A switch port's queue sampled through a run (queue_sampler.py).
-                "queue_sampling": "eBPF virtual queue" if self.ebpf_switch_ports else False,
+                "queue_sampling": ("eBPF virtual queue" if self.ebpf_switch_ports
+                                   and not self.split else False),
                 "ebpf": {"available": self.ebpf.available, "reason": self.ebpf.reason},
                 "tc_commands": self.tc_commands, "notes": notes}

@@ -23,6 +23,9 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shlex
+import socket
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -89,13 +92,40 @@ class FabricBusy(UserError):
                          f"wait for it to end or {pid} (one fabric per machine at a time)")
 
 
+class ServerBusy(UserError):
+    """Another run holds the fabric lock of a server a split fabric needs."""
+
+    def __init__(self, server: str, holder: Holder | None):
+        self.holder = holder
+        who = holder.describe() if holder else "a process that has not said who it is yet"
+        pid = f"kill {holder.pid} there" if holder and holder.pid else "stop it"
+        super().__init__(f"server {server}", "active run",
+                         f"a fabric is already running there: {who}",
+                         f"wait for it to end or {pid} (one fabric per machine at a time)")
+
+
+# Run on a server over ssh (topologies/placement.py Server.ssh) to hold its fabric
+# lock for the head: the lock file's flock is taken on descriptor 9 and held by this
+# shell while its input from the head stays open (the head releasing the lock, or
+# dying, closes it); $1 is what the file names while held. A run started on the server
+# itself takes the same file's flock (FabricLock), so each refuses the other.
+_HOLD = """exec 9<>"$2"
+if ! flock -n 9; then echo busy; cat "$2"; exit 0; fi
+printf '%s\n' "$1" | sed "s/__PID__/$$/" > "$2"
+echo held
+cat >/dev/null
+: > "$2"
+"""
+
+
 class FabricLock:
     """Hold the machine's fabric lock: `with FabricLock(command=...) as lock: ...`.
 
     `acquire()` raises `FabricBusy` at once if another process holds it. `stale` is the
     holder of a lock left by a killed run that this one took over (None if the lock
     was free). `set_folder()` names the results folder once it exists; `record()` what
-    the holder's fabric puts on the machine.
+    the holder's fabric puts on the machine. A fabric split across servers takes each
+    server's lock too, held as long as this one (`hold_servers`).
     """
 
     def __init__(self, command: str | None = None, folder: Path | str | None = None,
@@ -107,6 +137,7 @@ class FabricLock:
         self.stale: Holder | None = None
         self.remains = Remains()
         self._fd: int | None = None
+        self._servers: dict[str, subprocess.Popen] = {}  # server -> what holds its lock
 
     @property
     def held(self) -> bool:
@@ -146,7 +177,31 @@ class FabricLock:
         if self._fd is not None:
             self._write()
 
+    def hold_servers(self, servers) -> None:
+        """Take the fabric lock of every server of `servers` (topologies/placement.py
+        Server) not held yet, until this lock is released: ServerBusy naming the first
+        server another run holds (those taken here are let go again)."""
+        taken = []
+        try:
+            for server in servers:
+                if server.name not in self._servers:
+                    self._servers[server.name] = _hold(server, self._holder_text())
+                    taken.append(server.name)
+        except BaseException:
+            for name in taken:
+                _let_go(self._servers.pop(name))
+            raise
+
+    def _holder_text(self) -> str:
+        return json.dumps({"pid": "__PID__", "started_at": self.started_at,
+                           "command": f"held for {socket.gethostname()} pid {os.getpid()}: "
+                                      f"{self.command}", "folder": self.folder}
+                          ).replace('"__PID__"', "__PID__")
+
     def release(self) -> None:
+        for holding in self._servers.values():
+            _let_go(holding)
+        self._servers = {}
         if self._fd is None:
             return
         fd, self._fd = self._fd, None
@@ -169,6 +224,34 @@ class FabricLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+
+def _hold(server, holder: str) -> subprocess.Popen:
+    """A process holding `server`'s fabric lock (ServerBusy if another run holds it)."""
+    argv = [*server.ssh[:-1], "-T", server.ssh[-1],
+            shlex.join(["sh", "-c", _HOLD, "hold", holder, str(DEFAULT_LOCK_PATH)])]
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    said = proc.stdout.readline().strip()
+    if said == "held":
+        return proc
+    rest = proc.stdout.read() if said == "busy" else ""
+    errors = proc.stderr.read().strip()
+    proc.wait()
+    if said == "busy":
+        raise ServerBusy(server.name, Holder.parse(rest))
+    raise OSError(f"server {server.name}: its fabric lock could not be taken: "
+                  f"{errors.splitlines()[-1] if errors else 'no answer'}")
+
+
+def _let_go(proc: subprocess.Popen) -> None:
+    """End a server lock's holder: its input closed, it empties the file and exits."""
+    try:
+        proc.stdin.close()
+        proc.wait(timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        proc.kill()
+        proc.wait()
 
 
 def _read(fd: int) -> str:

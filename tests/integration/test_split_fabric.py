@@ -3,20 +3,33 @@ the hosts on one, plane 0 on another, plane 1 on a third, so every host-NIC link
 VXLAN tunnel between two servers. Every SRv6 uSID path crosses tunnels and delivers; a
 link flap takes both tunnel ends down and up; a server's path too short for the
 fabric's frames is refused in one line naming a link; a tunnel end a dead run left on a
-server is found and removed; the resolved topology records where each node ran."""
+server is found and removed; the resolved topology records where each node ran.
+
+The eBPF switch program runs on every server: an incast's last hops (on the planes'
+servers) trim MRC's data and the receiver (on the hosts' server) NACKs each trimmed
+header once, as many NACKs as the switches counted trims (test_split_pfc.py: PFC). A
+second run is refused on every server, in one line naming the first.
+Skipped with the reason where the program cannot run (clang, bpftool, cls_bpf)."""
 
 from __future__ import annotations
 
 import json
 import os
+import sys
+from pathlib import Path
 
 import pytest
 
-from experiments.dataplanes.targets import KernelTarget
+from experiments.analysis.metrics import read_events, summarize
+from experiments.dataplanes import ebpf_switch
+from experiments.dataplanes.switch_counters import counter_totals
+from experiments.dataplanes.targets import KernelTarget, apply_fault
 from experiments.run.checks import check_paths
 from experiments.run.cleanup import find_leftovers
 from experiments.run.fabric import RunningFabric
-from experiments.run.fabric_lock import FabricLock
+from experiments.run.fabric_lock import FabricLock, ServerBusy
+from experiments.run.workload_run import run_transport
+from experiments.scenarios.scenario import load_scenario
 from topologies.model import load_topology
 from topologies.network import set_link
 from topologies.nsserver import SSHD, NamespaceServers
@@ -26,6 +39,7 @@ from topologies.remote import is_remote
 from topologies.resolved import resolved_topology
 from topologies.tunnels import PREFIX, TunnelError, check_mtu, remove_leftovers
 
+REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(not os.access(SSHD, os.X_OK),
                                 reason=f"{SSHD} is missing (openssh-server: make deps)")
 CLUSTER = """servers:
@@ -36,21 +50,29 @@ CLUSTER = """servers:
 
 
 @pytest.fixture(scope="module")
-def split(tmp_path_factory):
-    """2tier-2plane up on three namespace servers: (running fabric, placement, harness)."""
+def servers(tmp_path_factory):
+    """Three namespace servers and the cluster file that places 2tier-2plane on them:
+    (harness, cluster file)."""
     folder = tmp_path_factory.mktemp("split")
     harness = NamespaceServers(folder / "servers")
     try:
         harness.start(["hosts", "plane0", "plane1"])
         (folder / "cluster.yaml").write_text(CLUSTER)
-        fabric = load_topology("2tier-2plane")
-        placement = load_placement(folder / "cluster.yaml", fabric, harness)
-        with FabricLock("pytest: split fabric") as lock, \
-                RunningFabric(fabric, KernelTarget(), lock, placement=placement) as network:
-            yield network, placement, harness
+        yield harness, folder / "cluster.yaml"
     finally:
         harness.stop()
     assert not find_leftovers()
+
+
+@pytest.fixture(scope="module")
+def split(servers):
+    """2tier-2plane up on the three servers: (running fabric, placement, harness)."""
+    harness, cluster = servers
+    fabric = load_topology("2tier-2plane")
+    placement = load_placement(cluster, fabric, harness)
+    with FabricLock("pytest: split fabric") as lock, \
+            RunningFabric(fabric, KernelTarget(), lock, placement=placement) as network:
+        yield network, placement, harness
 
 
 def _server_of(node) -> str:
@@ -119,3 +141,49 @@ def test_a_tunnel_end_left_on_a_server_is_removed(split):
     assert PREFIX not in harness.ssh("plane0", "ip -o link show").stdout
     # the fabric's own ends, in its nodes, are not leftovers
     assert check_paths(network.net, network.fabric).all_ok
+
+
+def test_a_second_run_is_refused_on_every_server_naming_the_first(split, tmp_path):
+    network, placement, harness = split
+    other = FabricLock("a second head", path=tmp_path / "other.lock").acquire()
+    try:
+        with pytest.raises(ServerBusy) as err:
+            other.hold_servers(placement.servers)
+    finally:
+        other.release()
+    said = str(err.value)
+    assert "\n" not in said and said.startswith("server hosts: active run: a fabric is "
+                                                "already running there: pid ")
+    assert f"pid {os.getpid()}: pytest: split fabric" in said
+    # A run started on a server itself is refused by the same lock, in one line.
+    done = harness.ssh("plane0", f"cd {REPO} && {sys.executable} -m experiments run "
+                       "--topo 2tier-2plane --dataplane kernel --scenario pathcheck")
+    assert done.returncode == 2, done
+    (line,) = done.stderr.strip().splitlines()
+    assert "a fabric is already running on this machine" in line and "held for" in line
+
+
+def play(network, transport, plan, folder, protocol=None):
+    """One transport's run on a running fabric: its summary, events and port counters."""
+    before = ebpf_switch.read_counters(network)
+    run = run_transport(network, transport, plan, [], lambda a: apply_fault(network, a),
+                        folder, 60.0, protocol or {}, print)
+    events = read_events(run.event_files)
+    counted = counter_totals(network.fabric, before, ebpf_switch.read_counters(network))
+    return summarize(run, events), events, counted
+
+
+def test_an_incast_is_trimmed_on_the_planes_servers_and_nacked_on_the_hosts(split, tmp_path):
+    network, _, _ = split
+    if not network.ebpf_ports.ports:
+        pytest.skip(network.ebpf.reason)
+    assert set(network.ebpf_ports.servers) == {"hosts", "plane0", "plane1"}
+    scenario = load_scenario("incast-trim", network.fabric)
+    summary, events, ports = play(network, "mrc", [list(p) for p in scenario.plan],
+                                   tmp_path, scenario.protocol)
+    assert summary["ok"] and summary["verified"], summary
+    assert ports["host_ports"]["tx_trim_pkts"] > 100, ports
+    nacks = [e for e in events if e["event"] == "nack"]
+    for group, reason in (("host_ports", "TRIMMED_LASTHOP"), ("fabric_ports", "TRIMMED")):
+        assert sum(e["reason"] == reason for e in nacks) == ports[group]["tx_trim_pkts"]
+    assert ports["host_ports"]["dropped"] == ports["fabric_ports"]["dropped"] == 0

@@ -1,0 +1,91 @@
+"""kill -9 of a run that holds a fabric split across namespace servers: the next run
+takes over, comes up on the same servers and checks every path, and when it ends no
+process of either run is left on any server. The dead run's node shells (their ssh,
+named after their nodes here), its agents and its lock holders end with it or are
+removed at the next start (experiments/run/cleanup.py, topologies/tunnels.py)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from experiments.dataplanes.targets import KernelTarget
+from experiments.run.checks import check_paths
+from experiments.run.cleanup import find_leftovers
+from experiments.run.fabric import RunningFabric
+from experiments.run.fabric_lock import FabricLock
+from topologies.model import load_topology
+from topologies.nsserver import SSHD, NamespaceServers
+from topologies.placement import load_placement
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.skipif(not os.access(SSHD, os.X_OK),
+                                reason=f"{SSHD} is missing (openssh-server: make deps)")
+CLUSTER = """servers:
+  hosts: {namespace: true, hosts: all}
+  plane0: {namespace: true, planes: [0]}
+  plane1: {namespace: true, planes: [1]}
+"""
+# The run that is killed: the split fabric up, with one agent per host running.
+HOLDER = textwrap.dedent("""
+    import sys, time
+    from experiments.dataplanes.targets import KernelTarget
+    from experiments.run.agents import AgentSet
+    from experiments.run.fabric import RunningFabric
+    from experiments.run.fabric_lock import FabricLock
+    from topologies.model import load_topology
+    from topologies.nsserver import NamespaceServers
+    from topologies.placement import load_placement
+    fabric = load_topology("2tier-2plane")
+    placement = load_placement(sys.argv[1], fabric, NamespaceServers(sys.argv[2]))
+    lock = FabricLock("the run to kill").acquire()
+    network = RunningFabric(fabric, KernelTarget(), lock, placement=placement).start()
+    agents = AgentSet(network, "mrc", __import__("pathlib").Path(sys.argv[3]))
+    agents.wait_ready()
+    print("up", flush=True)
+    time.sleep(600)
+""")
+
+
+def _processes(harness: NamespaceServers, name: str) -> list[str]:
+    """The commands running on a server, but its sshd and what asked."""
+    out = harness.ssh(name, "ps -eo pid=,args=").stdout.splitlines()
+    return [line.strip() for line in out if "sshd" not in line and "ps -eo" not in line]
+
+
+def test_after_kill_9_the_next_run_is_clean_on_every_server(tmp_path):
+    harness = NamespaceServers(tmp_path / "servers")
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(CLUSTER)
+    names = ["hosts", "plane0", "plane1"]
+    holder = None
+    try:
+        harness.start(names)
+        holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(cluster),
+                                   str(tmp_path / "servers"), str(tmp_path / "agents")],
+                                  cwd=REPO, stdout=subprocess.PIPE, text=True)
+        assert holder.stdout.readline().strip() == "up"
+        assert any("hosts.agent" in p for p in _processes(harness, "hosts"))
+        os.kill(holder.pid, signal.SIGKILL)
+        holder.wait()
+
+        fabric = load_topology("2tier-2plane")
+        placement = load_placement(cluster, fabric, harness)
+        with FabricLock("the next run") as lock:
+            assert lock.stale is not None and lock.stale.command == "the run to kill"
+            with RunningFabric(fabric, KernelTarget(), lock, placement=placement) as network:
+                assert check_paths(network.net, network.fabric).all_ok
+        for name in names:
+            assert _processes(harness, name) == [], name
+            assert harness.ssh(name, "cat /run/mrc-testbed.lock").stdout.strip() == ""
+    finally:
+        if holder is not None and holder.poll() is None:
+            holder.kill()
+        harness.stop()
+    assert not find_leftovers()
