@@ -64,9 +64,13 @@ def check_mtu(placement: Placement, fabric, device_mtu=None) -> None:
     """Raise TunnelError naming the first crossing link whose frames (the fabric's MTU
     plus OVERHEAD) would not fit the device a tunnel end leaves by. `device_mtu(server)`
     reads that device's MTU on `server` (None: the head); by default, on the server."""
-    device_mtu = device_mtu or (lambda server: _mtu(on_server(
-        server, f"ip -o link show dev {placement.endpoint(server).device}")))
     where = placement.where(fabric)
+    if device_mtu is None:  # read on every server of a crossing link, at once
+        ends = _crossing_servers(where, fabric)
+        with ThreadPoolExecutor(max_workers=max(1, len(ends))) as pool:
+            found = dict(zip([id(s) for s in ends], pool.map(lambda server: _mtu(on_server(
+                server, f"ip -o link show dev {placement.endpoint(server).device}")), ends)))
+        device_mtu = lambda server: found[id(server)]  # noqa: E731
     needed = fabric.spec.interface_mtu + OVERHEAD
     seen: dict[str, int] = {}
     for link in fabric.links:
@@ -105,16 +109,23 @@ def remove_leftovers(placement: Placement, fabric) -> int:
     """Remove the tunnel devices a run that died left on the servers of `fabric`'s
     crossing links (made, not yet moved into a node: the rest went with the nodes).
     Returns how many it removed."""
-    where = placement.where(fabric)
-    crossing = {where[link.a] for link in fabric.links if where[link.a] is not where[link.b]}
-    crossing |= {where[link.b] for link in fabric.links if where[link.a] is not where[link.b]}
-    removed = 0
-    for server in crossing:
-        # Read through ip, not /sys/class/net: a namespace server's /sys is the machine's.
-        out = on_server(server, f"for d in $(ip -o link show | grep -o ' {PREFIX}[0-9]*'); "
-                                "do ip link del $d && echo $d; done")
-        removed += len(out.split())
-    return removed
+    servers = _crossing_servers(placement.where(fabric), fabric)
+    # Read through ip, not /sys/class/net: a namespace server's /sys is the machine's.
+    line = (f"for d in $(ip -o link show | grep -o ' {PREFIX}[0-9]*'); "
+            "do ip link del $d && echo $d; done")
+    with ThreadPoolExecutor(max_workers=max(1, len(servers))) as pool:
+        return sum(len(out.split()) for out in pool.map(lambda s: on_server(s, line), servers))
+
+
+def _crossing_servers(where: dict, fabric) -> list[Server | None]:
+    """The servers (None: the head) at either end of a link between two servers."""
+    found: dict[int, Server | None] = {}
+    for link in fabric.links:
+        a, b = where[link.a], where[link.b]
+        if a is not b:
+            found.setdefault(id(a), a)
+            found.setdefault(id(b), b)
+    return list(found.values())
 
 
 def _mtu(line: str) -> int:

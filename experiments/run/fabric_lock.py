@@ -181,16 +181,19 @@ class FabricLock:
         """Take the fabric lock of every server of `servers` (topologies/placement.py
         Server) not held yet, until this lock is released: ServerBusy naming the first
         server another run holds (those taken here are let go again)."""
-        taken = []
-        try:
-            for server in servers:
-                if server.name not in self._servers:
-                    self._servers[server.name] = _hold(server, self._holder_text())
-                    taken.append(server.name)
-        except BaseException:
-            for name in taken:
-                _let_go(self._servers.pop(name))
-            raise
+        asked = {s.name: _ask(s, self._holder_text()) for s in servers
+                 if s.name not in self._servers}  # all at once: each is a round trip
+        taken, refused = {}, None
+        for name, proc in asked.items():
+            try:
+                taken[name] = _answer(name, proc)
+            except BaseException as err:  # noqa: BLE001 - the first refusal goes on
+                refused = refused or err
+        if refused is not None:
+            for proc in taken.values():
+                _let_go(proc)
+            raise refused
+        self._servers.update(taken)
 
     def _holder_text(self) -> str:
         return json.dumps({"pid": "__PID__", "started_at": self.started_at,
@@ -226,12 +229,17 @@ class FabricLock:
         self.release()
 
 
-def _hold(server, holder: str) -> subprocess.Popen:
-    """A process holding `server`'s fabric lock (ServerBusy if another run holds it)."""
+def _ask(server, holder: str) -> subprocess.Popen:
+    """Start taking `server`'s fabric lock (_answer says whether it was taken)."""
     argv = [*server.ssh[:-1], "-T", server.ssh[-1],
             shlex.join(["sh", "-c", _HOLD, "hold", holder, str(DEFAULT_LOCK_PATH)])]
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
+
+
+def _answer(name: str, proc: subprocess.Popen) -> subprocess.Popen:
+    """`proc` (_ask), now holding its server's lock; ServerBusy naming the run that
+    holds it instead."""
     said = proc.stdout.readline().strip()
     if said == "held":
         return proc
@@ -239,8 +247,8 @@ def _hold(server, holder: str) -> subprocess.Popen:
     errors = proc.stderr.read().strip()
     proc.wait()
     if said == "busy":
-        raise ServerBusy(server.name, Holder.parse(rest))
-    raise OSError(f"server {server.name}: its fabric lock could not be taken: "
+        raise ServerBusy(name, Holder.parse(rest))
+    raise OSError(f"server {name}: its fabric lock could not be taken: "
                   f"{errors.splitlines()[-1] if errors else 'no answer'}")
 
 
