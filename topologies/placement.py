@@ -189,6 +189,16 @@ def load_placement(path: str | Path, fabric: Fabric,
             raise PlacementError(source, field, "says neither how to reach it",
                                  "add namespace: true (a namespace server of this "
                                  "machine) or ssh: root@<address>")
+    # The agents stamp their events with their machine's monotonic clock, and the run
+    # times its transfers and faults against its own: the hosts stay on this machine
+    # (or its namespace servers, which share its clock); real servers hold planes.
+    remote_hosts = sorted({hosts_of[h.name] for h in fabric.hosts if hosts_of.get(h.name)
+                           in {s.name for s in servers if not s.namespace}})
+    if remote_hosts:
+        raise PlacementError(source, f"servers.{remote_hosts[0]}.hosts", "hosts on a real "
+                             "server would time their events by its clock, which this "
+                             "machine's (the run's) does not share", "keep the hosts on this "
+                             "machine or its namespace servers; put planes on real servers")
     head = data.get("head")
     if head is not None:
         if not isinstance(head, dict):

@@ -114,6 +114,8 @@ def test_a_path_too_short_for_the_fabric_frames_names_the_link(tmp_path, fabric,
      "servers.a.address", "IPv4 address"),
     ("servers:\n  a: {ssh: root@192.0.2.1, address: 192.0.2.1, planes: [0]}\n",
      "servers.a.device", "interface"),
+    ("servers:\n  a: {ssh: root@192.0.2.1, address: 192.0.2.1, device: eth1, hosts: [h0]}\n",
+     "servers.a.hosts", "hosts on a real server"),
 ])
 def test_each_mistake_is_one_line_naming_the_field(tmp_path, fabric, text, field, problem):
     with pytest.raises(PlacementError) as err:
