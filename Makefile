@@ -96,9 +96,9 @@ lab-check: deps ## check your lab: make lab-check LAB=02 (SOLUTION=1: the lab's 
 
 # ---------------------------------------------------------------- the MRC paper (docs/paper.md)
 .PHONY: paper
-paper: deps ## the MRC paper's section-5 experiments, 3 runs a row: results/<run>/paper.md (root; ONLY=row,...; QUICK=1: one run; SHAPES=paper: each on its cluster's shape; LOADED=1: also the loaded-fabric variants)
+paper: deps ## the MRC paper's section-5 experiments, 3 runs a row: results/<run>/paper.md (root; ONLY=row,...; QUICK=1: one run; SHAPES=paper: each on its cluster's shape; LOADED=1: also the loaded-fabric variants; SERVERS=cluster file)
 	@echo "== paper: TOPO=$(TOPO) DATAPLANE=$(or $(filter-out auto,$(DATAPLANE)),kernel)$(if $(SHAPES), SHAPES=$(SHAPES))"
-	@$(PY) -m experiments.paper --topo $(TOPO) --dataplane $(or $(filter-out auto,$(DATAPLANE)),kernel) $(if $(ONLY),--only $(ONLY)) $(if $(QUICK),--repetitions 1) $(if $(RATE_CAP),--rate-cap $(RATE_CAP)) $(if $(SHAPES),--shapes $(SHAPES)) $(if $(MTU),--mtu $(MTU)) $(if $(LOADED),--loaded)
+	@$(PY) -m experiments.paper --topo $(TOPO) --dataplane $(or $(filter-out auto,$(DATAPLANE)),kernel) $(if $(ONLY),--only $(ONLY)) $(if $(QUICK),--repetitions 1) $(if $(RATE_CAP),--rate-cap $(RATE_CAP)) $(if $(SHAPES),--shapes $(SHAPES)) $(if $(MTU),--mtu $(MTU)) $(if $(LOADED),--loaded) $(if $(SERVERS),--servers $(SERVERS))
 
 .PHONY: nsservers nsservers-stop
 nsservers: deps ## start namespace servers on this machine, stand-ins for the servers of a split fabric (root; NAMES="s1 s2 s3"; docs/scale-out.md)

@@ -521,6 +521,10 @@ def main(argv: list[str] | None = None) -> int:
                              "(cluster-b), the others on --topo (default); every row on "
                              "--topo (one); each on the shape of the paper's cluster it ran "
                              "on (paper)")
+    parser.add_argument("--servers", default=None, metavar="FILE",
+                        help="a cluster file placing each fabric's planes and hosts on "
+                             "other servers (docs/scale-out.md); every fabric of the run "
+                             "must fit it")
     parser.add_argument("--loaded", action="store_true",
                         help="also play the fault rows' loaded-fabric variants (-loaded) "
                              "on --topo")
@@ -535,7 +539,8 @@ def main(argv: list[str] | None = None) -> int:
     for leg in legs:
         try:
             run = Run.prepare("paper", leg.fabric, args.dataplane, args.results,
-                              cap=args.rate_cap, active_hosts=leg.active_hosts)
+                              cap=args.rate_cap, active_hosts=leg.active_hosts,
+                              servers=args.servers)
         except PREFLIGHT_ERRORS as err:
             print(f"error: {err}", file=sys.stderr)
             return USAGE_ERROR
