@@ -149,13 +149,30 @@ class Step:
 Measure = Callable[[float, quietness.Window], Step]
 
 
+def _sources_digest(patterns: tuple[str, ...]) -> str:
+    """One digest of the project's files matching `patterns` (globs under REPO)."""
+    digest = hashlib.sha256()
+    for pattern in patterns:
+        for path in sorted(REPO.glob(pattern)):
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+# What a data plane's switches run, beside the agents: a budget measured with other
+# switches is stale. The kernel's eBPF switch program is in every calibration's key
+# (machine_key); BMv2's P4 program in its own calibrations' (`program` in their slot).
+EBPF_SOURCES = ("ebpf/*.c", "ebpf/*.h")
+P4_SOURCES = ("p4src/*.p4", "p4src/include/*.p4")
+
+
 def machine_key() -> str:
-    """The agents' code, how many processes run them, and the machine: a budget
-    measured under another is stale."""
+    """The agents' code, the kernel data plane's switch program, how many processes
+    run the agents, and the machine: a budget measured under another is stale."""
     digest = hashlib.sha256()
     for folder in ("hosts", "topologies"):
         for path in sorted((REPO / folder).glob("*.py")):
             digest.update(path.read_bytes())
+    digest.update(_sources_digest(EBPF_SOURCES).encode())
     cpu = ""
     try:
         cpu = next((line for line in Path("/proc/cpuinfo").read_text().splitlines()
@@ -206,6 +223,8 @@ def cached(mtu_payload: int = DEFAULT_MTU_PAYLOAD, cache: Path | None = None,
     found = _cache(cache).get(_slot(mtu_payload, workload, dataplane))
     if not isinstance(found, dict) or "idle_share_before" not in found:
         return None
+    if dataplane == BMV2 and found.get("program") != _sources_digest(P4_SOURCES):
+        return None  # measured with another P4 program
     return found
 
 
@@ -433,6 +452,7 @@ def calibrate(progress=print, mtu_payload: int = DEFAULT_MTU_PAYLOAD, lock=None,
         "others_share_during": round(others, 3),
         "reference": WORKLOADS[workload].reference, "workload": workload,
         "dataplane": dataplane,
+        **({"program": _sources_digest(P4_SOURCES)} if dataplane == BMV2 else {}),
         "frame_bytes": data_frame_bytes(mtu_payload), "steps": steps}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"key": machine_key(), "by_mtu": by_mtu}, indent=2) + "\n")

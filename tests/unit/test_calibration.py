@@ -379,6 +379,22 @@ def test_bmv2s_budget_climbs_its_own_ladder_and_is_stored_beside_the_kernels(
     assert json.loads(cache.read_text())["by_mtu"].keys() == {str(MTU), f"{MTU} bmv2"}
 
 
+def test_bmv2s_budget_is_stale_once_the_p4_program_changes(tmp_path, fake_probe,
+                                                             monkeypatch):
+    cache = quiet_cache(tmp_path)
+    calibration.calibrate(lambda line: None, MTU, dataplane=calibration.BMV2,
+                          measure=stand_in(5.0, []), cache=cache)
+    assert calibration.cached(MTU, cache, dataplane=calibration.BMV2) is not None
+    program = tmp_path / "p4src" / "mrc_switch.p4"
+    program.parent.mkdir()
+    program.write_text("// another program\n")
+    monkeypatch.setattr(calibration, "REPO", tmp_path)
+    assert calibration.cached(MTU, cache, dataplane=calibration.BMV2) is None
+    # The kernel's budget does not depend on the P4 program.
+    monkeypatch.setattr(calibration, "machine_key", lambda: json.loads(cache.read_text())["key"])
+    assert calibration.cached(MTU, cache) == QUIET_FIGURE
+
+
 def test_bmv2_has_no_default_budget_when_the_machine_is_busy(tmp_path):
     lines: list[str] = []
     hogs = start_hogs()
