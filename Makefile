@@ -65,9 +65,10 @@ ebpf: ## compile ebpf/ (the kernel data plane's switch program) into build/ebpf/
 size: deps ## full-scale sizing: make size RADIX=512 PLANES=8
 	@$(PY) -m topologies.size --radix $(or $(RADIX),512) --planes $(or $(PLANES),8)
 
-bench: deps ## agent goodput vs raw sockets, recovery after a link failure, a split fabric's cost (root)
-	@echo "== bench: python -m bench.agent_throughput, then bench.split_overhead"
+bench: deps ## agent goodput vs raw sockets, recovery after a link failure, a hop's cost, a split fabric's cost (root)
+	@echo "== bench: python -m bench.agent_throughput, bench.kernel_hops, bench.split_overhead"
 	@$(PY) -m bench.agent_throughput
+	@$(PY) -m bench.kernel_hops
 	@$(PY) -m bench.split_overhead
 
 bench-bmv2: deps ## BMv2 packets/s, the testbed's switch against a bare one (root, BMv2, p4c)

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from bench.agent_throughput import agent_goodput, fast_topology
+from bench.results import merge
 from experiments.dataplanes.targets import KernelTarget
 from experiments.run.fabric import RunningFabric
 from experiments.run.fabric_lock import FabricLock
@@ -104,7 +105,6 @@ def _text(summary: dict) -> str:
 
 def main() -> int:
     """Under the machine's fabric lock; the figures join bench/results.json."""
-    import json
     import sys
     import tempfile
 
@@ -116,10 +116,7 @@ def main() -> int:
     except FabricBusy as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    results = REPO / "bench" / "results.json"
-    data = json.loads(results.read_text()) if results.exists() else {}
-    data["split"] = figures
-    results.write_text(json.dumps(data, indent=2) + "\n")
+    merge("split", figures)
     return 0
 
 
