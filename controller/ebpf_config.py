@@ -258,6 +258,22 @@ def gray_key(ifindex: int, address: str, prefix_len: int = 128) -> bytes:
     return GRAY_KEY.pack(32 + prefix_len, ifindex.to_bytes(4, "big"), packed)
 
 
+# Maps whose key starts with a port's ifindex (host byte order), and the gray-loss map,
+# whose key holds it after the prefix length (network byte order): every other map's
+# entries (classes by DSCP) concern every port.
+PORT_KEYED = (PORTS_MAP, STATE_MAP, INGRESS_MAP, COUNTERS_MAP, LOSS_MAP)
+
+
+def port_of(op: MapWrite) -> int | None:
+    """The ifindex of the port a map write concerns, or None when it concerns every
+    port (a fabric split across servers writes it only where that port is)."""
+    if op.map_name in PORT_KEYED:
+        return U32.unpack_from(op.key)[0]
+    if op.map_name == GRAY_MAP:
+        return int.from_bytes(GRAY_KEY.unpack(op.key)[1], "big")
+    return None
+
+
 def gray_loss_write(ifindex: int, address: str, probability: float,
                     prefix_len: int = 128) -> MapWrite:
     """Lose `probability` of the packets to a destination prefix (one path, gray)."""

@@ -27,6 +27,7 @@ import shlex
 import shutil
 import subprocess
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -35,7 +36,10 @@ BPFFS = Path("/sys/fs/bpf")
 
 
 class EbpfError(RuntimeError):
-    """The program could not be built, loaded, attached, read or written."""
+    """The program could not be built, loaded, attached, read or written; `errno`, where
+    a system call said why."""
+
+    errno: int | None = None
 
 
 class MapOp(Protocol):
@@ -96,6 +100,8 @@ class EbpfProgram:
 
     def __init__(self, obj: Path, pin: Path = PIN_DIR, run: Shell = _run):
         self.obj, self.pin, self.run = obj, pin, run
+        # Where its map writes go instead of a bpftool each (a server's RemoteWriter).
+        self.writer: RemoteWriter | None = None
         self.sizes: dict[str, int] = {}  # map name -> value size
         self.entries: dict[str, int] = {}  # map name -> max entries
 
@@ -133,6 +139,9 @@ class EbpfProgram:
 
     def unload(self) -> None:
         """Remove the pins (the kernel frees the program once no port holds it)."""
+        if self.writer is not None:
+            writer, self.writer = self.writer, None
+            writer.close()
         if self.run is _run:
             if self.pin.exists():
                 shutil.rmtree(self.pin, ignore_errors=True)
@@ -164,7 +173,9 @@ class EbpfProgram:
 
     def write(self, ops: Iterable[MapOp]) -> int:
         """Apply map writes (value None deletes the key; deleting a missing key is fine),
-        all in one bpftool; returns how many."""
+        all in one bpftool, or through the program's writer; returns how many."""
+        if self.writer is not None:
+            return self.writer.write(ops)
         lines, deletes = [], []
         for op in ops:
             path = self.map_path(op.map_name)
@@ -223,6 +234,8 @@ def ebpf_available(obj: Path, pid: int | None, pin: Path = PIN_DIR,
 # than what it reads.
 _BPF_SYSCALL = 321  # x86_64; the program itself is built for the machine it runs on
 _BPF_MAP_LOOKUP_ELEM = 1
+_BPF_MAP_UPDATE_ELEM = 2
+_BPF_MAP_DELETE_ELEM = 3
 _BPF_OBJ_GET = 7
 _RINGBUF_BUSY, _RINGBUF_DISCARD = 1 << 31, 1 << 30
 _RINGBUF_HEADER = 8
@@ -242,7 +255,10 @@ def _bpf(command: int, attr, what: object) -> int:
 
     done = _libc().syscall(_BPF_SYSCALL, command, ctypes.byref(attr), ctypes.sizeof(attr))
     if done < 0:
-        raise EbpfError(f"{what}: {os.strerror(ctypes.get_errno())}")
+        number = ctypes.get_errno()
+        err = EbpfError(f"{what}: {os.strerror(number)}")
+        err.errno = number
+        raise err
     return done
 
 
@@ -331,6 +347,84 @@ class RingReader:
         self._os.close(self.fd)
 
 
+class MapWriter:
+    """Writes map entries through the bpf() system call, the maps of the program
+    pinned at `pin` opened once: what a server of a split fabric runs (this module's
+    `writer` command), where a bpftool over ssh for each fault took a fifth of a
+    second."""
+
+    def __init__(self, pin: Path):
+        self.pin, self.fds = pin, {}
+
+    def write(self, ops: Iterable[MapOp]) -> int:
+        """Apply map writes (value None deletes; deleting a missing key is fine)."""
+        import ctypes
+        import errno
+
+        count = 0
+        for op in ops:
+            path = self.pin / "maps" / op.map_name
+            fd = self.fds.get(op.map_name)
+            if fd is None:
+                fd = self.fds[op.map_name] = _pinned_fd(path)
+            key = ctypes.create_string_buffer(op.key, len(op.key))
+            value = (ctypes.create_string_buffer(op.value, len(op.value))
+                     if op.value is not None else None)
+            attr = (ctypes.c_uint64 * 4)(fd, ctypes.addressof(key),
+                                         ctypes.addressof(value) if value is not None else 0, 0)
+            try:
+                _bpf(_BPF_MAP_UPDATE_ELEM if value is not None else _BPF_MAP_DELETE_ELEM,
+                     attr, f"map {'update' if value is not None else 'delete'} {op.map_name}")
+            except EbpfError as err:
+                if value is not None or err.errno != errno.ENOENT:
+                    raise
+            count += 1
+        return count
+
+    def close(self) -> None:
+        import os
+
+        for fd in self.fds.values():
+            os.close(fd)
+        self.fds = {}
+
+
+@dataclass(frozen=True)
+class _Op:
+    map_name: str
+    key: bytes
+    value: bytes | None
+
+
+class RemoteWriter:
+    """The head's end of a MapWriter on a server (`proc`: this module's `writer` command
+    there, over ssh): each write is a batch of lines and one answer, over the one
+    session it keeps open."""
+
+    def __init__(self, proc: subprocess.Popen):
+        self.proc = proc
+
+    def write(self, ops: Iterable[MapOp]) -> int:
+        lines = [f"{op.map_name} {op.key.hex()} {op.value.hex() if op.value is not None else '-'}"
+                 for op in ops]
+        if not lines:
+            return 0
+        self.proc.stdin.write(("\n".join(lines) + "\n.\n").encode())
+        self.proc.stdin.flush()
+        answer = self.proc.stdout.readline().decode().strip()
+        if answer != "ok":
+            raise EbpfError(f"map writer: {answer or 'it ended'}")
+        return len(lines)
+
+    def close(self) -> None:
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+            self.proc.wait()
+
+
 class LineRing:
     """A ring buffer read on another machine: `proc` (this module's `ring` command run
     there, over ssh) prints each record as a line of hex; `read(timeout)` gives the
@@ -361,20 +455,45 @@ class LineRing:
         self.proc.wait()
 
 
+def _serve_writes(writer: MapWriter) -> int:
+    """Apply batches of map writes from stdin ("<map> <key hex> <value hex or ->" lines,
+    a batch ended by "."), answering each with "ok" or "error <why>", until stdin ends."""
+    import sys
+
+    batch = []
+    for line in sys.stdin:
+        words = line.split()
+        if words == ["."]:
+            try:
+                writer.write(batch)
+                print("ok", flush=True)
+            except EbpfError as err:
+                print(f"error {' '.join(str(err).split())}", flush=True)
+            batch = []
+        elif len(words) == 3:
+            batch.append(_Op(words[0], bytes.fromhex(words[1]),
+                             None if words[2] == "-" else bytes.fromhex(words[2])))
+    writer.close()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """`python3 -m topologies.ebpf_program ring <pinned ring> <size>`: print every
     record of a pinned ring buffer as a line of hex, as it comes, until its input ends
     (how the head reads a ring on a server: LineRing; the head's end closing, or the
-    head dying, ends it) or it is stopped."""
+    head dying, ends it) or it is stopped. `... writer <pin folder>`: apply the map
+    writes it is sent (RemoteWriter), until its input ends."""
     import argparse
     import select
     import sys
 
     parser = argparse.ArgumentParser(description=main.__doc__.splitlines()[0])
-    parser.add_argument("command", choices=["ring"])
+    parser.add_argument("command", choices=["ring", "writer"])
     parser.add_argument("path", type=Path)
-    parser.add_argument("size", type=int)
+    parser.add_argument("size", type=int, nargs="?", default=0)
     args = parser.parse_args(argv)
+    if args.command == "writer":
+        return _serve_writes(MapWriter(args.path))
     reader = RingReader(args.path, args.size)
     try:
         while True:

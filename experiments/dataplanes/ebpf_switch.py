@@ -27,9 +27,12 @@ carried out by experiments/dataplanes/pfc.py.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from controller import ebpf_config as cfg
@@ -39,6 +42,7 @@ from topologies.ebpf_program import (
     PIN_DIR,
     EbpfError,
     EbpfProgram,
+    RemoteWriter,
     Shell,
     build,
     ebpf_available,
@@ -46,6 +50,8 @@ from topologies.ebpf_program import (
 from topologies.model import Fabric
 from topologies.network import FabricNet
 from topologies.remote import is_remote
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)
@@ -84,13 +90,25 @@ class EbpfPorts:
         return head + list(self.servers.items())
 
     def write(self, ops) -> int:
-        """Apply map writes on every machine the program is loaded on. Each port's
-        entries are keyed by its ifindex, unique over the fabric, so a server's maps
-        holding another server's ports' entries never look them up; the settings every
-        port shares (classes by DSCP) are everywhere as they must be."""
+        """Apply map writes: a port's on the machine the port is on, the settings every
+        port shares (classes by DSCP) on every machine the program is loaded on, the
+        machines at once (each server's write is a round trip). Returns how many."""
         ops = list(ops)
         programs = self.programs() or [(None, _program(self))]
-        return max(program.write(ops) for _, program in programs)
+        if len(programs) == 1:
+            return programs[0][1].write(ops)
+        where = self.by_index()
+        by_server: dict[str | None, list] = {server: [] for server, _ in programs}
+        for op in ops:
+            port = where.get(cfg.port_of(op))
+            if port is None:  # every port's, or a port not known yet: everywhere
+                for server_ops in by_server.values():
+                    server_ops.append(op)
+            else:
+                by_server[self.node_server.get(port[0])].append(op)
+        with ThreadPoolExecutor(max_workers=len(programs)) as pool:
+            list(pool.map(lambda item: item[1].write(by_server[item[0]]), programs))
+        return len(ops)
 
     def unload(self) -> None:
         for _, program in self.programs():
@@ -154,6 +172,11 @@ def prepare_servers(net: FabricNet, ebpf: EbpfPorts) -> EbpfStatus:
                               _shell(node))
         available, reason = ebpf_available(cfg.OBJECT, node.pid, program.pin, keep=program)
         if available:
+            # Its map writes (faults, rate changes) through one process there: a
+            # bpftool over ssh each took a fifth of a second.
+            program.writer = RemoteWriter(node.rpopen(
+                [sys.executable, "-m", "topologies.ebpf_program", "writer", str(program.pin)],
+                cwd=str(REPO), stdin=subprocess.PIPE))
             ebpf.servers[server] = program
         return None if available else f"on server {server}: {reason}"
 

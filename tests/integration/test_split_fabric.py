@@ -7,7 +7,8 @@ server is found and removed; the resolved topology records where each node ran.
 
 The eBPF switch program runs on every server: an incast's last hops (on the planes'
 servers) trim MRC's data and the receiver (on the hosts' server) NACKs each trimmed
-header once, as many NACKs as the switches counted trims (test_split_pfc.py: PFC). A
+header once, as many NACKs as the switches counted trims (test_split_pfc.py: PFC); a
+fault's map write reaches its port's server alone, in milliseconds. A
 second run is refused on every server, in one line naming the first.
 Skipped with the reason where the program cannot run (clang, bpftool, cls_bpf)."""
 
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from controller import ebpf_config as cfg
 from experiments.analysis.metrics import read_events, summarize
 from experiments.dataplanes import ebpf_switch
 from experiments.dataplanes.switch_counters import counter_totals
@@ -161,6 +163,30 @@ def test_a_second_run_is_refused_on_every_server_naming_the_first(split, tmp_pat
     assert done.returncode == 2, done
     (line,) = done.stderr.strip().splitlines()
     assert "a fabric is already running on this machine" in line and "held for" in line
+
+
+def test_a_fault_reaches_its_servers_maps_through_the_servers_writer(split, monkeypatch):
+    network, _, _ = split
+    ebpf = network.ebpf_ports
+    if not ebpf.ports:
+        pytest.skip(network.ebpf.reason)
+    port = ("p0t0r0", "p0t0r0-eth2")
+    ifindex = ebpf.ports[port]
+
+    def no_command(*_args):
+        raise AssertionError("a fault ran a command on a server (a bpftool over ssh each)")
+
+    for program in ebpf.servers.values():  # the writer's session, not a new command
+        monkeypatch.setattr(program, "run", no_command)
+    ebpf_switch.set_loss(network, [port], 0.5)
+    monkeypatch.undo()
+    try:
+        loss = dict(ebpf.servers["plane0"].dump(cfg.LOSS_MAP))
+        assert loss[cfg.key(ifindex)] == cfg.loss_write(ifindex, 0.5).value
+        # Only the port's own server was written.
+        assert cfg.key(ifindex) not in dict(ebpf.servers["plane1"].dump(cfg.LOSS_MAP))
+    finally:
+        ebpf_switch.set_loss(network, [port], 0.0)
 
 
 def play(network, transport, plan, folder, protocol=None):

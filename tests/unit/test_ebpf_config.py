@@ -167,3 +167,14 @@ def test_qdisc_classes_are_the_ones_the_program_picks():
     assert int(limits[cfg.tc_class(cfg.CLASS_LOSSLESS)]) == 64 * tables.LOSSLESS_QUEUE_FACTOR
     assert "root handle 1: stab overhead 0 linklayer ethernet htb default 20" in commands[0]
 
+
+
+def test_each_write_names_the_port_it_concerns_or_none_for_every_port(fabric):
+    sizes = {name: 16 for name in (cfg.STATE_MAP, cfg.INGRESS_MAP, cfg.COUNTERS_MAP)}
+    for op in cfg.fresh_state_writes(100_007, sizes):
+        assert cfg.port_of(op) == 100_007
+    assert cfg.port_of(cfg.loss_write(100_009, 0.5)) == 100_009
+    assert cfg.port_of(cfg.gray_loss_write(100_011, "fcbb:bb00:1::", 0.5, 48)) == 100_011
+    assert cfg.port_of(cfg.gray_loss_clear(100_011, "fcbb:bb00:1::", 48)) == 100_011
+    switch = tables.switch_tables(fabric, fabric.switches[0])
+    assert {cfg.port_of(op) for op in cfg.class_writes(switch)} == {None}
