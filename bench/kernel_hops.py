@@ -30,15 +30,14 @@ from __future__ import annotations
 import os
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
 from bench import trafgen
 from bench.agent_throughput import fast_topology
-from bench.results import merge
+from bench.results import run_part
 from experiments.dataplanes.targets import KernelTarget
 from experiments.run.fabric import RunningFabric
-from experiments.run.fabric_lock import FabricBusy, FabricLock
+from experiments.run.fabric_lock import FabricLock
 from hosts.protocol import DEFAULT_MTU_PAYLOAD, MRC_HEADER_BYTES
 from topologies.model import load_topology
 from topologies.paths import catalogue
@@ -134,16 +133,7 @@ def hops(folder: Path, lock: FabricLock) -> dict:
 
 
 def main() -> int:
-    """Under the machine's fabric lock; the figures join bench/results.json."""
-    try:
-        with FabricLock("make bench: kernel hops") as lock, \
-                tempfile.TemporaryDirectory() as tmp:
-            figures = hops(Path(tmp), lock)
-    except FabricBusy as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    merge("kernel_hops", figures)
-    return 0
+    return run_part("kernel_hops", hops)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from bench.agent_throughput import agent_goodput, fast_topology
-from bench.results import merge
+from bench.results import run_part
 from experiments.dataplanes.targets import KernelTarget
 from experiments.run.fabric import RunningFabric
 from experiments.run.fabric_lock import FabricLock
@@ -104,20 +104,7 @@ def _text(summary: dict) -> str:
 
 
 def main() -> int:
-    """Under the machine's fabric lock; the figures join bench/results.json."""
-    import sys
-    import tempfile
-
-    from experiments.run.fabric_lock import FabricBusy
-
-    try:
-        with FabricLock("make bench: split") as lock, tempfile.TemporaryDirectory() as tmp:
-            figures = split(Path(tmp), lock)
-    except FabricBusy as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    merge("split", figures)
-    return 0
+    return run_part("split", split)
 
 
 if __name__ == "__main__":

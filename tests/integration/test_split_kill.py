@@ -11,27 +11,21 @@ import signal
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
-
-import pytest
 
 from experiments.dataplanes.targets import KernelTarget
 from experiments.run.checks import check_paths
 from experiments.run.cleanup import find_leftovers
 from experiments.run.fabric import RunningFabric
 from experiments.run.fabric_lock import FabricLock
+from tests.integration.test_split_fabric import (  # noqa: F401 - pytestmark: no sshd, skip
+    CLUSTER,
+    REPO,
+    pytestmark,
+)
 from topologies.model import load_topology
-from topologies.nsserver import SSHD, NamespaceServers
+from topologies.nsserver import NamespaceServers
 from topologies.placement import load_placement
 
-REPO = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.skipif(not os.access(SSHD, os.X_OK),
-                                reason=f"{SSHD} is missing (openssh-server: make deps)")
-CLUSTER = """servers:
-  hosts: {namespace: true, hosts: all}
-  plane0: {namespace: true, planes: [0]}
-  plane1: {namespace: true, planes: [1]}
-"""
 # The run that is killed: the split fabric up, with one agent per host running.
 HOLDER = textwrap.dedent("""
     import sys, time
