@@ -92,6 +92,14 @@ def write_report(path: Path, summary: dict) -> None:
         "table writes.",
         "",
     ]
+    if summary.get("servers"):
+        lines += ["Split across servers: " + "; ".join(
+            f"{name} ({'namespace server' if s['namespace'] else s['address']}): "
+            + ", ".join(part for part in (
+                f"planes {', '.join(map(str, s['planes']))}" if s["planes"] else "",
+                f"hosts {s['hosts'] if s['hosts'] == 'all' else ', '.join(s['hosts'])}"
+                if s["hosts"] else "") if part)
+            for name, s in summary["servers"].items()) + "; the rest on this machine.", ""]
     if "bmv2_link_rate_mbit" in summary:
         lines += [f"Links at {summary['bmv2_link_rate_mbit']:g} Mbit/s on BMv2: "
                   f"{summary['bmv2_link_rate_reason']}.", ""]

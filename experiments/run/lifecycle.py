@@ -355,6 +355,8 @@ class Run:
         self.network = network
         self._watch = FabricWatch(network.node_processes(), NetworkGone).start()
         self.facts["fabrics"].append({"topology": fabric.name, "planes": fabric.spec.planes,
+                                      **({"servers": self.placement.as_dict(fabric)["servers"]}
+                                         if self.placement is not None else {}),
                                       "bringup_s": network.bringup_s,
                                       "table_writes": network.table_writes,
                                       "link_emulation": network.link_emulation()})

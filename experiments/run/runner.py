@@ -88,6 +88,8 @@ def run_experiment(run: Run, scenario: Scenario, fault_free: bool = True) -> Non
                        table_writes=first["table_writes"], bringup_s=first["bringup_s"])
         if "port_counters" in first:
             summary["port_counters"] = first["port_counters"]
+        if "servers" in first:  # a fabric split across servers (topologies/placement.py)
+            summary["servers"] = first["servers"]
     if len(fabrics) > 1:
         summary["fabrics"] = fabrics
     summary.update({k: v for k, v in run.facts.items() if k != "fabrics"})

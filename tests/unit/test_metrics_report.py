@@ -69,6 +69,14 @@ def test_plots_and_report_are_written(tmp_path):
     text = (tmp_path / "report.md").read_text()
     assert "Links at 0.4 Mbit/s on BMv2: capped from the topology's 10 Mbit/s" in text
     assert "Every transfer is 0.04 of the scenario's size" in text
+    assert "Split across servers" not in text
+    summary["servers"] = {
+        "hosts": {"address": "10.250.0.10", "namespace": True, "planes": [], "hosts": "all"},
+        "b": {"address": "192.0.2.12", "namespace": False, "planes": [4, 5], "hosts": []}}
+    write_report(tmp_path / "report.md", summary)
+    text = (tmp_path / "report.md").read_text()
+    assert ("Split across servers: hosts (namespace server): hosts all; b (192.0.2.12): "
+            "planes 4, 5; the rest on this machine.") in text
 
 
 def test_a_run_with_a_fault_that_failed_to_apply_is_not_ok(tmp_path):
