@@ -23,6 +23,7 @@ import base64
 import hashlib
 import shlex
 import subprocess
+from collections.abc import Sequence
 from pathlib import PurePosixPath
 
 from mininet.node import Host
@@ -71,28 +72,29 @@ class RemoteNode:
     def rcmd(self, command: str, timeout: float = 30.0) -> str:
         """Run a shell line on this node's server, outside any node (its root
         namespace); its output. Raises CalledProcessError when it fails."""
-        done = subprocess.run(self.ssh_options + ["-T", self.destination, command],
-                              capture_output=True, text=True, timeout=timeout)
+        done = self.rrun(["sh", "-c", command], timeout=timeout)
         done.check_returncode()
         return done.stdout
-
 
     def rrun(self, argv: list[str], stdin: str | None = None,
              timeout: float = 60.0) -> subprocess.CompletedProcess:
         """Run a command (an argument list) on this node's server, outside any node,
         with `stdin` as its input; the finished process, whatever its exit status."""
-        return subprocess.run(self.ssh_options + ["-T", self.destination, shlex.join(argv)],
-                              input=stdin, capture_output=True, text=True, timeout=timeout)
-
+        return subprocess.run(over_ssh(self.ssh, argv), input=stdin, capture_output=True,
+                              text=True, timeout=timeout)
 
     def rpopen(self, argv: list[str], cwd: str | None = None, **params) -> subprocess.Popen:
         """Start a command (an argument list) on this node's server, outside any node,
         in folder `cwd` there; its stdout is a pipe."""
         command = (["env", "-C", str(cwd)] if cwd else []) + list(argv)
         params.setdefault("stdin", subprocess.DEVNULL)
-        return subprocess.Popen(self.ssh_options + ["-T", self.destination, shlex.join(command)],
-                                stdout=subprocess.PIPE, start_new_session=True, **params)
+        return subprocess.Popen(over_ssh(self.ssh, command), stdout=subprocess.PIPE,
+                                start_new_session=True, **params)
 
+    @property
+    def ssh(self) -> list[str]:
+        """The ssh command line that reaches this node's server, destination last."""
+        return self.ssh_options + [self.destination]
 
     def put_files(self, files: dict[str, bytes]) -> None:
         """Write files (path -> content) on this node's server, folders made, in one
@@ -103,7 +105,7 @@ class RemoteNode:
             digest = hashlib.sha256(data).hexdigest()
             lines += [f"mkdir -p {shlex.quote(folder)}",
                       f"echo {base64.b64encode(data).decode()} | base64 -d > {shlex.quote(path)}",
-                      f"echo '{digest}  {path}' | sha256sum -c --quiet -"]
+                      f"echo {shlex.quote(f'{digest}  {path}')} | sha256sum -c --quiet -"]
         done = self.rrun(["sh"], "\n".join(lines) + "\n")
         if done.returncode != 0:
             raise OSError(f"writing {len(files)} files on {self.server}: "
@@ -111,9 +113,8 @@ class RemoteNode:
 
     def get_file(self, path: str) -> bytes:
         """The content of a file on this node's server (OSError if it cannot be read)."""
-        done = subprocess.run(self.ssh_options + ["-T", self.destination,
-                                                  shlex.join(["cat", path])],
-                              capture_output=True, timeout=120)
+        done = subprocess.run(over_ssh(self.ssh, ["cat", path]), capture_output=True,
+                              timeout=120)
         if done.returncode != 0:
             raise OSError(f"reading {path} on {self.server}: "
                           f"{done.stderr.decode(errors='replace').strip() or done.returncode}")
@@ -140,6 +141,13 @@ def remote_class(cls: type) -> type | None:
     such a node cannot run on another server yet, as a BMv2 switch, whose process and
     gRPC port the run reaches on this machine)."""
     return _REMOTE.get(cls)
+
+
+def over_ssh(ssh: Sequence[str], argv: Sequence[str]) -> list[str]:
+    """The command line that runs `argv` on the server `ssh` (its ssh command line,
+    destination last) reaches, without a terminal; every word quoted, since the
+    server's shell reads the line again."""
+    return [*ssh[:-1], "-T", ssh[-1], shlex.join(argv)]
 
 
 def is_remote(node) -> bool:

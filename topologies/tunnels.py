@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from topologies.errors import UserError
 from topologies.links import FabricLink
 from topologies.placement import Endpoint, Placement, Server
+from topologies.remote import over_ssh
 
 # Outer IPv4 (20), UDP (8) and VXLAN (8) headers, and the inner Ethernet header (14).
 OVERHEAD = 50
@@ -95,8 +96,7 @@ def check_mtu(placement: Placement, fabric, device_mtu=None) -> None:
 def on_server(server: Server | None, line: str) -> str:
     """Run a shell line on `server` (None: the head), outside any node: its output.
     Raises OSError with what the command said when it fails."""
-    argv = ["sh", "-c", line] if server is None else \
-        [*server.ssh[:-1], "-T", server.ssh[-1], line]
+    argv = ["sh", "-c", line] if server is None else over_ssh(server.ssh, ["sh", "-c", line])
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     if done.returncode != 0:
         where = "" if server is None else f"on {server.name}: "

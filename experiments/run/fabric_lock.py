@@ -23,7 +23,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import shlex
 import socket
 import subprocess
 import sys
@@ -34,6 +33,7 @@ from pathlib import Path
 
 from experiments.run.cleanup import Remains
 from topologies.errors import UserError
+from topologies.remote import over_ssh
 
 # /run is a tmpfs that only root writes, like the fabric itself; MRC_FABRIC_LOCK moves
 # it (tests, or a machine where /run is not writable).
@@ -231,8 +231,7 @@ class FabricLock:
 
 def _ask(server, holder: str) -> subprocess.Popen:
     """Start taking `server`'s fabric lock (_answer says whether it was taken)."""
-    argv = [*server.ssh[:-1], "-T", server.ssh[-1],
-            shlex.join(["sh", "-c", _HOLD, "hold", holder, str(DEFAULT_LOCK_PATH)])]
+    argv = over_ssh(server.ssh, ["sh", "-c", _HOLD, "hold", holder, str(DEFAULT_LOCK_PATH)])
     return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
