@@ -142,11 +142,7 @@ class EbpfProgram:
         if self.writer is not None:
             writer, self.writer = self.writer, None
             writer.close()
-        if self.run is _run:
-            if self.pin.exists():
-                shutil.rmtree(self.pin, ignore_errors=True)
-        else:
-            self.run(["rm", "-rf", str(self.pin)], None)
+        self.run(["rm", "-rf", str(self.pin)], None)
 
     def attach(self, pid: int | None, intfs: Iterable[str],
                before: Iterable[str] = ()) -> int:

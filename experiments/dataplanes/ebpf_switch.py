@@ -130,12 +130,9 @@ def prepare(pid: int | None, ebpf: EbpfPorts | None = None) -> EbpfStatus:
     """Build the program if its sources changed, and try it in the namespace of `pid`
     (a scratch node of the fabric whose `ebpf` it then stays: `_program`). A failed
     build is a reason, not an error: the run then goes on without the program."""
-    try:
-        build(cfg.compile_command(), cfg.OBJECT, cfg.BUILD_INPUTS)
-    except EbpfError as err:
-        # One line for the summary: what failed and the compiler's first complaint.
-        return EbpfStatus(False, "no eBPF switch program: "
-                          + " ".join(str(err).splitlines()[:2]).strip())
+    failed = _build()
+    if failed is not None:
+        return failed
     program = EbpfProgram(cfg.OBJECT) if ebpf is not None and ebpf.program is None else None
     status = EbpfStatus(*ebpf_available(cfg.OBJECT, pid, keep=program))
     if status.available and program is not None:
@@ -149,11 +146,9 @@ def prepare_servers(net: FabricNet, ebpf: EbpfPorts) -> EbpfStatus:
     there. The servers read the object at this machine's path (a namespace server
     shares the files; a real server has the project at the same path, `make ebpf`
     there). Any server that cannot run it is the reason, naming the server."""
-    try:
-        build(cfg.compile_command(), cfg.OBJECT, cfg.BUILD_INPUTS)
-    except EbpfError as err:
-        return EbpfStatus(False, "no eBPF switch program: "
-                          + " ".join(str(err).splitlines()[:2]).strip())
+    failed = _build()
+    if failed is not None:
+        return failed
     first: dict[str | None, Any] = {}
     for node in net.hosts + net.switches:
         first.setdefault(node.server if is_remote(node) else None, node)
@@ -174,9 +169,7 @@ def prepare_servers(net: FabricNet, ebpf: EbpfPorts) -> EbpfStatus:
         if available:
             # Its map writes (faults, rate changes) through one process there: a
             # bpftool over ssh each took a fifth of a second.
-            program.writer = RemoteWriter(node.rpopen(
-                [sys.executable, "-m", "topologies.ebpf_program", "writer", str(program.pin)],
-                cwd=str(REPO), stdin=subprocess.PIPE))
+            program.writer = RemoteWriter(on_server(node, "writer", str(program.pin)))
             ebpf.servers[server] = program
         return None if available else f"on server {server}: {reason}"
 
@@ -185,6 +178,25 @@ def prepare_servers(net: FabricNet, ebpf: EbpfPorts) -> EbpfStatus:
             if reason is not None:
                 return EbpfStatus(False, reason)
     return EbpfStatus(True, "eBPF switch program on every port, loaded on each server")
+
+
+def _build() -> EbpfStatus | None:
+    """Build the program if its sources changed: None, or why it could not be built
+    (one line for the summary: what failed and the compiler's first complaint)."""
+    try:
+        build(cfg.compile_command(), cfg.OBJECT, cfg.BUILD_INPUTS)
+    except EbpfError as err:
+        return EbpfStatus(False, "no eBPF switch program: "
+                          + " ".join(str(err).splitlines()[:2]).strip())
+    return None
+
+
+def on_server(node, *args: str) -> subprocess.Popen:
+    """`python3 -m topologies.ebpf_program <args>` (a ring reader, a map writer) on the
+    server of `node`, from the project's folder there; it ends when its input, a pipe
+    from this process, closes: when the run lets it go, or dies."""
+    return node.rpopen([sys.executable, "-m", "topologies.ebpf_program", *args],
+                       cwd=str(REPO), stdin=subprocess.PIPE)
 
 
 def _shell(node) -> Shell:

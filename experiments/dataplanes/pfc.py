@@ -23,16 +23,11 @@ what is emulated and what is not). Pause counts and paused time are the program'
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
-from pathlib import Path
 
 from controller import ebpf_config as cfg
-from experiments.dataplanes.ebpf_switch import Running
+from experiments.dataplanes.ebpf_switch import Running, on_server
 from topologies.ebpf_program import LineRing, RingReader
-
-REPO = Path(__file__).resolve().parents[2]
 
 POLL_S = 0.05  # how long the reader waits for an event before looking at `stop`
 
@@ -100,9 +95,7 @@ def _reader(running: Running, server: str | None, program) -> RingReader | LineR
         return RingReader(path, size)
     node = next(n for n in running.net.hosts + running.net.switches
                 if getattr(n, "server", None) == server)
-    # Its input stays open, unwritten, while this process lives: it ends with the run.
-    return LineRing(node.rpopen([sys.executable, "-m", "topologies.ebpf_program", "ring",
-                                 str(path), str(size)], cwd=str(REPO), stdin=subprocess.PIPE))
+    return LineRing(on_server(node, "ring", str(path), str(size)))
 
 
 def _plane(intf: str) -> int:

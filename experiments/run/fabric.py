@@ -233,8 +233,7 @@ class RunningFabric:
                     else "trimming, and loss, gray-loss and one-way link-down faults")
             notes.append(f"{self.ebpf.reason}: no {lost}")
         return {"rate": True, "queue_limit": True, "delay": self.features.netem,
-                "ecn": ecn, "trimming": trimming,
-                "pfc": self.target.pfc,
+                "ecn": ecn, "trimming": trimming, "pfc": self.target.pfc,
                 "faults": "eBPF maps" if self.ebpf.available else False,
                 # A switch port's queue sampled through a run (queue_sampler.py).
                 "queue_sampling": ("eBPF virtual queue" if self.ebpf_switch_ports
