@@ -40,7 +40,7 @@ from hosts.protocol import (
     TRIMMED_FRAME_BYTES,
     link_pps,
 )
-from topologies.offloads import offloads_off
+from topologies.offloads import OFFLOADS, offloads_off
 
 # BMv2 logs every step of every packet at its default level (trace), which slows a
 # switch down by an order of magnitude; experiments log what happens at start-up and
@@ -51,6 +51,11 @@ LOG_LEVEL = os.environ.get("MRC_BMV2_LOG_LEVEL", "info")
 # backlog, and a packet it admits while that estimate lags by one (ingress and egress
 # race on it) still finds room instead of being dropped uncounted by BMv2.
 BUFFER_HEADROOM = 2
+
+# Where a BMv2 switch on another server keeps its log, and that server's controller the
+# run's topology, P4Info and program (experiments/dataplanes/bmv2_server.py): a
+# server's /tmp is its own (a namespace server's too).
+SERVER_FOLDER = "/tmp/mrc-testbed-bmv2"
 
 
 def queue_commands(port: int, rate_mbit: float, queue: int,
@@ -88,6 +93,13 @@ def prepare_ports(intfs: list[str]) -> None:
         subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{intf}.disable_ipv6=1"],
                        capture_output=True)
     offloads_off(intfs)
+
+
+def prepare_ports_line(intfs: list[str]) -> str:
+    """What `prepare_ports` does, as one shell line for a switch on another server."""
+    offloads = " ".join(f"{name} off" for name in OFFLOADS)
+    return "; ".join(f"sysctl -qw net.ipv6.conf.{intf}.disable_ipv6=1; "
+                     f"ethtool -K {intf} {offloads} >/dev/null 2>&1" for intf in intfs)
 
 
 def switch_argv(device_id: int, thrift_port: int, grpc_port: int,
@@ -176,9 +188,13 @@ class Bmv2Switch(Switch):
         """Start the switch, unless `launch` did already, and wait until it listens.
         A fabric launches all its switches first (FabricNet.start), so that they come
         up together: one after the other, 48 took 5.7 s on 2 cores."""
-        if self.proc is None or self.proc.poll() is not None:
+        if not self.running():
             self.launch()
         self.wait_ready()
+
+    def running(self) -> bool:
+        """Whether the switch process runs."""
+        return self.proc is not None and self.proc.poll() is None
 
     def launch(self) -> None:
         """Start the switch process, without waiting for it."""
@@ -193,13 +209,17 @@ class Bmv2Switch(Switch):
         wait_for_port(self.grpc_port, self.proc, self.start_timeout_s,
                       f"simple_switch_grpc for {self.name}")
 
+    def end_process(self) -> None:
+        """Ask the switch process to end, without waiting for it."""
+        if self.running():
+            self.proc.terminate()
+
     @classmethod
     def batchShutdown(cls, switches, run=None):  # noqa: N802 - Mininet's
         """Mininet's stop of a fabric's switches: every process asked to end first,
         then each waited for (one after the other, 48 took 5.8 s)."""
         for switch in switches:
-            if switch.proc is not None and switch.proc.poll() is None:
-                switch.proc.terminate()
+            switch.end_process()
         for switch in switches:
             switch.stop(deleteIntfs=False)
         return switches

@@ -13,6 +13,8 @@ import itertools
 from mininet.link import Intf, Link
 from mininet.util import quietRun
 
+from topologies.remote import is_remote
+
 # Interface indexes are counted per namespace: two ports of a fabric, in two nodes,
 # would often share one. The eBPF switch program keys its maps by the index, so every
 # port is given one of its own, from here up (far above what a machine's own interfaces
@@ -49,10 +51,12 @@ class FabricLink(Link):
         port: 6 s of a 2tier-8plane teardown)."""
 
     def in_root(self) -> str | None:
-        """An end of the pair in the root namespace (BMv2's switches live there), which
-        must be deleted for the pair to go; None if both ends are in nodes' namespaces."""
+        """An end of the pair in this machine's root namespace (BMv2's switches live
+        there), which must be deleted for the pair to go; None if both ends are in
+        nodes' namespaces or on another server (topologies/remote.py RemoteBmv2Switch
+        deletes its own)."""
         for intf in (self.intf1, self.intf2):
-            if not intf.node.inNamespace:
+            if not intf.node.inNamespace and not is_remote(intf.node):
                 return intf.name
         return None
 

@@ -18,12 +18,13 @@ from concurrent.futures import ThreadPoolExecutor
 from mininet.net import Mininet
 from mininet.topo import Topo
 
+from topologies.bmv2 import Bmv2Switch
 from topologies.links import FabricLink
 from topologies.linkstate import LinkState
 from topologies.model import Fabric
 from topologies.nodes import FabricHost, KernelRouter, StaticConfigNode, run_commands
 from topologies.placement import Placement, PlacementError
-from topologies.remote import is_remote, remote_class
+from topologies.remote import is_remote, remote_class, remove_dead_switches
 from topologies.shaping import ShapingFeatures, tc_commands
 from topologies.tunnels import (
     CrossingLink,
@@ -45,6 +46,15 @@ SHELL_STARTS = 16
 # next one, with nothing lost anywhere. Steering picks the CPU by the flow's hash, so a
 # flow keeps its order. Kernels without the setting (before 6.2) go on without it.
 RPS_MASK = format((1 << (os.cpu_count() or 1)) - 1, "x")
+
+
+def _node_info(topo: Topo, name: str) -> dict:
+    """A node's keyword arguments as Mininet's addHost or addSwitch passes them: a
+    switch outside any namespace, unless its entry says otherwise."""
+    info = dict(topo.nodeInfo(name))
+    if info.pop("isSwitch", False):
+        info.setdefault("inNamespace", False)
+    return info
 
 
 def _node(name: str, info: dict):
@@ -114,10 +124,12 @@ class FabricNet(Mininet):
     def buildFromTopo(self, topo=None) -> None:  # noqa: N802 - Mininet's
         # The nodes' shells start together: each waits some milliseconds for its shell
         # to come up, 56 of them on 2tier-8plane one after the other. Mininet then adds
-        # them in the topology's order (addHost).
-        names = list(topo.hosts())
+        # them in the topology's order (addHost, addSwitch: BMv2's switches, whose
+        # shells run in the root namespace of their machine, as Mininet's addSwitch
+        # starts them).
+        names = list(topo.hosts()) + list(topo.switches())
         with ThreadPoolExecutor(max_workers=SHELL_STARTS) as pool:
-            made = list(pool.map(lambda name: _node(name, topo.nodeInfo(name)), names))
+            made = list(pool.map(lambda name: _node(name, _node_info(topo, name)), names))
         self._started = dict(zip(names, made))
         # The links between servers, all made at once (topologies/tunnels.py make_ends).
         ends = []
@@ -141,6 +153,14 @@ class FabricNet(Mininet):
         if node is None:
             return super().addHost(name, cls, **params)
         self.hosts.append(node)
+        self.nameToNode[name] = node
+        return node
+
+    def addSwitch(self, name, cls=None, **params):  # noqa: N802 - Mininet's
+        node = self._started.pop(name, None) if self._started else None
+        if node is None:
+            return super().addSwitch(name, cls, **params)
+        self.switches.append(node)
         self.nameToNode[name] = node
         return node
 
@@ -221,6 +241,8 @@ def start_network(fabric: Fabric, switch_cls: type, switch_params: NodeParams,
     if placement is not None:
         check_mtu(placement, fabric)
         remove_leftovers(placement, fabric)
+        if issubclass(switch_cls, Bmv2Switch):
+            _remove_dead_switches(placement, fabric)
     topo = FabricTopo(fabric, switch_cls=switch_cls, switch_params=switch_params,
                       host_params=host_params, placement=placement)
     net = FabricNet(topo=topo, controller=None, link=FabricLink, autoSetMacs=False,
@@ -234,6 +256,22 @@ def start_network(fabric: Fabric, switch_cls: type, switch_params: NodeParams,
         stop_network(net)
         raise
     return net
+
+
+def _remove_dead_switches(placement: Placement, fabric: Fabric) -> None:
+    """What a dead run's BMv2 switches left on the servers that hold switches of
+    `fabric`, removed (topologies/remote.py remove_dead_switches), the servers at once."""
+    where = placement.where(fabric)
+    ports: dict[str, list[str]] = {}
+    servers = {}
+    for switch in fabric.switches:
+        server = where.get(switch.name)
+        if server is not None:
+            servers[server.name] = server
+            ports.setdefault(server.name, []).extend(p.intf for p in fabric.ports(switch.name))
+    with ThreadPoolExecutor(max_workers=max(1, len(servers))) as pool:
+        list(pool.map(lambda name: remove_dead_switches(servers[name].ssh, ports[name]),
+                      servers))
 
 
 def stop_network(net: Mininet) -> None:

@@ -6,7 +6,9 @@ its own, through the server's ssh connection (one per server, shared by every no
 command: ControlMaster); Mininet then drives it as any node, writing commands to that
 shell. Commands for the server itself (`rcmd`), and processes started in the node
 (`popen`), go through the same connection. A link between two nodes of one server is
-made by the first node's shell, on that server, as Mininet makes any link.
+made by the first node's shell, on that server, as Mininet makes any link. A BMv2
+switch's shell runs in its server's own namespace, as Mininet runs a software switch,
+and its process is started and ended through that shell (`RemoteBmv2Switch`).
 
 The model is Mininet's cluster edition (mininet/examples/cluster.py `RemoteMixin`),
 without what keeps it from running here: it puts sudo in front of every command on
@@ -26,9 +28,20 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import PurePosixPath
 
-from mininet.node import Host
+from mininet.node import Host, Switch
 
+from topologies.bmv2 import (
+    SERVER_FOLDER,
+    Bmv2Error,
+    Bmv2Switch,
+    cli_argv,
+    prepare_ports_line,
+    switch_argv,
+)
 from topologies.nodes import FabricHost, KernelRouter
+
+# How often a switch on another server is asked whether it listens yet, while it starts.
+READY_POLL_S = 0.05
 
 
 class RemoteNode:
@@ -133,13 +146,116 @@ class RemoteKernelRouter(RemoteNode, KernelRouter):
     """A kernel-data-plane switch on another server."""
 
 
-_REMOTE = {FabricHost: RemoteFabricHost, KernelRouter: RemoteKernelRouter}
+class RemoteBmv2Switch(RemoteNode, Bmv2Switch):
+    """A BMv2 switch on another server. Its shell runs in that server's own network
+    namespace, beside its ports, as Mininet runs a software switch. Its process is
+    started from that shell without a program: the server's controller pushes the
+    pipeline with the tables over P4Runtime, on that server
+    (experiments/dataplanes/bmv2_server.py). Its ports, its queues (the Thrift CLI)
+    and its process are all handled there; its pid and its P4Runtime port are checked
+    there too. Its log is on its server, in SERVER_FOLDER."""
+
+    switch_pid: int | None = None
+
+    def running(self) -> bool:
+        return (self.switch_pid is not None
+                and self.cmd(f"kill -0 {self.switch_pid} 2>/dev/null && echo yes").strip() == "yes")
+
+    def launch(self) -> None:
+        intfs = [intf for _, intf in self.port_intfs()]
+        log = f"{SERVER_FOLDER}/{self.name}"
+        argv = switch_argv(self.device_id, self.thrift_port, self.grpc_port,
+                           self.port_intfs(), "", log)
+        self.cmd(f"mkdir -p {SERVER_FOLDER}; {prepare_ports_line(intfs)}")
+        # In the background of its shell: it ends with the shell (a hang-up to the
+        # shell's jobs) if this machine's end of the session goes.
+        self.cmd(f"{shlex.join(argv)} > {log}.out 2>&1 &")
+        self.switch_pid = self.lastPid
+        self.cmd(f"echo {self.switch_pid} > {log}.pid")
+
+    def wait_ready(self) -> None:
+        """Poll, in its shell on its server, until the process listens on its P4Runtime
+        port; Bmv2Error (with the end of its output) if it exits or the deadline passes."""
+        pid, port = self.switch_pid, self.grpc_port
+        tries = int(self.start_timeout_s / READY_POLL_S)
+        status = self.cmd(
+            f"(for i in $(seq {tries}); do kill -0 {pid} 2>/dev/null || exit 2; "
+            f"(exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && exit 0; "
+            f"sleep {READY_POLL_S}; done; exit 1); echo status=$?").strip().splitlines()
+        if status and status[-1] == "status=0":
+            return
+        what = f"simple_switch_grpc for {self.name} on {self.server}"
+        tail = self.cmd(f"tail -n 3 {SERVER_FOLDER}/{self.name}.out").strip()
+        if status and status[-1] == "status=2":
+            raise Bmv2Error(f"{what} exited before listening: {tail}")
+        raise Bmv2Error(f"{what} did not listen on port {port} within "
+                        f"{self.start_timeout_s:g}s: {tail}")
+
+    def end_process(self) -> None:
+        if self.switch_pid is not None:
+            self.cmd(f"kill {self.switch_pid} 2>/dev/null")
+
+    def stop(self, deleteIntfs: bool = True) -> None:  # noqa: N803 - Mininet's signature
+        if self.switch_pid is not None:
+            pid = self.switch_pid
+            self.cmd(f"kill {pid} 2>/dev/null; for i in $(seq 100); do "
+                     f"kill -0 {pid} 2>/dev/null || break; sleep 0.05; done; "
+                     f"kill -9 {pid} 2>/dev/null; rm -f {SERVER_FOLDER}/{self.name}.pid")
+            self.switch_pid = None
+        Switch.stop(self, deleteIntfs)
+
+    @classmethod
+    def batchShutdown(cls, switches, run=None):  # noqa: N802 - Mininet's
+        """As Bmv2Switch's; then each switch's ports are deleted on its server, where
+        no namespace takes them with it (on this machine FabricNet.stop does it)."""
+        super().batchShutdown(switches, run)
+        for switch in switches:
+            names = " ".join(intf for _, intf in switch.port_intfs())
+            switch.cmd(f"for i in {names}; do ip link del $i 2>/dev/null; done")
+        return switches
+
+    def cli(self, commands: list[str]) -> str:
+        done = self.rrun(cli_argv(self.thrift_port), "\n".join(commands) + "\n")
+        if done.returncode != 0 or "Error" in done.stdout:
+            raise Bmv2Error(f"{self.name} on {self.server}: simple_switch_CLI failed: "
+                            f"{(done.stderr or done.stdout).strip().splitlines()[-1:]}")
+        return done.stdout
+
+    def set_ports(self, up: bool) -> None:
+        state = "up" if up else "down"
+        self.cmd("; ".join(f"ip link set {intf} {state}" for _, intf in self.port_intfs()))
+
+    def drop_sent(self, intf: str, on: bool) -> None:
+        self.cmd(f"tc qdisc replace dev {intf} root pfifo limit 0" if on
+                 else f"tc qdisc del dev {intf} root 2>/dev/null")
+
+
+def remove_dead_switches(ssh: Sequence[str], ports: Sequence[str]) -> list[str]:
+    """On the server `ssh` reaches, remove what a run that died left of its BMv2
+    switches there: their processes, by the pids they recorded (each checked to be a
+    switch still), and those of `ports` (the fabric's switch ports on that server)
+    still in the server's own namespace, where no node's namespace takes them away.
+    What it removed, by name."""
+    line = (f"for f in {SERVER_FOLDER}/*.pid; do [ -e \"$f\" ] || continue; p=$(cat \"$f\"); "
+            "grep -qs simple_switch /proc/$p/comm && kill -9 $p && echo pid-$p; "
+            "rm -f \"$f\"; done; ip -o link show | cut -d: -f2 | cut -d@ -f1")
+    done = subprocess.run(over_ssh(ssh, ["sh", "-c", line]), capture_output=True, text=True,
+                          timeout=60)
+    words = done.stdout.split()
+    stale = sorted(set(words) & set(ports))
+    if stale:
+        subprocess.run(over_ssh(ssh, ["ip", "-force", "-batch", "-"]), capture_output=True,
+                       text=True, timeout=60, input="".join(f"link del dev {i}\n" for i in stale))
+    return [w for w in words if w.startswith("pid-")] + stale
+
+
+_REMOTE = {FabricHost: RemoteFabricHost, KernelRouter: RemoteKernelRouter,
+           Bmv2Switch: RemoteBmv2Switch}
 
 
 def remote_class(cls: type) -> type | None:
     """The class of a node of class `cls` whose shell runs on another server (None:
-    such a node cannot run on another server yet, as a BMv2 switch, whose process and
-    gRPC port the run reaches on this machine)."""
+    such a node cannot run on another server)."""
     return _REMOTE.get(cls)
 
 

@@ -19,6 +19,10 @@ alone (each packet through three switches), as bench/bmv2_forwarding.py measured
 (build/bmv2-forwarding.json) or MEASURED_PATH_PPS. The rate used and why are in the
 run summary.
 
+On a fabric split across servers (docs/scale-out.md) a switch of another server is
+programmed by that server's controller (experiments/dataplanes/bmv2_server.py, which
+also programs this machine's switches for this module), its counters read there too.
+
 A link's rate changes while it runs (`set_rate`, the single-plane twin's share of a
 fault of the planes): a switch end's queues inside BMv2 get the new rate through the
 same Thrift CLI calls that set them at start-up, a host end's htb class the new rate.
@@ -35,16 +39,18 @@ import dataclasses
 import json
 import math
 import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from controller.p4info import P4Info
-from controller.program import program_switch, read_counters
-from controller.tables import switch_tables
+from controller.program import read_counters
+from experiments.dataplanes.bmv2_server import PROGRAM_AT_ONCE, configure, server_files
 from experiments.dataplanes.kernel_target import link_ends
-from topologies.bmv2 import Bmv2Error, Bmv2Switch, queue_commands
+from topologies.bmv2 import SERVER_FOLDER, Bmv2Error, Bmv2Switch, queue_commands
 from topologies.model import Fabric, with_rate_cap
+from topologies.remote import is_remote
 from topologies.shaping import rate_commands
 
 if TYPE_CHECKING:
@@ -72,8 +78,9 @@ MAX_SWITCH_HOPS = 3
 # Rates are rounded down to this many significant digits, so that the summary shows
 # a plain number.
 RATE_DIGITS = 2
-# Switches programmed at once at bring-up (`program`): their processes do the work.
-PROGRAM_AT_ONCE = 8
+# How long a server's controller may take for its switches (bmv2_server.py): their
+# pipelines and tables, with its Python's start.
+SERVER_TIMEOUT_S = 120
 
 
 @dataclasses.dataclass(frozen=True)
@@ -179,6 +186,7 @@ class Bmv2Target:
         self.device_config = self.json_path.read_bytes()
         self.write_batches = 0
         self.rate: RateChoice | None = None
+        self._shipped: set[str] = set()  # servers that have this fabric's files
 
     def fabric_for(self, fabric: Fabric,
                    calibrated: tuple[float, str] | None = None) -> Fabric:
@@ -205,34 +213,57 @@ class Bmv2Target:
                          "log_dir": str(self.build / "logs")}
                 for i, s in enumerate(fabric.switches)}
 
-    def _program_one(self, net: FabricNet, fabric: Fabric, name: str) -> int:
-        entries, batches = self._program_switch(net, fabric, name)
-        self.write_batches += batches
-        return entries
-
-    def _program_switch(self, net: FabricNet, fabric: Fabric, name: str) -> tuple[int, int]:
-        """Write one switch's tables and queue settings: (entries, write batches)."""
+    def _program_here(self, net: FabricNet, fabric: Fabric, name: str) -> tuple[int, int]:
+        """Write one switch of this machine's tables and queue settings: (entries,
+        write batches)."""
         node = net.get(name)
-        tables = switch_tables(fabric, fabric.node(name))
-        result = program_switch(node.grpc_address, node.device_id, self.p4info,
-                                self.device_config, tables,
-                                log_path=self.build / "logs" / f"{name}.p4runtime.log")
-        commands = []
-        for port in fabric.ports(name):
-            link = fabric.link_params(port.tier)
-            commands += queue_commands(port.number, link.rate_mbit, link.queue_pkts,
-                                       tables.trim_size_bytes, fabric.spec.priority_share,
-                                       tables.frame_bytes)
-        node.set_queues(commands)
-        return result.entries, result.write_batches
+        return configure(fabric, name, node.grpc_address, node.device_id, self.p4info,
+                         self.device_config, node.set_queues,
+                         log_path=self.build / "logs" / f"{name}.p4runtime.log")
+
+    def _on_server(self, action: str, fabric: Fabric, nodes: list) -> dict:
+        """Run the controller of the server that holds `nodes` (BMv2 switches of one
+        server) for them (experiments/dataplanes/bmv2_server.py): `program` or
+        `counters`; its answer, by switch. The files it reads are sent there first,
+        once a bring-up."""
+        first = nodes[0]
+        if first.server not in self._shipped:
+            first.put_files(server_files(fabric, self.p4info_path, self.json_path))
+            self._shipped.add(first.server)
+        request = [{"name": n.name, "device_id": n.device_id, "grpc_port": n.grpc_port,
+                    "thrift_port": n.thrift_port} for n in nodes]
+        done = first.rrun(["env", "-C", str(REPO), sys.executable, "-m",
+                           "experiments.dataplanes.bmv2_server", action, SERVER_FOLDER],
+                          json.dumps(request), timeout=SERVER_TIMEOUT_S)
+        if done.returncode != 0:
+            lines = (done.stderr or done.stdout).strip().splitlines()
+            raise Bmv2Error(f"the controller on {first.server} ({action}): "
+                            f"{lines[-1] if lines else done.returncode}")
+        return json.loads(done.stdout)
+
+    def _program(self, net: FabricNet, fabric: Fabric, names: list[str]) -> list[tuple[int, int]]:
+        """Program the switches `names`: those of this machine from here,
+        PROGRAM_AT_ONCE at a time, those of each server by its own controller, the
+        servers at once. (entries, write batches) of each."""
+        here, by_server = [], {}
+        for name in names:
+            node = net.get(name)
+            if is_remote(node):
+                by_server.setdefault(node.server, []).append(node)
+            else:
+                here.append(name)
+        with ThreadPoolExecutor(max_workers=PROGRAM_AT_ONCE) as pool:
+            servers = [pool.submit(self._on_server, "program", fabric, nodes)
+                       for nodes in by_server.values()]
+            done = list(pool.map(lambda name: self._program_here(net, fabric, name), here))
+            for job in servers:
+                done += [(s["entries"], s["batches"]) for s in job.result().values()]
+        return done
 
     def program(self, net: FabricNet, fabric: Fabric) -> int:
-        """Every switch's tables, PROGRAM_AT_ONCE switches at a time: each write waits on
-        its switch's process (the pipeline, then the queues' CLI), one after the other
-        48 took 7.3 s on 2 cores."""
-        with ThreadPoolExecutor(max_workers=PROGRAM_AT_ONCE) as pool:
-            done = list(pool.map(lambda s: self._program_switch(net, fabric, s.name),
-                                 fabric.switches))
+        """Every switch's tables (`_program`)."""
+        self._shipped = set()  # a new fabric: its servers get its files again
+        done = self._program(net, fabric, [s.name for s in fabric.switches])
         self.write_batches += sum(batches for _, batches in done)
         return sum(entries for entries, _ in done)
 
@@ -247,7 +278,9 @@ class Bmv2Target:
         if not up:
             return 0
         node.start()
-        return self._program_one(net, fabric, switch)
+        [(entries, batches)] = self._program(net, fabric, [switch])
+        self.write_batches += batches
+        return entries
 
     def set_link(self, net: FabricNet, a: str, b: str, up: bool) -> None:
         """Fail (or restore) the link between nodes a and b, both ways.
@@ -299,9 +332,20 @@ class Bmv2Target:
         found = ebpf_switch.read_counters(running) if running.ebpf_ports.ports else {}
         if switches is not None:
             found = {n: found.get(n, {}) for n in switches}
-        for name in switches or [s.name for s in fabric.switches]:
+        names = switches or [s.name for s in fabric.switches]
+        counted, by_server = {}, {}
+        for name in names:
             node = net.get(name)
-            counts = read_counters(node.grpc_address, node.device_id, self.p4info)
+            if is_remote(node):
+                by_server.setdefault(node.server, []).append(node)
+            else:
+                counted[name] = read_counters(node.grpc_address, node.device_id, self.p4info)
+        for nodes in by_server.values():  # read on each server, by its controller
+            for name, counts in self._on_server("counters", fabric, nodes).items():
+                counted[name] = {counter: {int(port): n for port, n in by_port.items()}
+                                 for counter, by_port in counts.items()}
+        for name in names:
+            counts = counted[name]
             for port in fabric.ports(name):
                 ours = found.setdefault(name, {}).setdefault(port.intf, {})
                 for counter, by_port in counts.items():

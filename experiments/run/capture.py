@@ -11,12 +11,17 @@ tcpdump stops by itself at that count, so a capture holds the *first* packets of
 
 `stop()` sends SIGINT (tcpdump flushes and prints its counters), waits, and kills what
 does not end; a run killed before that is cleaned up by experiments/run/cleanup.py, which
-finds these tcpdumps by their `-w .../pcap/<node>-ethN.pcap` argument.
+finds these tcpdumps by their `-w .../pcap/<node>-ethN.pcap` argument. A port of a
+node on another server (docs/scale-out.md) is captured there, its packets written to
+this machine's file through the node's ssh session; its SIGINT is sent there, to the
+pid it reported; a run killed before that leaves it to end at its next packet, when
+the session it writes to has gone.
 Open the files with the dissector in tools/wireshark/ (docs/wireshark.md).
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import signal
@@ -28,6 +33,7 @@ from pathlib import Path
 from hosts.protocol import CONTROL_PACKET_BYTES, frame_bytes
 from topologies.errors import UserError
 from topologies.model import Fabric
+from topologies.remote import is_remote
 
 # Every control packet whole (118 bytes with Ethernet, IPv6 and UDP), and every DATA
 # packet's headers, rounded up to a multiple of 16.
@@ -44,6 +50,9 @@ DEFAULT_WORDS = ("", "1", "default", "yes", "true")
 # How experiments/run/cleanup.py recognises a tcpdump of ours left by a killed run: its
 # output file (tcpdump_argv) and nothing else on the machine.
 PROCESS_PATTERN = r"tcpdump .* -w \S*/pcap/\S+-eth\d+\.pcap\b"
+
+# How a tcpdump on another server says its pid there, first on its log.
+REMOTE_PID = "tcpdump-pid"
 
 _STATS_RE = re.compile(r"^(\d+) packets? (captured|received by filter|dropped by kernel)",
                        re.MULTILINE)
@@ -134,7 +143,7 @@ def packets_per_port(ports: int, snaplen: int = DEFAULT_SNAPLEN,
     return max(1, int(per_port // (snaplen + PCAP_RECORD_HEADER)))
 
 
-def tcpdump_argv(intf: str, pcap: Path, snaplen: int, count: int,
+def tcpdump_argv(intf: str, pcap: Path | str, snaplen: int, count: int,
                  bpf_filter: str = "") -> list[str]:
     """The tcpdump command for one port.
 
@@ -147,6 +156,14 @@ def tcpdump_argv(intf: str, pcap: Path, snaplen: int, count: int,
     argv = ["tcpdump", "-i", intf, "-n", "--immediate-mode", "-U", "-Z", "root",
             "-s", str(snaplen), "-c", str(count), "-w", str(pcap)]
     return argv + ([bpf_filter] if bpf_filter else [])
+
+
+def _remote_pid(log: Path) -> int | None:
+    """The pid on its server of a tcpdump started there (Capture.start), from its log."""
+    for line in log.read_text(errors="replace").splitlines():
+        if line.startswith(REMOTE_PID + " "):
+            return int(line.split()[1])
+    return None
 
 
 def parse_stats(text: str) -> dict[str, int]:
@@ -183,11 +200,17 @@ class Capture:
             for target in self.targets:
                 pcap = self.folder / target.pcap_name()
                 log = pcap.with_suffix(".log")
-                argv = tcpdump_argv(target.intf, pcap, self.snaplen, self.count,
-                                    self.bpf_filter)
-                with open(log, "w") as err:
-                    proc = self.net.get(target.node).popen(
-                        argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
+                node = self.net.get(target.node)
+                remote = is_remote(node)
+                # A node on another server writes its capture here, through its ssh
+                # session: the server's disk is its own. Its pid there, for the stop,
+                # heads the log.
+                argv = tcpdump_argv(target.intf, "-" if remote else pcap, self.snaplen,
+                                    self.count, self.bpf_filter)
+                if remote:
+                    argv = ["sh", "-c", f'echo "{REMOTE_PID} $$" >&2; exec "$@"', "sh", *argv]
+                with open(log, "w") as err, open(pcap if remote else os.devnull, "wb") as out:
+                    proc = node.popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
                 self.procs.append((target, proc, log))
             self._wait_listening(timeout_s)
         except BaseException:
@@ -206,8 +229,15 @@ class Capture:
 
     def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> list[CaptureResult]:
         """SIGINT every tcpdump (it flushes and exits), wait, kill the stragglers."""
-        for _, proc, _ in self.procs:
-            if proc.poll() is None:
+        for target, proc, log in self.procs:
+            if proc.poll() is not None:
+                continue
+            node = self.net.get(target.node)
+            if is_remote(node):  # a signal to its ssh here would not reach it
+                pid = _remote_pid(log)
+                if pid is not None:
+                    node.rrun(["kill", "-INT", str(pid)], timeout=timeout_s)
+            else:
                 proc.send_signal(signal.SIGINT)
         deadline = time.monotonic() + timeout_s
         for target, proc, log in self.procs:

@@ -271,10 +271,6 @@ class Run:
 
             parse_spec(capture, fabric)
         chosen, reason = choose(dataplane)
-        if servers is not None and chosen != "kernel":
-            raise UserError(f"DATAPLANE={chosen}", "", "a fabric split across servers "
-                            "(SERVERS=) runs on the kernel data plane only: BMv2's switches "
-                            "are reached on this machine", "use DATAPLANE=kernel")
         if program is not None and chosen != "bmv2":
             raise UserError(f"DATAPLANE={chosen}", "",
                             f"the P4 program {program} runs on BMv2 only",

@@ -8,15 +8,19 @@ server is found and removed; the resolved topology records where each node ran.
 The eBPF switch program runs on every server: an incast's last hops (on the planes'
 servers) trim MRC's data and the receiver (on the hosts' server) NACKs each trimmed
 header once, as many NACKs as the switches counted trims (test_split_pfc.py: PFC); a
-fault's map write reaches its port's server alone, in milliseconds. A
-second run is refused on every server, in one line naming the first.
+fault's map write reaches its port's server alone, in milliseconds. Captured on its
+two servers, the two ends of one tunnel count the same packets of every EV. A second
+run is refused on every server, in one line naming the first.
 Skipped with the reason where the program cannot run (clang, bpftool, cls_bpf)."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -26,12 +30,14 @@ from experiments.analysis.metrics import read_events, summarize
 from experiments.dataplanes import ebpf_switch
 from experiments.dataplanes.switch_counters import counter_totals
 from experiments.dataplanes.targets import KernelTarget, apply_fault
+from experiments.run.capture import Capture, parse_spec
 from experiments.run.checks import check_paths
 from experiments.run.cleanup import find_leftovers
 from experiments.run.fabric import RunningFabric
 from experiments.run.fabric_lock import FabricLock, ServerBusy
 from experiments.run.workload_run import run_transport
 from experiments.scenarios.scenario import load_scenario
+from experiments.scenarios.workloads import phases
 from topologies.model import load_topology
 from topologies.network import set_link
 from topologies.nsserver import SSHD, NamespaceServers
@@ -42,6 +48,7 @@ from topologies.resolved import resolved_topology
 from topologies.tunnels import PREFIX, TunnelError, check_mtu, remove_leftovers
 
 REPO = Path(__file__).resolve().parents[2]
+DISSECTOR = REPO / "tools" / "wireshark" / "mrc.lua"
 pytestmark = pytest.mark.skipif(not os.access(SSHD, os.X_OK),
                                 reason=f"{SSHD} is missing (openssh-server: make deps)")
 CLUSTER = """servers:
@@ -213,3 +220,41 @@ def test_an_incast_is_trimmed_on_the_planes_servers_and_nacked_on_the_hosts(spli
     for group, reason in (("host_ports", "TRIMMED_LASTHOP"), ("fabric_ports", "TRIMMED")):
         assert sum(e["reason"] == reason for e in nacks) == ports[group]["tx_trim_pkts"]
     assert ports["host_ports"]["dropped"] == ports["fabric_ports"]["dropped"] == 0
+
+
+def _per_ev(pcap: Path, display_filter: str, field: str = "mrc.ev") -> Counter:
+    """How many packets of `pcap` that `display_filter` keeps carry each value of
+    `field`, as tshark reads them with the project's dissector."""
+    done = subprocess.run(["tshark", "-r", str(pcap), "-X", f"lua_script:{DISSECTOR}",
+                           "-Y", display_filter, "-T", "fields", "-e", field],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "Lua: Error" not in done.stderr, done.stderr
+    return Counter(done.stdout.split())
+
+
+@pytest.mark.skipif(shutil.which("tshark") is None or shutil.which("tcpdump") is None,
+                    reason="tshark or tcpdump not installed")
+def test_per_ev_counts_agree_at_both_ends_of_a_tunnel(split, tmp_path):
+    """h0's plane-0 port (on the hosts' server) and its T0's port (on plane 0's) are the
+    two ends of one tunnel: captured on each server while h0 sends to h3, every EV
+    counts as many DATA packets leaving h0 as arriving at the T0, and as many
+    acknowledgements the other way."""
+    network, _, _ = split
+    folder = tmp_path / "results"  # not /tmp of a server: the captures come here
+    plan = phases("transfer", {"src": 0, "dst": 3, "message_bytes": 400_000},
+                  network.fabric)
+    capture = Capture(network.net, parse_spec("h0:eth0,p0t0r0:eth0", network.fabric),
+                      folder)
+    with capture:
+        run = run_transport(network, "mrc", plan, [], lambda a: apply_fault(network, a),
+                            folder, 60.0, {}, print)
+    (transfer,) = run.transfers
+    assert transfer.done and transfer.verified, transfer
+    results = {Path(r.file).name: r for r in capture.results}
+    assert all(r.captured and r.dropped == 0 for r in results.values()), results
+    host, t0 = folder / "pcap" / "h0-eth0.pcap", folder / "pcap" / "p0t0r0-eth0.pcap"
+    sent = _per_ev(host, "mrc.type == 1 && ipv6.src == fcbb:bb00:8000::")
+    assert len(sent) > 4 and sum(sent.values()) > 100, sent  # sprayed over plane 0's EVs
+    assert _per_ev(t0, "mrc.type == 1 && ipv6.src == fcbb:bb00:8000::") == sent
+    acks = "mrc.type != 1 && ipv6.dst == fcbb:bb00:8000::"
+    assert _per_ev(t0, acks, "mrc.echo_ev") == _per_ev(host, acks, "mrc.echo_ev")
