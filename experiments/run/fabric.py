@@ -236,7 +236,6 @@ class RunningFabric:
                 "ecn": ecn, "trimming": trimming, "pfc": self.target.pfc,
                 "faults": "eBPF maps" if self.ebpf.available else False,
                 # A switch port's queue sampled through a run (queue_sampler.py).
-                "queue_sampling": ("eBPF virtual queue" if self.ebpf_switch_ports
-                                   and not self.split else False),
+                "queue_sampling": "eBPF virtual queue" if self.ebpf_switch_ports else False,
                 "ebpf": {"available": self.ebpf.available, "reason": self.ebpf.reason},
                 "tc_commands": self.tc_commands, "notes": notes}

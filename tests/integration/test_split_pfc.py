@@ -4,7 +4,9 @@ incast with `roce-8-pfc` (PFC alone) fills the receiving T0's lossless queue on 
 plane's server; the pauses the eBPF program decides there are read from its ring by a
 process on that server (experiments/dataplanes/pfc.py, topologies/ebpf_program.py
 `LineRing`) and carried out at the NICs on the hosts' server: pauses reach the NICs,
-every byte arrives, the lossless class loses nothing. Skipped with the reason where
+every byte arrives, the lossless class loses nothing. The T0's queue to the receiver is
+sampled on the plane's server through the run (experiments/dataplanes/queue_sampler.py)
+and seen to fill and pause. Skipped with the reason where
 the program cannot run (clang, bpftool, cls_bpf)."""
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import os
 
 import pytest
 
+from experiments.dataplanes.queue_sampler import SAMPLE_S, QueueSampler
 from experiments.dataplanes.targets import KernelTarget
 from experiments.dataplanes.twin import twin_of
 from experiments.run.cleanup import find_leftovers
@@ -54,8 +57,21 @@ def _incast(harness, cluster, tmp_path) -> None:
             pytest.skip(network.ebpf.reason)
         plan = [list(p) for p in phases("incast", {"message_bytes": 1_000_000, "receiver": 0},
                                         twin)]
-        summary, _, ports = play(network, "roce-8-pfc", plan, tmp_path)
+        receiving_t0 = twin.t0(0, twin.host(0).rack).name
+        sampler = QueueSampler(network, receiving_t0, "h0")
+        try:
+            summary, _, ports = play(network, "roce-8-pfc", plan, tmp_path)
+        finally:
+            sampler.stop()
         events = network.pfc.events
     assert summary["ok"] and summary["verified"], summary
     assert events > 0, "no pause reached a NIC"
     assert ports["host_ports"]["dropped"] == ports["fabric_ports"]["dropped"] == 0, ports
+    # The T0's queue to h0, sampled on the plane's server and put on this machine's
+    # clock: the same clock here (namespace servers), so the estimate is near zero.
+    assert abs(sampler.clock_offset_ns) < 20_000_000, sampler.clock_offset_ns
+    samples = sampler.samples
+    assert len(samples) >= 0.5 * summary["workload_s"] / SAMPLE_S, len(samples)
+    assert max(s[1] for s in samples) >= 3 * twin.spec.data_frame_bytes, samples[-5:]
+    assert any(s[2] > 0 for s in samples), "no sample saw the T0 pausing a sender"
+    assert samples[-1][1] == 0 and samples[-1][2] == 0, samples[-5:]  # drained after
