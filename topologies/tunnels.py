@@ -2,8 +2,9 @@
 
 A link whose two nodes run on different servers (topologies/placement.py) cannot be a
 veth pair: each end is made on its node's server instead, as a VXLAN device that sends
-to the other end's server, and moved into its node's namespace with the port's name,
-MAC and MTU, so that the node sees a port like any other. Each link has its own VXLAN
+to the other end's server, made straight into its node's namespace with the port's
+name, MAC and MTU (its UDP socket stays in the server's own namespace), so that the
+node sees a port like any other and the end goes with the node. Each link has its own VXLAN
 network identifier (its position in the fabric's links, plus one), so every tunnel of a
 server shares one UDP port.
 
@@ -30,7 +31,6 @@ from topologies.remote import over_ssh
 # Outer IPv4 (20), UDP (8) and VXLAN (8) headers, and the inner Ethernet header (14).
 OVERHEAD = 50
 VXLAN_PORT = 4789  # IANA's
-PREFIX = "mrcvx"  # a tunnel end's name on its server, before it moves into its node
 
 
 class TunnelError(UserError):
@@ -93,28 +93,41 @@ def check_mtu(placement: Placement, fabric, device_mtu=None) -> None:
                     f"smaller MTU=")
 
 
-def on_server(server: Server | None, line: str) -> str:
-    """Run a shell line on `server` (None: the head), outside any node: its output.
-    Raises OSError with what the command said when it fails."""
+def on_server(server: Server | None, line: str, what: str = "") -> str:
+    """Run a shell line (or script) on `server` (None: the head), outside any node: its
+    output. Raises OSError with `what` it did (else the line's first command) and what
+    the command said when it fails."""
     argv = ["sh", "-c", line] if server is None else over_ssh(server.ssh, ["sh", "-c", line])
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     if done.returncode != 0:
         where = "" if server is None else f"on {server.name}: "
-        raise OSError(f"{where}{line.split(' &&')[0]}: "
+        raise OSError(f"{where}{what or line.split(' &&')[0]}: "
                       f"{done.stderr.strip() or done.returncode}")
     return done.stdout
 
 
 def remove_leftovers(placement: Placement, fabric) -> int:
-    """Remove the tunnel devices a run that died left on the servers of `fabric`'s
-    crossing links (made, not yet moved into a node: the rest went with the nodes).
-    Returns how many it removed."""
-    servers = _crossing_servers(placement.where(fabric), fabric)
-    # Read through ip, not /sys/class/net: a namespace server's /sys is the machine's.
-    line = (f"for d in $(ip -o link show | grep -o ' {PREFIX}[0-9]*'); "
-            "do ip link del $d && echo $d; done")
+    """Remove the tunnel ends a run that died left in the own namespace of a server of
+    `fabric`'s crossing links: VXLAN devices named as one of the fabric's ports there
+    (a BMv2 switch's, whose ports live in that namespace; a node's namespace takes
+    its own ends with it). Returns how many it removed."""
+    where = placement.where(fabric)
+    servers = _crossing_servers(where, fabric)
+    names: dict[str, list[str]] = {}
+    for node in (*fabric.hosts, *fabric.switches):
+        server = where.get(node.name)
+        names.setdefault("" if server is None else server.name, []).extend(
+            port.intf for port in fabric.ports(node.name))
+
+    def remove(server: Server | None) -> int:
+        ours = " ".join(names.get("" if server is None else server.name, []))
+        # Read through ip, not /sys/class/net: a namespace server's /sys is the machine's.
+        line = (f"for d in $(ip -o link show type vxlan | cut -d: -f2 | cut -d@ -f1); do "
+                f"case \" {ours} \" in *\" $d \"*) ip link del $d && echo $d;; esac; done")
+        return len(on_server(server, line).split())
+
     with ThreadPoolExecutor(max_workers=max(1, len(servers))) as pool:
-        return sum(len(out.split()) for out in pool.map(lambda s: on_server(s, line), servers))
+        return sum(pool.map(remove, servers))
 
 
 def _crossing_servers(where: dict, fabric) -> list[Server | None]:
@@ -150,36 +163,45 @@ class TunnelEnd:
     def server(self) -> Server | None:
         return self.tunnel.server1 if self.first else self.tunnel.server2
 
-    def commands(self) -> list[str]:
-        """The server's shell lines that make this end and hand it to its node."""
+    def add_line(self) -> str:
+        """The `ip -batch` line that makes this end on its server, in its node."""
         here, there = ((self.tunnel.end1, self.tunnel.end2) if self.first
                        else (self.tunnel.end2, self.tunnel.end1))
-        # Made under a name of the tunnel's own on the server, where the port's name
-        # could be another server's, and found there by a run that died before moving
-        # it (remove_leftovers); renamed in the node.
-        made = f"{PREFIX}{self.tunnel.vni}"
         mac = f" address {self.mac}" if self.mac else ""
-        return [f"ip link add {made} index {self.index}{mac} mtu {self.mtu} type vxlan "
-                f"id {self.tunnel.vni} "
-                f"local {here.address} remote {there.address} dstport {VXLAN_PORT} "
-                f"dev {here.device}",
-                f"ip link set {made} netns {self.pid}",
-                f"nsenter -t {self.pid} -n ip link set {made} name {self.intf}",
-                f"nsenter -t {self.pid} -n ethtool -K {self.intf} gro off >/dev/null 2>&1 "
-                "|| true"]
+        return (f"link add name {self.intf} index {self.index}{mac} mtu {self.mtu} "
+                f"netns {self.pid} type vxlan "
+                f"id {self.tunnel.vni} local {here.address} remote {there.address} "
+                f"dstport {VXLAN_PORT} dev {here.device}")
+
+
+def server_script(ends: list[TunnelEnd]) -> str:
+    """The shell script that makes `ends` (all of one server) in their nodes: every
+    device in one `ip -batch`, made in its node's namespace under its port's name,
+    then GRO off, one shell in each node. Made in the server's own namespace and moved,
+    each end cost a grace period of the kernel's (tens of milliseconds): seconds of a
+    split fabric's bring-up."""
+    lines = ["set -e", "ip -batch - <<'END'"] + [end.add_line() for end in ends] + ["END"]
+    by_node: dict[int, list[str]] = {}
+    for end in ends:
+        by_node.setdefault(end.pid, []).append(end.intf)
+    for pid, intfs in by_node.items():
+        gro = "; ".join(f"ethtool -K {intf} gro off" for intf in intfs)
+        lines += [f"nsenter -t {pid} -n sh -c '{gro}' >/dev/null 2>&1 || true"]
+    return "\n".join(lines) + "\n"
 
 
 def make_ends(ends: list[TunnelEnd]) -> int:
     """Make every tunnel end, one shell command per server, the servers at once (a
     command over ssh costs tens of milliseconds: one per end took most of a split
     fabric's bring-up). Raises OSError naming the server and the line that failed."""
-    by_server: dict[str, tuple[Server | None, list[str]]] = {}
+    by_server: dict[str, tuple[Server | None, list[TunnelEnd]]] = {}
     for end in ends:
         key = "" if end.server is None else end.server.name
-        by_server.setdefault(key, (end.server, []))[1].extend(end.commands())
+        by_server.setdefault(key, (end.server, []))[1].append(end)
     with ThreadPoolExecutor(max_workers=max(1, len(by_server))) as pool:
-        for done in [pool.submit(on_server, server, "set -e; " + "; ".join(lines))
-                     for server, lines in by_server.values()]:
+        for done in [pool.submit(on_server, server, server_script(mine),
+                                 f"making {len(mine)} tunnel ends")
+                     for server, mine in by_server.values()]:
             done.result()
     return len(ends)
 

@@ -45,7 +45,7 @@ from topologies.paths import all_paths
 from topologies.placement import load_placement
 from topologies.remote import is_remote
 from topologies.resolved import resolved_topology
-from topologies.tunnels import PREFIX, TunnelError, check_mtu, remove_leftovers
+from topologies.tunnels import TunnelError, check_mtu, remove_leftovers
 
 REPO = Path(__file__).resolve().parents[2]
 DISSECTOR = REPO / "tools" / "wireshark" / "mrc.lua"
@@ -144,10 +144,14 @@ def test_a_path_too_short_for_the_frames_is_refused_in_one_line(split):
 
 def test_a_tunnel_end_left_on_a_server_is_removed(split):
     network, placement, harness = split
-    harness.ssh("plane0", f"ip link add {PREFIX}999 type vxlan id 999 local 10.250.0.11 "
-                "dstport 4789 dev eth0").check_returncode()
+    # A tunnel end under one of the fabric's port names in the server's own namespace
+    # (where a dead run's BMv2 switch left its ports), beside another tool's device.
+    for name, vni in (("p0t1s0-eth0", 999), ("other-vx", 998)):
+        harness.ssh("plane0", f"ip link add {name} type vxlan id {vni} local 10.250.0.11 "
+                    "dstport 4789 dev eth0").check_returncode()
     assert remove_leftovers(placement, network.fabric) == 1
-    assert PREFIX not in harness.ssh("plane0", "ip -o link show").stdout
+    left = harness.ssh("plane0", "ip -o link show; ip link del other-vx").stdout
+    assert "p0t1s0-eth0" not in left and "other-vx" in left
     # the fabric's own ends, in its nodes, are not leftovers
     assert check_paths(network.net, network.fabric).all_ok
 
