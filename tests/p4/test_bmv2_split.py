@@ -8,7 +8,8 @@ which writes the tables it computes from the run's topology: the head cannot con
 it. Every path delivers, with one write batch a switch; a switch reboot on a server
 fails exactly the paths through it and brings them back with the same entries written
 once more; the counters are read on each switch's server. What a dead run's switches
-leave on a server (a process, a port) is removed at the next start, and nothing else.
+leave on a server (a process, a port) is removed at the next start, and nothing else
+(test_bmv2_split_kill.py: after a kill -9).
 Skipped with the reason where BMv2, p4c or sshd is missing.
 """
 
@@ -126,3 +127,4 @@ def test_what_a_dead_runs_switch_left_on_a_server_is_removed(split_bmv2):
                        f"do kill -0 {pid} 2>/dev/null || break; sleep 0.05; done; "
                        f"kill -0 {pid} 2>&1").stdout
     assert "mrcdead" not in left and "No such process" in left
+
