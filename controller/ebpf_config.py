@@ -365,7 +365,10 @@ def qdisc_commands(intf: str, link: LinkParams, priority_share: float | None = N
     """The root qdisc of a switch port (tc batch lines, without `tc`): htb at the link
     rate with a priority leaf (1:10, prio 0), a lossless leaf (1:30) and a data leaf
     (1:20, both prio 1); the program picks the leaf through skb->priority. The data leaf
-    holds `queue_pkts` packets; the priority leaf as many trimmed headers (of
+    holds the bytes of `queue_pkts` full frames, as the program's virtual queue counts
+    them (a limit in packets dropped small packets the virtual queue had admitted: the
+    path check's datagrams, half of them on cluster-c's T0s at 0.44 Mbit/s); the
+    priority leaf as many trimmed headers (of
     `trim_size_bytes`) as fit in the same bytes, as on BMv2; the lossless leaf so many
     that it never drops (PFC pauses its senders first). `priority_share` caps the
     priority leaf's rate (a topology's `trimming.priority_share`). `frame_bytes` is the
@@ -399,6 +402,6 @@ def qdisc_commands(intf: str, link: LinkParams, priority_share: float | None = N
         f"qdisc replace dev {intf} parent {lossless} handle {CLASS_LOSSLESS:x}: "
         f"pfifo limit {lossless_queue(link.queue_pkts)}",
         f"qdisc replace dev {intf} parent {data} handle {CLASS_DATA:x}: "
-        f"pfifo limit {link.queue_pkts}",
+        f"bfifo limit {link.queue_pkts * frame_bytes}",
     ]
 

@@ -158,10 +158,12 @@ def test_qdisc_classes_are_the_ones_the_program_picks():
     # The priority class is lent to first; the lossless and data classes after it.
     assert prio == {default.classid_priority: 0, default.classid_lossless: 1,
                     default.classid_data: 1}
-    limits = dict(re.findall(r"parent (\S+) handle \S+ pfifo limit (\d+)", " ".join(commands)))
-    assert limits[cfg.tc_class(cfg.CLASS_DATA)] == "64"
-    # The priority leaf holds as many trimmed headers as the data leaf holds bytes; the
-    # lossless leaf more than PFC ever lets in.
+    limits = dict(re.findall(r"parent (\S+) handle \S+ [pb]fifo limit (\d+)", " ".join(commands)))
+    # The data leaf holds the bytes of its 64 full frames, as the virtual queue counts
+    # them (small packets included); the priority leaf as many trimmed headers as fit
+    # in those bytes; the lossless leaf more than PFC ever lets in.
+    assert f"handle 20: bfifo limit {64 * protocol.DATA_FRAME_BYTES}" in " ".join(commands)
+    assert limits[cfg.tc_class(cfg.CLASS_DATA)] == str(64 * protocol.DATA_FRAME_BYTES)
     assert int(limits[cfg.tc_class(cfg.CLASS_PRIORITY)]) == (
         64 * protocol.DATA_FRAME_BYTES // 128)
     assert int(limits[cfg.tc_class(cfg.CLASS_LOSSLESS)]) == 64 * tables.LOSSLESS_QUEUE_FACTOR
