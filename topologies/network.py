@@ -149,19 +149,18 @@ class FabricNet(Mininet):
                 run_commands([f"ip link set dev {p} up" for p in ports], node.cmd, node.name)
 
     def addHost(self, name, cls=None, **params):  # noqa: N802 - Mininet's
-        node = self._started.pop(name, None) if self._started else None
-        if node is None:
-            return super().addHost(name, cls, **params)
-        self.hosts.append(node)
-        self.nameToNode[name] = node
-        return node
+        return self._prestarted(name, self.hosts) or super().addHost(name, cls, **params)
 
     def addSwitch(self, name, cls=None, **params):  # noqa: N802 - Mininet's
+        return self._prestarted(name, self.switches) or super().addSwitch(name, cls, **params)
+
+    def _prestarted(self, name: str, nodes: list):
+        """The node `name` whose shell buildFromTopo started, added to `nodes` (the
+        network's hosts or switches) as Mininet adds one; None if it has none."""
         node = self._started.pop(name, None) if self._started else None
-        if node is None:
-            return super().addSwitch(name, cls, **params)
-        self.switches.append(node)
-        self.nameToNode[name] = node
+        if node is not None:
+            nodes.append(node)
+            self.nameToNode[name] = node
         return node
 
     def start(self) -> None:

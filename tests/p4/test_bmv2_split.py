@@ -15,53 +15,40 @@ Skipped with the reason where BMv2, p4c or sshd is missing.
 
 from __future__ import annotations
 
-import os
 import socket
 
 import pytest
 
 from experiments.dataplanes.targets import apply_fault
 from experiments.run.checks import check_paths
-from experiments.run.cleanup import find_leftovers
 from experiments.run.fabric import RunningFabric
 from experiments.run.fabric_lock import FabricLock
+from tests.integration.test_split_fabric import (  # noqa: F401 - the servers, no sshd: skip
+    pytestmark,
+    servers,
+)
+from tests.p4.test_bmv2_network import check_programmed_and_forwarding
 from tests.steps import step
 from topologies.bmv2 import SERVER_FOLDER
 from topologies.model import load_topology
-from topologies.nsserver import SSHD, NamespaceServers
 from topologies.paths import all_paths
 from topologies.placement import load_placement
 from topologies.remote import is_remote, remove_dead_switches
 
-pytestmark = pytest.mark.skipif(not os.access(SSHD, os.X_OK),
-                                reason=f"{SSHD} is missing (openssh-server: make deps)")
-CLUSTER = """servers:
-  hosts: {namespace: true, hosts: all}
-  plane0: {namespace: true, planes: [0]}
-  plane1: {namespace: true, planes: [1]}
-"""
-
 
 @pytest.fixture(scope="module")
-def split_bmv2(tmp_path_factory):
-    """2tier-2plane on BMv2 over three namespace servers: (network, target, harness,
-    placement)."""
+def split_bmv2(servers):  # noqa: F811 - the imported fixture
+    """2tier-2plane on BMv2 over the three namespace servers of the kernel's split
+    tests (the hosts | plane 0 | plane 1): (network, target, harness, placement)."""
     from experiments.dataplanes.bmv2_target import Bmv2Target
 
-    folder = tmp_path_factory.mktemp("split-bmv2")
-    harness = NamespaceServers(folder / "servers")
-    try:
-        harness.start(["hosts", "plane0", "plane1"])
-        (folder / "cluster.yaml").write_text(CLUSTER)
-        fabric = load_topology("2tier-2plane")
-        placement = load_placement(folder / "cluster.yaml", fabric, harness)
-        target = Bmv2Target()
-        with FabricLock("pytest: split BMv2 fabric") as lock, \
-                RunningFabric(fabric, target, lock, placement=placement) as network:
-            yield network, target, harness, placement
-    finally:
-        harness.stop()
-    assert not find_leftovers()
+    harness, cluster = servers
+    fabric = load_topology("2tier-2plane")
+    placement = load_placement(cluster, fabric, harness)
+    target = Bmv2Target()
+    with FabricLock("pytest: split BMv2 fabric") as lock, \
+            RunningFabric(fabric, target, lock, placement=placement) as network:
+        yield network, target, harness, placement
 
 
 def _listens_here(port: int) -> bool:
@@ -81,15 +68,8 @@ def test_each_switch_runs_and_is_programmed_on_its_server(split_bmv2):
         # its process is one of that server's, and its P4Runtime port is not the head's
         assert node.rcmd(f"cat /proc/{node.switch_pid}/comm").strip() == "simple_switch_g"
         assert not _listens_here(node.grpc_port)
-    result = check_paths(net, fabric)
-    assert result.checked == len(all_paths(fabric)) == 56
-    assert result.ok == result.checked, [p.label for p in result.failed]
-    assert network.table_writes == 4 * 21 + 4 * 15 == 144
-    assert target.write_batches == len(fabric.switches) == 8
-    counters = target.switch_counters(network)
-    quiet = [(s.name, p.intf) for s in fabric.switches for p in fabric.ports(s.name)
-             if counters[s.name][p.intf].get("forwarded", 0) == 0]
-    assert not quiet, quiet
+    # counters read on each switch's server, by its controller
+    check_programmed_and_forwarding(network, target)
 
 
 def test_a_switch_reboot_on_a_server_fails_exactly_its_paths(split_bmv2):
