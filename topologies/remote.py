@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import io
 import shlex
 import subprocess
+import tarfile
 from collections.abc import Sequence
 from pathlib import PurePosixPath
 
@@ -153,7 +155,8 @@ class RemoteBmv2Switch(RemoteNode, Bmv2Switch):
     pipeline with the tables over P4Runtime, on that server
     (experiments/dataplanes/bmv2_server.py). Its ports, its queues (the Thrift CLI)
     and its process are all handled there; its pid and its P4Runtime port are checked
-    there too. Its log is on its server, in SERVER_FOLDER."""
+    there too. Its log is written on its server, in SERVER_FOLDER, and fetched into its
+    log folder here when the fabric stops."""
 
     switch_pid: int | None = None
 
@@ -207,11 +210,18 @@ class RemoteBmv2Switch(RemoteNode, Bmv2Switch):
     @classmethod
     def batchShutdown(cls, switches, run=None):  # noqa: N802 - Mininet's
         """As Bmv2Switch's; then each switch's ports are deleted on its server, where
-        no namespace takes them with it (on this machine FabricNet.stop does it)."""
+        no namespace takes them with it (on this machine FabricNet.stop does it), and
+        the switches' logs are fetched into their log folder here, as a switch of this
+        machine writes its own (one archive a server)."""
         super().batchShutdown(switches, run)
         for switch in switches:
             names = " ".join(intf for _, intf in switch.port_intfs())
             switch.cmd(f"for i in {names}; do ip link del $i 2>/dev/null; done")
+        by_server: dict[str, list] = {}
+        for switch in switches:
+            by_server.setdefault(switch.server, []).append(switch)
+        for mine in by_server.values():
+            _fetch_logs(mine)
         return switches
 
     def cli(self, commands: list[str]) -> str:
@@ -228,6 +238,26 @@ class RemoteBmv2Switch(RemoteNode, Bmv2Switch):
     def drop_sent(self, intf: str, on: bool) -> None:
         self.cmd(f"tc qdisc replace dev {intf} root pfifo limit 0" if on
                  else f"tc qdisc del dev {intf} root 2>/dev/null")
+
+
+def _fetch_logs(switches: list[RemoteBmv2Switch]) -> None:
+    """The logs of `switches` (all of one server) copied into each one's log folder
+    here: `<switch>.txt` (BMv2's log; it adds the suffix) and `<switch>.out` (what the
+    process printed). One that cannot be fetched is left where it is: the stop goes
+    on."""
+    first = switches[0]
+    names = [f"{s.name}{suffix}" for s in switches for suffix in (".txt", ".out")]
+    done = subprocess.run(over_ssh(first.ssh, ["tar", "-C", SERVER_FOLDER, "-cf", "-",
+                                               "--ignore-failed-read", *names]),
+                          capture_output=True, timeout=120)
+    if not done.stdout:
+        return
+    folder = first.log_dir
+    folder.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(done.stdout)) as archive:
+        for member in archive.getmembers():
+            if member.isfile() and member.name in names:
+                (folder / member.name).write_bytes(archive.extractfile(member).read())
 
 
 def remove_dead_switches(ssh: Sequence[str], ports: Sequence[str]) -> list[str]:
