@@ -21,6 +21,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from mininet.node import Switch
@@ -142,11 +143,15 @@ def cli_argv(thrift_port: int) -> list[str]:
     return [sys.executable, script, "--thrift-port", str(thrift_port)]
 
 
-def run_cli(thrift_port: int, commands: list[str], what: str = "BMv2") -> str:
+def run_cli(thrift_port: int, commands: list[str], what: str = "BMv2",
+            run: Callable[..., subprocess.CompletedProcess] | None = None) -> str:
     """Run simple_switch_CLI commands on the switch on `thrift_port`; raise Bmv2Error
-    on a failure or an error reply."""
-    done = subprocess.run(cli_argv(thrift_port), input="\n".join(commands) + "\n",
-                          capture_output=True, text=True, timeout=30)
+    on a failure or an error reply. `run(argv, stdin, timeout=)` runs the CLI where the
+    switch is (topologies/remote.py `rrun`: another server); by default here."""
+    stdin = "\n".join(commands) + "\n"
+    done = (run(cli_argv(thrift_port), stdin, timeout=30) if run is not None
+            else subprocess.run(cli_argv(thrift_port), input=stdin, capture_output=True,
+                                text=True, timeout=30))
     if done.returncode != 0 or "Error" in done.stdout:
         raise Bmv2Error(f"{what}: simple_switch_CLI failed: "
                         f"{(done.stderr or done.stdout).strip().splitlines()[-1:]}")

@@ -18,20 +18,18 @@ from concurrent.futures import ThreadPoolExecutor
 from mininet.net import Mininet
 from mininet.topo import Topo
 
-from topologies.bmv2 import Bmv2Switch
 from topologies.links import FabricLink
 from topologies.linkstate import LinkState
 from topologies.model import Fabric
 from topologies.nodes import FabricHost, KernelRouter, StaticConfigNode, run_commands
 from topologies.placement import Placement, PlacementError
-from topologies.remote import is_remote, remote_class, remove_dead_switches
+from topologies.remote import is_remote, remote_class, remove_leftovers_on
 from topologies.shaping import ShapingFeatures, tc_commands
 from topologies.tunnels import (
     CrossingLink,
     check_mtu,
     link_ends,
     make_ends,
-    remove_leftovers,
     tunnels,
 )
 
@@ -236,12 +234,10 @@ def start_network(fabric: Fabric, switch_cls: type, switch_params: NodeParams,
                   host_params: NodeParams, placement: Placement | None = None) -> FabricNet:
     """Create and start the Mininet network (the caller must stop it). With a
     `placement`, first check that every tunnel's path carries the fabric's frames and
-    remove the tunnel ends a dead run left on the servers."""
+    remove what a dead run left on the servers (`remove_leftovers`)."""
     if placement is not None:
         check_mtu(placement, fabric)
         remove_leftovers(placement, fabric)
-        if issubclass(switch_cls, Bmv2Switch):
-            _remove_dead_switches(placement, fabric)
     topo = FabricTopo(fabric, switch_cls=switch_cls, switch_params=switch_params,
                       host_params=host_params, placement=placement)
     net = FabricNet(topo=topo, controller=None, link=FabricLink, autoSetMacs=False,
@@ -257,20 +253,24 @@ def start_network(fabric: Fabric, switch_cls: type, switch_params: NodeParams,
     return net
 
 
-def _remove_dead_switches(placement: Placement, fabric: Fabric) -> None:
-    """What a dead run's BMv2 switches left on the servers that hold switches of
-    `fabric`, removed (topologies/remote.py remove_dead_switches), the servers at once."""
+def remove_leftovers(placement: Placement, fabric: Fabric) -> list[str]:
+    """Remove what a dead run left in the own namespaces of the servers that hold nodes
+    of `fabric` (topologies/remote.py remove_leftovers_on: BMv2 switch processes, and
+    interfaces under the names of the fabric's ports there), the servers at once; on
+    this machine the fabric lock's record does it (experiments/run/cleanup.py). What
+    was removed, by name."""
     where = placement.where(fabric)
     ports: dict[str, list[str]] = {}
     servers = {}
-    for switch in fabric.switches:
-        server = where.get(switch.name)
+    for node in (*fabric.hosts, *fabric.switches):
+        server = where.get(node.name)
         if server is not None:
             servers[server.name] = server
-            ports.setdefault(server.name, []).extend(p.intf for p in fabric.ports(switch.name))
+            ports.setdefault(server.name, []).extend(p.intf for p in fabric.ports(node.name))
     with ThreadPoolExecutor(max_workers=max(1, len(servers))) as pool:
-        list(pool.map(lambda name: remove_dead_switches(servers[name].ssh, ports[name]),
-                      servers))
+        return [name for removed in pool.map(
+            lambda server: remove_leftovers_on(servers[server].ssh, ports[server]), servers)
+            for name in removed]
 
 
 def stop_network(net: Mininet) -> None:

@@ -26,9 +26,10 @@ import hashlib
 import io
 import shlex
 import subprocess
+import sys
 import tarfile
 from collections.abc import Sequence
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 from mininet.node import Host, Switch
 
@@ -36,14 +37,15 @@ from topologies.bmv2 import (
     SERVER_FOLDER,
     Bmv2Error,
     Bmv2Switch,
-    cli_argv,
     prepare_ports_line,
+    run_cli,
     switch_argv,
 )
 from topologies.nodes import FabricHost, KernelRouter
 
 # How often a switch on another server is asked whether it listens yet, while it starts.
 READY_POLL_S = 0.05
+REPO = Path(__file__).resolve().parents[1]
 
 
 class RemoteNode:
@@ -105,6 +107,14 @@ class RemoteNode:
         params.setdefault("stdin", subprocess.DEVNULL)
         return subprocess.Popen(over_ssh(self.ssh, command), stdout=subprocess.PIPE,
                                 start_new_session=True, **params)
+
+    def python(self, module: str, *args: str, **params) -> subprocess.Popen:
+        """`python -m <module> <args>` on this node's server, outside any node, from the
+        project's folder there (at the same path as here, under the same interpreter:
+        docs/scale-out.md); its input and output are pipes, and it is expected to end
+        when its input closes: when the run lets it go, or dies."""
+        params.setdefault("stdin", subprocess.PIPE)
+        return self.rpopen([sys.executable, "-m", module, *args], cwd=str(REPO), **params)
 
     @property
     def ssh(self) -> list[str]:
@@ -171,7 +181,8 @@ class RemoteBmv2Switch(RemoteNode, Bmv2Switch):
                            self.port_intfs(), "", log)
         self.cmd(f"mkdir -p {SERVER_FOLDER}; {prepare_ports_line(intfs)}")
         # In the background of its shell: it ends with the shell (a hang-up to the
-        # shell's jobs) if this machine's end of the session goes.
+        # shell's jobs) when the shell's session ends: at the run's stop, or when the
+        # next run removes a dead run's sessions (remove_leftovers_on too).
         self.cmd(f"{shlex.join(argv)} > {log}.out 2>&1 &")
         self.switch_pid = self.lastPid
         self.cmd(f"echo {self.switch_pid} > {log}.pid")
@@ -225,11 +236,7 @@ class RemoteBmv2Switch(RemoteNode, Bmv2Switch):
         return switches
 
     def cli(self, commands: list[str]) -> str:
-        done = self.rrun(cli_argv(self.thrift_port), "\n".join(commands) + "\n")
-        if done.returncode != 0 or "Error" in done.stdout:
-            raise Bmv2Error(f"{self.name} on {self.server}: simple_switch_CLI failed: "
-                            f"{(done.stderr or done.stdout).strip().splitlines()[-1:]}")
-        return done.stdout
+        return run_cli(self.thrift_port, commands, f"{self.name} on {self.server}", self.rrun)
 
     def set_ports(self, up: bool) -> None:
         state = "up" if up else "down"
@@ -260,12 +267,12 @@ def _fetch_logs(switches: list[RemoteBmv2Switch]) -> None:
                 (folder / member.name).write_bytes(archive.extractfile(member).read())
 
 
-def remove_dead_switches(ssh: Sequence[str], ports: Sequence[str]) -> list[str]:
-    """On the server `ssh` reaches, remove what a run that died left of its BMv2
-    switches there: their processes, by the pids they recorded (each checked to be a
-    switch still), and those of `ports` (the fabric's switch ports on that server)
-    still in the server's own namespace, where no node's namespace takes them away.
-    What it removed, by name."""
+def remove_leftovers_on(ssh: Sequence[str], ports: Sequence[str]) -> list[str]:
+    """On the server `ssh` reaches, remove what a run that died left in the server's
+    own namespace, where no node's namespace takes it away: its BMv2 switches'
+    processes, by the pids they recorded (each checked to be a switch still), and
+    any interface named as one of `ports` (the fabric's ports on that server: a BMv2
+    switch's veths and tunnel ends live there). What it removed, by name."""
     line = (f"for f in {SERVER_FOLDER}/*.pid; do [ -e \"$f\" ] || continue; p=$(cat \"$f\"); "
             "grep -qs simple_switch /proc/$p/comm && kill -9 $p && echo pid-$p; "
             "rm -f \"$f\"; done; ip -o link show | cut -d: -f2 | cut -d@ -f1")

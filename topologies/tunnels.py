@@ -106,30 +106,6 @@ def on_server(server: Server | None, line: str, what: str = "") -> str:
     return done.stdout
 
 
-def remove_leftovers(placement: Placement, fabric) -> int:
-    """Remove the tunnel ends a run that died left in the own namespace of a server of
-    `fabric`'s crossing links: VXLAN devices named as one of the fabric's ports there
-    (a BMv2 switch's, whose ports live in that namespace; a node's namespace takes
-    its own ends with it). Returns how many it removed."""
-    where = placement.where(fabric)
-    servers = _crossing_servers(where, fabric)
-    names: dict[str, list[str]] = {}
-    for node in (*fabric.hosts, *fabric.switches):
-        server = where.get(node.name)
-        names.setdefault("" if server is None else server.name, []).extend(
-            port.intf for port in fabric.ports(node.name))
-
-    def remove(server: Server | None) -> int:
-        ours = " ".join(names.get("" if server is None else server.name, []))
-        # Read through ip, not /sys/class/net: a namespace server's /sys is the machine's.
-        line = (f"for d in $(ip -o link show type vxlan | cut -d: -f2 | cut -d@ -f1); do "
-                f"case \" {ours} \" in *\" $d \"*) ip link del $d && echo $d;; esac; done")
-        return len(on_server(server, line).split())
-
-    with ThreadPoolExecutor(max_workers=max(1, len(servers))) as pool:
-        return sum(pool.map(remove, servers))
-
-
 def _crossing_servers(where: dict, fabric) -> list[Server | None]:
     """The servers (None: the head) at either end of a link between two servers."""
     found: dict[int, Server | None] = {}

@@ -39,7 +39,6 @@ import dataclasses
 import json
 import math
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -232,30 +231,24 @@ class Bmv2Target:
             self._shipped.add(first.server)
         request = [{"name": n.name, "device_id": n.device_id, "grpc_port": n.grpc_port,
                     "thrift_port": n.thrift_port} for n in nodes]
-        done = first.rrun(["env", "-C", str(REPO), sys.executable, "-m",
-                           "experiments.dataplanes.bmv2_server", action, SERVER_FOLDER],
-                          json.dumps(request), timeout=SERVER_TIMEOUT_S)
-        if done.returncode != 0:
-            lines = (done.stderr or done.stdout).strip().splitlines()
+        proc = first.python("experiments.dataplanes.bmv2_server", action, SERVER_FOLDER,
+                            stderr=subprocess.PIPE, text=True)
+        out, err = proc.communicate(json.dumps(request), timeout=SERVER_TIMEOUT_S)
+        if proc.returncode != 0:
+            lines = (err or out).strip().splitlines()
             raise Bmv2Error(f"the controller on {first.server} ({action}): "
-                            f"{lines[-1] if lines else done.returncode}")
-        return json.loads(done.stdout)
+                            f"{lines[-1] if lines else proc.returncode}")
+        return json.loads(out)
 
     def _program(self, net: FabricNet, fabric: Fabric, names: list[str]) -> list[tuple[int, int]]:
         """Program the switches `names`: those of this machine from here,
         PROGRAM_AT_ONCE at a time, those of each server by its own controller, the
         servers at once. (entries, write batches) of each."""
-        here, by_server = [], {}
-        for name in names:
-            node = net.get(name)
-            if is_remote(node):
-                by_server.setdefault(node.server, []).append(node)
-            else:
-                here.append(name)
+        here, by_server = _by_server(net, names)
         with ThreadPoolExecutor(max_workers=PROGRAM_AT_ONCE) as pool:
             servers = [pool.submit(self._on_server, "program", fabric, nodes)
                        for nodes in by_server.values()]
-            done = list(pool.map(lambda name: self._program_here(net, fabric, name), here))
+            done = list(pool.map(lambda node: self._program_here(net, fabric, node.name), here))
             for job in servers:
                 done += [(s["entries"], s["batches"]) for s in job.result().values()]
         return done
@@ -333,13 +326,9 @@ class Bmv2Target:
         if switches is not None:
             found = {n: found.get(n, {}) for n in switches}
         names = switches or [s.name for s in fabric.switches]
-        counted, by_server = {}, {}
-        for name in names:
-            node = net.get(name)
-            if is_remote(node):
-                by_server.setdefault(node.server, []).append(node)
-            else:
-                counted[name] = read_counters(node.grpc_address, node.device_id, self.p4info)
+        here, by_server = _by_server(net, names)
+        counted = {node.name: read_counters(node.grpc_address, node.device_id, self.p4info)
+                   for node in here}
         for nodes in by_server.values():  # read on each server, by its controller
             for name, counts in self._on_server("counters", fabric, nodes).items():
                 counted[name] = {counter: {int(port): n for port, n in by_port.items()}
@@ -364,3 +353,15 @@ class Bmv2Target:
                                                "ask for a CPU-safe rate (fabric_for)")
         return fields
 
+
+def _by_server(net: FabricNet, names: list[str]) -> tuple[list, dict[str, list]]:
+    """The switches `names` of `net`: (those of this machine, those of each other
+    server by its name)."""
+    here, by_server = [], {}
+    for name in names:
+        node = net.get(name)
+        if is_remote(node):
+            by_server.setdefault(node.server, []).append(node)
+        else:
+            here.append(node)
+    return here, by_server

@@ -27,12 +27,9 @@ carried out by experiments/dataplanes/pfc.py.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol
 
 from controller import ebpf_config as cfg
@@ -50,8 +47,6 @@ from topologies.ebpf_program import (
 from topologies.model import Fabric
 from topologies.network import FabricNet
 from topologies.remote import is_remote
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)
@@ -169,7 +164,8 @@ def prepare_servers(net: FabricNet, ebpf: EbpfPorts) -> EbpfStatus:
         if available:
             # Its map writes (faults, rate changes) through one process there: a
             # bpftool over ssh each took a fifth of a second.
-            program.writer = RemoteWriter(on_server(node, "writer", str(program.pin)))
+            program.writer = RemoteWriter(node.python("topologies.ebpf_program", "writer",
+                                                      str(program.pin)))
             ebpf.servers[server] = program
         return None if available else f"on server {server}: {reason}"
 
@@ -189,14 +185,6 @@ def _build() -> EbpfStatus | None:
         return EbpfStatus(False, "no eBPF switch program: "
                           + " ".join(str(err).splitlines()[:2]).strip())
     return None
-
-
-def on_server(node, *args: str) -> subprocess.Popen:
-    """`python3 -m topologies.ebpf_program <args>` (a ring reader, a map writer) on the
-    server of `node`, from the project's folder there; it ends when its input, a pipe
-    from this process, closes: when the run lets it go, or dies."""
-    return node.rpopen([sys.executable, "-m", "topologies.ebpf_program", *args],
-                       cwd=str(REPO), stdin=subprocess.PIPE)
 
 
 def _shell(node) -> Shell:

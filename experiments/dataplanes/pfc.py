@@ -26,7 +26,7 @@ from __future__ import annotations
 import threading
 
 from controller import ebpf_config as cfg
-from experiments.dataplanes.ebpf_switch import Running, on_server
+from experiments.dataplanes.ebpf_switch import Running
 from topologies.ebpf_program import LineRing, RingReader
 
 POLL_S = 0.05  # how long the reader waits for an event before looking at `stop`
@@ -95,7 +95,7 @@ def _reader(running: Running, server: str | None, program) -> RingReader | LineR
         return RingReader(path, size)
     node = next(n for n in running.net.hosts + running.net.switches
                 if getattr(n, "server", None) == server)
-    return LineRing(on_server(node, "ring", str(path), str(size)))
+    return LineRing(node.python("topologies.ebpf_program", "ring", str(path), str(size)))
 
 
 def _plane(intf: str) -> int:

@@ -38,7 +38,6 @@ from topologies.ebpf_program import MapReader
 from topologies.remote import is_remote
 
 SAMPLE_S = 0.01  # a few frame times at the capped rates: the queue's swings show
-REPO = Path(__file__).resolve().parents[2]
 
 
 class PortQueue:
@@ -117,10 +116,10 @@ class QueueSampler:
         self._stop.set()
         if self._server is not None:
             self._server.stop()
-        self._thread.join()
-        if self._server is not None:
+            self._thread.join()
             self.clock_offset_ns = self._server.offset_ns
-        if self._server is None:
+        else:
+            self._thread.join()
             self._queue.close()
 
     def result(self, start: float) -> dict:
@@ -138,10 +137,8 @@ class _ServerSampler:
     def __init__(self, node, pin: Path, sizes: dict[str, int], every_s: float, ifindex: int,
                  ingress: list[int]):
         said = ",".join(f"{name}:{size}" for name, size in sizes.items())
-        self.proc = node.rpopen([sys.executable, "-m", "experiments.dataplanes.queue_sampler",
-                                 str(pin), str(every_s), said, str(ifindex),
-                                 *map(str, ingress)],
-                                cwd=str(REPO), stdin=subprocess.PIPE)
+        self.proc = node.python("experiments.dataplanes.queue_sampler", str(pin), str(every_s),
+                                said, str(ifindex), *map(str, ingress))
         first = self.proc.stdout.readline().decode().split()
         if first[:1] != ["rate"]:
             self.proc.kill()

@@ -39,13 +39,13 @@ from experiments.run.workload_run import run_transport
 from experiments.scenarios.scenario import load_scenario
 from experiments.scenarios.workloads import phases
 from topologies.model import load_topology
-from topologies.network import set_link
+from topologies.network import remove_leftovers, set_link
 from topologies.nsserver import SSHD, NamespaceServers
 from topologies.paths import all_paths
 from topologies.placement import load_placement
 from topologies.remote import is_remote
 from topologies.resolved import resolved_topology
-from topologies.tunnels import TunnelError, check_mtu, remove_leftovers
+from topologies.tunnels import TunnelError, check_mtu
 
 REPO = Path(__file__).resolve().parents[2]
 DISSECTOR = REPO / "tools" / "wireshark" / "mrc.lua"
@@ -149,7 +149,7 @@ def test_a_tunnel_end_left_on_a_server_is_removed(split):
     for name, vni in (("p0t1s0-eth0", 999), ("other-vx", 998)):
         harness.ssh("plane0", f"ip link add {name} type vxlan id {vni} local 10.250.0.11 "
                     "dstport 4789 dev eth0").check_returncode()
-    assert remove_leftovers(placement, network.fabric) == 1
+    assert remove_leftovers(placement, network.fabric) == ["p0t1s0-eth0"]
     left = harness.ssh("plane0", "ip -o link show; ip link del other-vx").stdout
     assert "p0t1s0-eth0" not in left and "other-vx" in left
     # the fabric's own ends, in its nodes, are not leftovers

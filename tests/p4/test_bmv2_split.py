@@ -33,7 +33,7 @@ from topologies.bmv2 import SERVER_FOLDER
 from topologies.model import load_topology
 from topologies.paths import all_paths
 from topologies.placement import load_placement
-from topologies.remote import is_remote, remove_dead_switches
+from topologies.remote import is_remote, remove_leftovers_on
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +100,7 @@ def test_what_a_dead_runs_switch_left_on_a_server_is_removed(split_bmv2):
                 f"(setsid /tmp/simple_switch_grpc 300 >/dev/null 2>&1 & echo $! > "
                 f"{SERVER_FOLDER}/mrcdead.pid; sleep 0.2)").check_returncode()
     pid = harness.ssh("hosts", f"cat {SERVER_FOLDER}/mrcdead.pid").stdout.strip()
-    removed = remove_dead_switches(ssh, ["mrcdead-eth0", "p0t0r0-eth0"])
+    removed = remove_leftovers_on(ssh, ["mrcdead-eth0", "p0t0r0-eth0"])
     assert removed == [f"pid-{pid}", "mrcdead-eth0"]
     # gone once its server's first process (sshd) has reaped it
     left = harness.ssh("hosts", f"ls {SERVER_FOLDER}; ip -o link show; for i in $(seq 40); "
