@@ -282,9 +282,9 @@ class RoceSender:
     def _sendable(self, qp: QueuePair) -> bool:
         return qp.window_open(self.config.window) and qp.send_at <= self._now
 
-    # The event loop asks timer_at(), then has_work(), wanted_planes() and resending,
-    # every turn and for every connection: one pass over the QPs in timer_at() answers
-    # all four.
+    # The endpoint asks timer_at(), then has_work(), wanted_planes() and resending,
+    # whenever the connection was touched (hosts/endpoint.py, timers) and for those
+    # with work every turn: one pass over the QPs in timer_at() answers all four.
     def timer_at(self, now: float) -> float:
         """When poll() should look again: when a QP's rate lets its next packet go, a
         QP in flight times out, or routing moves QPs; at most MAX_WAIT_S away, and a

@@ -191,13 +191,24 @@ class Endpoint:
         self.cnp_at: dict[tuple[int, int, int], float] = {}  # (peer, conn, QP) -> last CNP
         self.paused: set[int] = set()  # NIC ports PFC pauses now (the baseline's data)
         self.control_out: deque = deque()
-        # MRC connections' timers (_refresh): heap of (due, seq, peer), each peer's
+        # The connections' timers (_refresh): heap of (due, seq, peer), each peer's
         # current due time, those with packets pacing holds, those to look at again.
         self._timers: list[tuple[float, int, int]] = []
         self._due: dict[int, float | None] = {}
         self._working: set[int] = set()
         self._touched: set[int] = set()
         self._order: dict[int, int] = {}  # peer -> creation order of its sender
+        # progress() keeps its figures as they change, not by walking every connection
+        # (a sample every 50 ms per host, and one per delivery): the receivers with data
+        # since the last sample and the bytes each had then, the senders touched since,
+        # and each sender's retired paths and smoothed RTT as of then.
+        self._rx_fresh: set[Receiver] = set()
+        self._rx_seen: dict[Receiver, int] = {}
+        self._rx_by_src: dict[int, int] = {}
+        self._rx_total = 0
+        self._sample_fresh: set[int] = set()
+        self._retired_of: dict[int, int] = {}
+        self._srtt_of: dict[int, float] = {}
         self._seq = 0
         self.peers_seen: set[int] = set()
         self.counters = {"garbage": 0, "unknown_conn": 0, "control_tx": 0, "reverse_probes": 0}
@@ -242,6 +253,7 @@ class Endpoint:
             qp = hdr.psn >> QP_PSN_SHIFT if qps else 0
             receiver = self.receivers.get((src, conn_id, qp)) or self._receiver(src, conn_id, qp)
             answer, flags, reason = receiver.on_data(hdr, payload, ce, now, trimmed)
+            self._rx_fresh.add(receiver)
             if not qps:
                 reverse = self.reverse.get(src) or self._reverse_set(src)
                 reverse.inbound(now)
@@ -344,10 +356,7 @@ class Endpoint:
                 charge(packet[0], len(packet[3]))
                 out.append(packet)
                 self.counters["control_tx"] += 1
-        if self.qps:
-            senders, due = list(self.senders.values()), None
-        else:
-            senders, due = self._due_senders(now)
+        senders, due = self._due_senders(now)
         if not senders:
             return out
         # Round-robin over connections, one small batch each, so they share the planes.
@@ -359,12 +368,13 @@ class Endpoint:
         for i in range(len(senders)):
             sender = senders[(self._rr + i) % len(senders)]
             peer = sender.peer
-            if due is not None and peer not in due and full():
+            if peer not in due and full():
                 continue  # only packets to send, and no plane may take one now
             for plane, ev, data, cls in sender.poll(now, ready, budget, charge, resend):
                 append((plane, peer, ev, data, cls))
-        if not self.qps:
-            self._touched.update(s.peer for s in senders)
+        polled = [s.peer for s in senders]
+        self._touched.update(polled)
+        self._sample_fresh.update(polled)
         return out
 
     def next_wakeup(self, now: float) -> float | None:
@@ -374,19 +384,15 @@ class Endpoint:
             if due is not None:
                 wake = due if wake is None else min(wake, due)
         self.pacer.at(now)
-        if self.qps:
-            senders = self.senders.values()
-        else:
-            # MRC connections: their timers wait in a heap (_refresh), so the loop
-            # looks only at the soonest and at those with packets that pacing holds.
-            self._refresh()
-            timers, due = self._timers, self._due
-            while timers and due.get(timers[0][2]) != timers[0][0]:
-                heapq.heappop(timers)  # stale: rescheduled or idle since
-            if timers:
-                wake = timers[0][0] if wake is None else min(wake, timers[0][0])
-            senders = [self.senders[peer] for peer in self._working]
-        for sender in senders:
+        # The connections' timers wait in a heap (_refresh), so the loop looks only at
+        # the soonest and at those with packets that pacing holds.
+        self._refresh(now)
+        timers, due = self._timers, self._due
+        while timers and due.get(timers[0][2]) != timers[0][0]:
+            heapq.heappop(timers)  # stale: rescheduled or idle since
+        if timers:
+            wake = timers[0][0] if wake is None else min(wake, timers[0][0])
+        for sender in [self.senders[peer] for peer in self._working]:
             if sender.busy:
                 timer = sender.timer_at(now)
                 wake = timer if wake is None else min(wake, timer)
@@ -453,41 +459,48 @@ class Endpoint:
                 if self.on_ep_response is not None:
                     self.on_ep_response(key[0], key[1], None, None, now)
 
-    # ------------------------------------------------------------------ MRC timers
-    # An MRC sender has work for poll() only when a packet waits that only pacing holds
-    # back (`_working`), or when its timer is due: the next loss check (next_check) or
-    # a plane's reordering timer (recheck_at), while it is busy. Both change only when
-    # the endpoint calls into the sender, which marks it touched; `_refresh` then puts
-    # its due time in a heap (stale entries are skipped as they surface) and its work
-    # in `_working`. poll() and next_wakeup() thus cost the connections that have
-    # something to do, not every connection of the host (the RoCE baseline's queue
-    # pairs are still looked at every turn).
+    # ------------------------------------------------------------------ timers
+    # A sender has work for poll() only when a packet waits that only pacing holds back
+    # (`_working`), or when its timer is due (timer_at: MRC's next loss check or a
+    # plane's reordering timer; a RoCE queue pair's pacing, timeout or route change),
+    # while it is busy. Both change only when the endpoint calls into the sender or
+    # changes what every sender reads (a PFC pause, a route, the line rate), which
+    # marks it touched; `_refresh` then puts its due time in a heap (stale entries are
+    # skipped as they surface) and its work in `_working`. poll() and next_wakeup()
+    # thus cost the connections that have something to do, not every connection of the
+    # host: on cluster-c's all-to-all, 64 hosts with 63 peers of 16 queue pairs each,
+    # a turn that looked at every queue pair left RoCE's agents no time to send.
     def _touch(self, peer: int) -> None:
-        if not self.qps:
-            self._touched.add(peer)
+        self._touched.add(peer)
+        self._sample_fresh.add(peer)
 
-    def _refresh(self) -> None:
+    def _touch_all(self) -> None:
+        self._touched.update(self.senders)
+        self._sample_fresh.update(self.senders)
+
+    def _refresh(self, now: float) -> None:
         if not self._touched:
             return
         senders, due, timers, working = self.senders, self._due, self._timers, self._working
         for peer in self._touched:
             sender = senders[peer]
-            when = min(sender.next_check, sender.recheck_at) if sender.busy else None
+            busy = sender.busy
+            when = sender.timer_at(now) if busy else None  # before has_work: RoCE's reads it
             if when != due.get(peer):
                 due[peer] = when
                 if when is not None:
                     self._seq += 1
                     heapq.heappush(timers, (when, self._seq, peer))
-            if sender.has_work():
+            if busy and sender.has_work():
                 working.add(peer)
             else:
                 working.discard(peer)
         self._touched.clear()
 
     def _due_senders(self, now: float) -> tuple[list[TransportSender], set[int]]:
-        """The MRC senders poll() must look at now, in the order they were made, and
-        the peers among them whose timer is due."""
-        self._refresh()
+        """The senders poll() must look at now, in the order they were made, and the
+        peers among them whose timer is due."""
+        self._refresh(now)
         timers, due = self._timers, self._due
         ripe = set()
         while timers and timers[0][0] <= now:
@@ -528,6 +541,7 @@ class Endpoint:
         kind's delay, or `delay_s` if given; MRC finds paths by its own packets and
         takes no notice."""
         due = self.routes.event(kind, paths, now, delay_s)
+        self._touch_all()  # a RoCE queue pair moves when the change takes effect
         self.on_event({"t": now, "event": "route", "kind": kind, "paths": len(paths),
                        "effective": due})
 
@@ -547,6 +561,7 @@ class Endpoint:
                             self.config.mtu_payload + protocol.MRC_HEADER_BYTES)
         for sender in self.senders.values():
             sender.set_line_rate(share * rate_mbit * 1e6 / 8)
+        self._touch_all()
 
     def pause(self, plane: int, on: bool, now: float) -> None:
         """PFC at this host's NIC port of `plane` (the switch it faces is past XOFF for
@@ -554,6 +569,7 @@ class Endpoint:
         if on == (plane in self.paused):
             return
         (self.paused.add if on else self.paused.discard)(plane)
+        self._touch_all()  # the baseline's queue pairs of the plane wait, or go again
         self.on_event({"t": now, "event": "pfc-pause" if on else "pfc-resume", "plane": plane})
 
     def stats(self) -> dict:
@@ -588,20 +604,32 @@ class Endpoint:
         return counts
 
     def progress(self) -> dict:
-        """A sample for the event log (every `progress_s` in the agent, so kept cheap):
+        """A sample for the event log (every `progress_s` in the agent, and at each
+        delivery, so it costs what changed since the last, not every connection):
         payload bytes received in all (`rx_bytes`) and per source host (`rx_by_src`,
         sources that sent nothing left out), EVs retired, mean smoothed RTT."""
-        rx = 0
-        by_src: dict[int, int] = {}
-        for (peer, _, _), receiver in self.receivers.items():
+        seen, by_src = self._rx_seen, self._rx_by_src
+        for receiver in self._rx_fresh:
             nbytes = receiver.stats["rx_bytes"]
-            if nbytes:
-                rx += nbytes
-                by_src[peer] = by_src.get(peer, 0) + nbytes
-        retired = sum(s.retired_paths() for s in self.senders.values())
-        rtts = [s.srtt for s in self.senders.values() if s.srtt]
-        return {"rx_bytes": rx, "rx_by_src": by_src, "bad_paths": retired,
-                "srtt_ms": round(1000 * sum(rtts) / len(rtts), 3) if rtts else None}
+            grown = nbytes - seen.get(receiver, 0)
+            if grown:
+                seen[receiver] = nbytes
+                by_src[receiver.peer] = by_src.get(receiver.peer, 0) + grown
+                self._rx_total += grown
+        self._rx_fresh.clear()
+        retired, srtts = self._retired_of, self._srtt_of
+        for peer in self._sample_fresh:
+            sender = self.senders.get(peer)
+            if sender is not None:
+                retired[peer] = sender.retired_paths()
+                if sender.srtt:
+                    srtts[peer] = sender.srtt
+                else:
+                    srtts.pop(peer, None)
+        self._sample_fresh.clear()
+        return {"rx_bytes": self._rx_total, "rx_by_src": dict(by_src),
+                "bad_paths": sum(retired.values()),
+                "srtt_ms": round(1000 * sum(srtts.values()) / len(srtts), 3) if srtts else None}
 
     # ------------------------------------------------------------------ helpers
     def _paths_to(self, peer: int) -> int:

@@ -17,6 +17,7 @@ capture names its sender: 02:00:<uSID>:00:<port>.
 from __future__ import annotations
 
 import ipaddress
+import socket
 
 LOCATOR_BLOCK = 0xFCBB_BB00  # 32-bit locator block: fcbb:bb00::/32
 BLOCK_BITS = 32
@@ -81,7 +82,10 @@ def usid_address(usids: list[int] | tuple[int, ...]) -> str:
     for usid in usids:
         value = value << USID_BITS | usid
     value <<= USID_BITS * (MAX_USIDS - len(usids))
-    return str(ipaddress.IPv6Address(value))
+    # inet_ntop writes the same compressed form as ipaddress (the locator block is never
+    # zero, so never the IPv4-embedded form), seven times faster: an agent names every
+    # path it sends on, 16,000 of them in cluster-c's all-to-all.
+    return socket.inet_ntop(socket.AF_INET6, value.to_bytes(16, "big"))
 
 
 def usid_prefix(usid: int) -> str:
