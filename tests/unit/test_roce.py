@@ -279,3 +279,79 @@ def test_round_trip_samples_are_round_trips_not_gaps_between_acks():
     sender = net.hosts[0].senders[3]
     # Packets leave every 0.5 ms (20 Mbit/s); each comes back a round trip later.
     assert sender.srtt == pytest.approx(2 * DELAY_S, rel=0.2)
+
+
+# ---------------------------------------------------------------------- scheduling
+def test_a_paused_port_holds_its_queue_pairs_and_a_resume_sends_at_once():
+    # The endpoint looks at a connection when its timer is due or something touched it:
+    # a pause and a resume touch every one, so the resumed QPs go within the turn.
+    net = Wire("roce")
+    sender = net.hosts[0]
+    for plane in range(FABRIC.spec.planes):
+        sender.pause(plane, True, 0.0)
+    net.send(0, 3, 0, 20 * 1200)
+    assert sender.poll(0.0) == [] and sender.next_wakeup(0.0) > 0.02
+    resumed_at = net.now = 0.02  # before the paused connection's own timer
+    for plane in range(FABRIC.spec.planes):
+        sender.pause(plane, False, resumed_at)
+    assert sender.next_wakeup(resumed_at) == resumed_at
+    net.run(1.0, [(0, 3, 0)])
+    assert net.done([(0, 3, 0)]) and net.sent[0][0] == resumed_at
+
+
+def test_a_turn_looks_at_the_connections_with_something_due_not_at_every_one(monkeypatch):
+    # roce-16 on cluster-c: 63 peers of 16 QPs a host, most waiting for acks; a turn
+    # that asked each for its timer and polled each left the agents no time to send.
+    asked: list[int] = []
+    timer_at = RoceSender.timer_at
+
+    def counting(self, now):
+        asked.append(self.peer)
+        return timer_at(self, now)
+
+    monkeypatch.setattr(RoceSender, "timer_at", counting)
+    host = make_endpoint("roce-16", 0, FABRIC8, {}, lambda e: None, lambda *a: None,
+                         lambda *a: None)
+    peers = range(1, len(FABRIC8.hosts))
+    for dst in peers:
+        host.send_message(dst, 0, message_bytes(0, dst, 0, 1200), 0.0)
+    now, sent = 0.0, 0
+    while sent < len(peers):  # every connection's one packet out, none answered
+        sent += len(host.poll(now))
+        now += 0.001
+    host.next_wakeup(now)  # the last packets' connections looked at once more
+    asked.clear()
+    for _turn in range(3):  # every connection busy waiting for its ack, nothing due
+        assert host.next_wakeup(now) > now
+        assert host.poll(now) == []
+        now += 1e-4
+    assert asked == []
+    host.send_message(5, 1, message_bytes(0, 5, 1, 1200), now)  # one touched
+    host.poll(now)
+    host.next_wakeup(now)
+    assert set(asked) == {5}
+
+
+@pytest.mark.parametrize("transport", ["mrc", "roce-16"])
+def test_a_progress_sample_adds_up_what_every_connection_holds(transport):
+    # Kept as the figures change, it must still be what a walk over the connections finds.
+    net = Wire(transport)
+    transfers = [(s, d, 0) for s in range(4) for d in range(4) if s != d]
+    for s, d, m in transfers:
+        net.send(s, d, m, (1 + s + d) * 1500)
+    sampled = [h.progress() for h in net.hosts]  # before anything arrived
+    assert all(p["rx_bytes"] == 0 and p["rx_by_src"] == {} for p in sampled)
+    net.run(0.004, transfers)  # part of the way
+    net.hosts[1].progress()
+    net.run(5.0, transfers)
+    assert net.done(transfers)
+    for host in net.hosts:
+        by_src: dict[int, int] = {}
+        for (peer, _, _), receiver in host.receivers.items():
+            if receiver.stats["rx_bytes"]:
+                by_src[peer] = by_src.get(peer, 0) + receiver.stats["rx_bytes"]
+        sample = host.progress()
+        assert sample["rx_by_src"] == by_src and sample["rx_bytes"] == sum(by_src.values())
+        assert sample["bad_paths"] == sum(s.retired_paths() for s in host.senders.values())
+        rtts = [s.srtt for s in host.senders.values() if s.srtt]
+        assert sample["srtt_ms"] == round(1000 * sum(rtts) / len(rtts), 3)
