@@ -809,6 +809,16 @@ def _other_rows(fabric: Fabric) -> list[Row]:
     across = sum(1 for h in incast_senders(fabric, 0, {0, *victim}, fan_in)
                  if fabric.host(h).rack != fabric.host(0).rack)
 
+    # Every receiver of the all-to-all has n - 1 senders at once, and a window is at
+    # least a packet: where they outnumber what its last hop holds before trimming,
+    # MRC trims and resends the same packets (docs/paper.md, cluster-c's all-to-all).
+    holds = spec.trim_lasthop * planes
+    crowded = (f"; every host receives from {n - 1} senders at once, more than the "
+               f"{holds} frames its last hop holds before trimming ({spec.trim_lasthop} "
+               "a plane): windows of at least a packet each overfill it, and MRC trims "
+               "and resends the same packets (docs/paper.md)"
+               if n - 1 > holds else "")
+
     # All-to-all over three sizes (a curve, as Fig. 17).
     a2a_sizes = {**a2a, "params": {"message_bytes": sorted({max(1000, m) for m in (
         a2a["params"]["message_bytes"] // 64, a2a["params"]["message_bytes"] // 8,
@@ -935,7 +945,7 @@ def _other_rows(fabric: Fabric) -> list[Row]:
             "one round trip (a phase of a few round trips varies by one with scheduling); "
             "at the largest size RoCE's 16 QPs take at least 0.95 x the time of its 1 QP "
             "(QP scaling does not help: the paper's 16 QPs are slightly worse).",
-            f"{n} hosts, three sizes (the paper: 64 GPUs, 4 MB to 16 GB); "
+            f"{n} hosts, three sizes (the paper: 64 GPUs, 4 MB to 16 GB){crowded}; "
             f"{DIFFERS_EMULATION}.",
             a2a_sizes, "sizes", reference=None, params={"slack": 1.05, "qps_no_help": 0.95},
             shape="C",
@@ -953,7 +963,7 @@ def _other_rows(fabric: Fabric) -> list[Row]:
               + (f"; at the largest size RoCE's time is at most {barely:g} x its time "
                  f"without the loss (barely any degradation)." if barely else "."),
               f"all-to-all-sizes with {pct} loss on every host link, both ways (the "
-              f"paper: on NIC receive), against the same sizes without it; "
+              f"paper: on NIC receive), against the same sizes without it{crowded}; "
               f"{DIFFERS_EMULATION}.",
               with_faults(a2a_sizes, {"kind": "loss", "link": "hosts",
                                       "probability": probability, "at_s": 0}),

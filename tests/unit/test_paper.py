@@ -191,6 +191,22 @@ def test_the_size_sweep_needs_mrc_at_least_as_fast_at_every_size_within_a_round_
     assert "16 QPs 1.30 s against 1 QP did not finish" in unfinished.measured
 
 
+def test_the_all_to_all_rows_say_when_a_receivers_senders_overfill_its_last_hop():
+    # cluster-c at the capped rate: 63 senders a receiver, 7 frames a plane before the
+    # last hop trims; 2tier-8plane's 7 senders fit in its 4 planes' last hops.
+    def differs(fabric):
+        return {c.row.key: c.row.differs for c in checked_rows(
+            fabric, {"all-to-all-sizes", "all-to-all-loss-0p1pct", "all-to-all-loss-1pct"})}
+
+    crowded = differs(with_rate_cap(load_topology("cluster-c"), 0.625))
+    assert len(crowded) == 3 and all(
+        "63 senders at once, more than the 28 frames its last hop holds before trimming "
+        "(7 a plane)" in text for text in crowded.values())
+    assert not any("senders at once" in text
+                   for text in differs(with_rate_cap(load_topology("2tier-8plane"),
+                                                     1.75)).values())
+
+
 def test_the_size_sweep_with_loss_needs_roce_to_suffer_more_at_small_sizes():
     def with_phases(transport, times):
         return block(transport, sum(times), phases=[
