@@ -189,6 +189,20 @@ def _agents_cap(fabric: Fabric, cap: str, progress: Progress, lock=None,
     return with_rate_cap(fabric, rate), note
 
 
+def _slower_than_asked(cap: str, running: Fabric, dataplane: str, choice) -> str:
+    """The line a run owes a RATE_CAP its data plane does not honour (a faster link
+    rate, or off): BMv2 runs no faster than its switches and the agents keep up with
+    (`choice`, its RateChoice), whatever was asked for; "" when the cap asked for
+    holds."""
+    if dataplane != "bmv2" or choice is None or not choice.capped:
+        return ""
+    rate = running.spec.host_t0.rate_mbit
+    if cap == "off" or cap not in RATE_CAP_WORDS and float(cap) > rate:
+        return (f"RATE_CAP={cap}: BMv2 keeps up with no faster links here, so they run "
+                f"at {rate:g} Mbit/s ({choice.reason()})")
+    return ""
+
+
 def _bmv2_budget(fabric: Fabric, cap: str, progress: Progress,
                  lock) -> tuple[float, str] | None:
     """What every host together may send at once on BMv2 here (Mbit/s), as the
@@ -297,6 +311,10 @@ class Run:
             running = as_emulated_here(running)
             running, cap_note = _agents_cap(running, cap, progress or Progress(), lock,
                                             active_hosts)
+            slower = _slower_than_asked(cap, running, chosen, getattr(target, "rate", None))
+            if slower:
+                (progress or Progress())(slower)
+                cap_note = cap_note or slower
         except BaseException:
             lock.release()
             raise

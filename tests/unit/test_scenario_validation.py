@@ -222,3 +222,22 @@ def test_a_rate_cap_in_mbits_caps_every_link_and_says_so():
     # queues keep their depth in round trips: a quarter of the rate, a quarter the frames
     assert capped.spec.host_t0.queue_pkts < fabric.spec.host_t0.queue_pkts
     assert _agents_cap(fabric, "40", Progress()) == (fabric, "")  # no faster than its own
+
+
+def test_a_rate_cap_bmv2_cannot_run_at_is_said_in_one_line():
+    from experiments.dataplanes.bmv2_target import choose_rate
+    from experiments.run.lifecycle import _slower_than_asked
+    from topologies.model import load_topology, with_rate_cap
+
+    fabric = load_topology("2tier-8plane")  # 8 hosts x 8 planes at 10 Mbit/s
+    choice = choose_rate(fabric, 25.6, "what the switches forward here")  # 0.4 Mbit/s
+    running = with_rate_cap(fabric, choice.rate_mbit)
+    for asked in ("0.625", "off"):
+        line = _slower_than_asked(asked, running, "bmv2", choice)
+        assert line.startswith(f"RATE_CAP={asked}: BMv2 keeps up with no faster links "
+                               "here, so they run at 0.4 Mbit/s (capped from the "
+                               "topology's 10 Mbit/s")
+    # A cap it honours, a calibrated one, or the kernel: nothing to say.
+    for asked, plane_kind in (("0.2", "bmv2"), ("0.4", "bmv2"), ("calibrated", "bmv2"),
+                              ("0.625", "kernel")):
+        assert _slower_than_asked(asked, running, plane_kind, choice) == ""
