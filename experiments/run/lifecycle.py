@@ -73,7 +73,17 @@ class Progress:
         self.stream = stream
 
     def __call__(self, message: str) -> None:
-        print(f"[{time.monotonic() - self.start:6.1f}s] {message}", file=self.stream, flush=True)
+        try:
+            print(f"[{time.monotonic() - self.start:6.1f}s] {message}", file=self.stream,
+                  flush=True)
+        except BrokenPipeError:
+            # The reader went away (`make run-experiment | head`): the run goes on to its
+            # end and its teardown, its lines (and every later write to the stream)
+            # going nowhere; its results are in their folder. Stopping at the failed
+            # write left a BMv2 fabric's switches running.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.stream.fileno())
+            os.close(devnull)
 
 
 def require_root(what: str = "the run") -> None:
@@ -189,6 +199,18 @@ def _agents_cap(fabric: Fabric, cap: str, progress: Progress, lock=None,
     return with_rate_cap(fabric, rate), note
 
 
+def _take_over(lock, progress: Progress) -> None:
+    """Remove what the run that held `lock` before, and died with its fabric up, left
+    (experiments/run/cleanup.py `remove_stale`), saying so."""
+    from experiments.run.cleanup import remove_stale
+
+    if lock.stale is not None:
+        progress(f"took over the lock of a run that died: {lock.stale.describe()}")
+    found = remove_stale(lock)
+    if found:
+        progress(f"removed leftovers of an earlier run: {found.describe()}")
+
+
 def _slower_than_asked(cap: str, running: Fabric, dataplane: str, choice) -> str:
     """The line a run owes a RATE_CAP its data plane does not honour (a faster link
     rate, or off): BMv2 runs no faster than its switches and the agents keep up with
@@ -299,6 +321,8 @@ class Run:
             check_mtu(placement, fabric)
         lock = FabricLock().acquire()
         try:
+            # Before a calibration builds its fabrics beside what a dead run left.
+            _take_over(lock, progress or Progress())
             try:
                 target = make_target(chosen, program)
             except (Bmv2Error, OSError) as err:
@@ -329,15 +353,8 @@ class Run:
 
     # ------------------------------------------------------------ the run
     def __enter__(self) -> Run:
-        from experiments.run.cleanup import remove_stale
-
         for sig in (signal.SIGTERM, signal.SIGHUP):
             self._signals[sig] = signal.signal(sig, _raise_interrupted)
-        if self.lock.stale is not None:
-            self.progress(f"took over the lock of a run that died: {self.lock.stale.describe()}")
-        found = remove_stale(self.lock)
-        if found:
-            self.progress(f"removed leftovers of an earlier run: {found.describe()}")
         self.folder = results_folder(self.root, self.fabric, self.name)
         self.lock.set_folder(self.folder)
         self.progress(f"data plane: {self.target.name} ({self.reason})")

@@ -101,6 +101,17 @@ def test_ctrl_c_tears_everything_down(tmp_path):
     assert not find_leftovers()
 
 
+def test_a_reader_that_goes_away_leaves_the_run_to_finish_and_tear_down(tmp_path):
+    # `make run-experiment | head`: once the pipe's reader is gone, every line the run
+    # writes fails; a run that stopped there kept its fabric (48 BMv2 switches once).
+    proc = _start(tmp_path)
+    proc.stdout.close()  # the reader goes, the fabric up
+    assert proc.wait(timeout=180) == 0
+    assert not find_leftovers()
+    (folder,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert json.loads((folder / "summary.json").read_text())["ok"]
+
+
 def test_kill_9_leftovers_are_removed_and_the_next_run_works(tmp_path):
     proc = _start(tmp_path)
     proc.kill()

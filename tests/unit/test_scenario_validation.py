@@ -241,3 +241,25 @@ def test_a_rate_cap_bmv2_cannot_run_at_is_said_in_one_line():
     for asked, plane_kind in (("0.2", "bmv2"), ("0.4", "bmv2"), ("calibrated", "bmv2"),
                               ("0.625", "kernel")):
         assert _slower_than_asked(asked, running, plane_kind, choice) == ""
+
+
+def test_a_dead_runs_leftovers_go_before_a_calibration_builds_its_fabrics(
+        tmp_path, monkeypatch):
+    from experiments.run import lifecycle
+    from topologies.model import load_topology
+
+    order: list[str] = []
+    monkeypatch.setattr(dataplane, "choose", lambda requested: ("kernel", "requested"))
+    monkeypatch.setattr(lifecycle, "require_root", lambda what: None)
+    monkeypatch.setenv("MRC_FABRIC_LOCK", str(tmp_path / "fabric.lock"))
+    monkeypatch.setattr(lifecycle, "_take_over", lambda lock, progress: order.append("clean"))
+
+    def cap(fabric, cap, progress, lock=None, active_hosts=None):
+        order.append("calibrate")
+        return fabric, ""
+
+    monkeypatch.setattr(lifecycle, "_agents_cap", cap)
+    run = lifecycle.Run.prepare("run", load_topology("2tier-2plane"), "kernel",
+                                results=tmp_path / "results")
+    run.lock.release()
+    assert order == ["clean", "calibrate"]
