@@ -319,25 +319,26 @@ class Run:
 
             placement = load_placement(servers, fabric)
             check_mtu(placement, fabric)
+        progress = progress or Progress()  # one clock for these lines and the run's
         lock = FabricLock().acquire()
         try:
             # Before a calibration builds its fabrics beside what a dead run left.
-            _take_over(lock, progress or Progress())
+            _take_over(lock, progress)
             try:
                 target = make_target(chosen, program)
             except (Bmv2Error, OSError) as err:
                 raise TargetError(" ".join(f"DATAPLANE={chosen}: {err}".split())) from None
             root = results_root(results)
             # BMv2: links no faster than its switches and the agents keep up with.
-            calibrated = (_bmv2_budget(fabric, cap, progress or Progress(), lock)
+            calibrated = (_bmv2_budget(fabric, cap, progress, lock)
                           if chosen == "bmv2" else None)
             running = target.fabric_for(fabric, calibrated)
             running = as_emulated_here(running)
-            running, cap_note = _agents_cap(running, cap, progress or Progress(), lock,
+            running, cap_note = _agents_cap(running, cap, progress, lock,
                                             active_hosts)
             slower = _slower_than_asked(cap, running, chosen, getattr(target, "rate", None))
             if slower:
-                (progress or Progress())(slower)
+                progress(slower)
                 cap_note = cap_note or slower
         except BaseException:
             lock.release()
