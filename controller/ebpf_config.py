@@ -86,7 +86,7 @@ PORT_CONFIG_FIELDS = ("rate_bytes_per_s", "ecn_kmin_bytes", "ecn_kmax_bytes", "e
 # struct gray_key: prefix length (host order), the port's ifindex and the IPv6
 # address (network order): the port's index counts as the prefix's first 32 bits.
 GRAY_KEY = struct.Struct("=I4s16s")
-# struct pfc_event: kind, ifindex, time.
+# struct pfc_event: kind, ifindex, the port's count of pauses and resumes so far.
 PFC_EVENT = struct.Struct("=IIQ")
 # The fields of struct port_state user space reads (at their offsets): the paused
 # flag and the time paused so far.
@@ -321,7 +321,8 @@ def queue_now(state: bytes, rate_bytes_per_s: int, now_ns: int) -> QueueNow:
 
 
 def decode_pfc_event(record: bytes) -> tuple[int, int, int]:
-    """(kind, ifindex of the port paused or resumed, kernel time in ns)."""
+    """(kind, ifindex of the port paused or resumed, the port's sequence number of the
+    change: the higher of two events of one port is the later change)."""
     return PFC_EVENT.unpack_from(record)
 
 

@@ -106,6 +106,7 @@ struct port_state {
     __u64 paused_total_ns;
     __u32 timer_armed;
     __u32 timer_ready;
+    __u32 pause_seq;               /* pauses and resumes applied so far (events' order) */
     __u32 slot_ifindex[PFC_SLOTS]; /* lossless bytes queued here, by ingress port */
     __u64 slot_bytes[PFC_SLOTS];
     struct bpf_timer timer;
@@ -134,7 +135,7 @@ struct gray_key {
 struct pfc_event {
     __u32 kind;                    /* PFC_XOFF or PFC_XON */
     __u32 ifindex;                 /* the port paused or resumed */
-    __u64 ns;
+    __u64 seq;                     /* the port's pause_seq after this change */
 };
 
 struct {
@@ -193,6 +194,8 @@ struct {
     __uint(type, BPF_MAP_TYPE_RINGBUF);
     __uint(max_entries, 1 << 16);
 } pfc_events SEC(".maps");
+
+#define READ_ONCE(x) (*(volatile typeof(x) *)&(x))
 
 enum queue { QUEUE_DATA, QUEUE_PRIORITY, QUEUE_LOSSLESS };
 
@@ -257,47 +260,64 @@ static __always_inline void drain(struct port_state *st, const struct port_confi
         st->last_ns = now;
 }
 
-static __always_inline void pfc_event(__u32 kind, __u32 ifindex, __u64 now)
+static __always_inline void pfc_event(__u32 kind, __u32 ifindex, __u64 seq)
 {
-    struct pfc_event ev = {.kind = kind, .ifindex = ifindex, .ns = now};
+    struct pfc_event ev = {.kind = kind, .ifindex = ifindex, .seq = seq};
 
     bpf_ringbuf_output(&pfc_events, &ev, sizeof(ev), 0);
 }
 
-/* Pause (on) or resume the peer of ingress port `ifindex`: its lossless queue stops or
- * drains again, and user space is told to hold or release the real one. */
-static __always_inline void pause_peer(__u32 ifindex, int on, __u64 now)
+/* Make the peer of ingress port `ifindex` paused exactly while that ingress is past
+ * XOFF (`in->xoff`, read under the peer's lock), and tell user space if it changed.
+ * Reading the flag, not being told its new value, is what keeps the two in step when
+ * two CPUs pause and resume the same peer at once: whichever takes the lock last sees
+ * the last value. The events of two such changes may reach the ring in either order;
+ * their `seq` says which came last. */
+static __always_inline void sync_peer(__u32 ifindex, struct ingress_state *in, __u64 now)
 {
     struct port_config *cfg = bpf_map_lookup_elem(&ports, &ifindex);
 
-    if (!cfg)
-        return;
-    /* The port sends its PAUSE whether or not the program runs at the other end. */
-    if (on)
-        count(ifindex, COUNTER_PFC_XOFF_TX);
-    if (!cfg->peer_ifindex)
+    if (!cfg || !cfg->peer_ifindex)
         return;
     __u32 peer = cfg->peer_ifindex;
     struct port_state *st = bpf_map_lookup_elem(&state, &peer);
 
-    if (st) {
-        bpf_spin_lock(&st->lock);
-        if (on && !st->paused) {
-            st->paused = 1;
-            st->paused_since_ns = now;
-        } else if (!on && st->paused) {
-            st->paused = 0;
-            st->paused_total_ns += now - st->paused_since_ns;
-        }
-        bpf_spin_unlock(&st->lock);
+    if (!st)
+        return;
+    __u32 want, changed = 0, seq = 0;
+
+    bpf_spin_lock(&st->lock);
+    want = READ_ONCE(in->xoff);
+    if (want && !st->paused) {
+        st->paused = 1;
+        st->paused_since_ns = now;
+        changed = 1;
+    } else if (!want && st->paused) {
+        st->paused = 0;
+        st->paused_total_ns += now - st->paused_since_ns;
+        changed = 1;
     }
-    if (on)
+    if (changed)
+        seq = ++st->pause_seq;
+    bpf_spin_unlock(&st->lock);
+    if (!changed)
+        return;
+    if (want) {
+        count(ifindex, COUNTER_PFC_XOFF_TX);
         count(peer, COUNTER_PFC_XOFF_RX);
-    pfc_event(on ? PFC_XOFF : PFC_XON, peer, now);
+    }
+    pfc_event(want ? PFC_XOFF : PFC_XON, peer, seq);
 }
 
+/* How many times account() looks again at an ingress port after changing its XOFF
+ * state: each look that changes it again means another CPU moved its bytes across a
+ * threshold meanwhile. */
+#define PFC_SETTLE_LOOKS 4
+
 /* An ingress port's queued bytes grew or shrank by `delta`: past XOFF its peer
- * pauses, below XON it resumes. */
+ * pauses, at or below XON it resumes. Looked at again after each change, since
+ * another CPU may have moved the bytes the other way while this one changed the state
+ * (its own change then failed, the state being not yet what it expected). */
 static __always_inline void account(__u32 ifindex, __s64 delta, __u64 now)
 {
     struct ingress_state *in = bpf_map_lookup_elem(&ingress, &ifindex);
@@ -305,14 +325,24 @@ static __always_inline void account(__u32 ifindex, __s64 delta, __u64 now)
 
     if (!in || !cfg)
         return;
-    __s64 bytes = (__s64)(__sync_fetch_and_add(&in->bytes, delta) + delta);
+    __sync_fetch_and_add(&in->bytes, delta);
+    for (int look = 0; look < PFC_SETTLE_LOOKS; look++) {
+        __s64 bytes = (__s64)READ_ONCE(in->bytes);
+        __u32 to;
 
-    if (delta > 0 && bytes > (__s64)cfg->xoff_bytes
-            && __sync_val_compare_and_swap(&in->xoff, 0, 1) == 0)
-        pause_peer(ifindex, 1, now);
-    else if (delta < 0 && bytes <= (__s64)cfg->xon_bytes
-             && __sync_val_compare_and_swap(&in->xoff, 1, 0) == 1)
-        pause_peer(ifindex, 0, now);
+        if (bytes > (__s64)cfg->xoff_bytes)
+            to = 1;
+        else if (bytes <= (__s64)cfg->xon_bytes)
+            to = 0;
+        else
+            return;  /* between the thresholds: the state stands */
+        if (__sync_val_compare_and_swap(&in->xoff, !to, to) != !to)
+            return;  /* already so: its last change was synced by whoever made it */
+        /* The port sends its PAUSE whether or not the program runs at the other end. */
+        if (to && !cfg->peer_ifindex)
+            count(ifindex, COUNTER_PFC_XOFF_TX);
+        sync_peer(ifindex, in, now);
+    }
 }
 
 static __always_inline void settle(const struct drained *out, __u64 now)

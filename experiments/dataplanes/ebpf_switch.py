@@ -377,6 +377,14 @@ def read_counters(running: Running) -> Counters:
     return counters
 
 
+def paused_ports(running: Running) -> set[tuple[str, str]]:
+    """The (node, interface) of every port PFC holds paused now, in the program's model."""
+    ebpf = running.ebpf_ports
+    paused = _by_port(ebpf, cfg.STATE_MAP, lambda value: cfg.STATE_PAUSED.unpack_from(value)[0],
+                      ebpf.by_index())
+    return {(node, intf) for node, ports in paused.items() for intf, on in ports.items() if on}
+
+
 def _queue_drops(net: FabricNet, ports: dict,
                  where: dict[int, tuple[str, str]]) -> dict[str, dict[str, int]]:
     """node -> interface -> packets its root qdisc dropped so far, for the nodes of

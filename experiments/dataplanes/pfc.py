@@ -8,7 +8,11 @@ draining, so its own ingress fills in turn: the pause spreads hop by hop), below
 resumes it, and it puts an event on its `pfc_events` ring each time. This module reads
 the ring in a thread and carries out the pauses of the hosts' ports: the agent of a
 paused NIC port is told (`pause` command, hosts/agent.py) and stops sending lossless
-data on that plane until told again, within a millisecond or so.
+data on that plane until told again, within a millisecond or so. Two CPUs may put a
+port's pause and its resume on the ring in the other order than they happened: each
+event carries the port's sequence number, and an event older than the last one heard
+of its port is stale and ignored (a NIC left paused after its resume would wait for
+ever).
 
 A switch port's pause stays in the model (its virtual queue, counters and paused
 time): the real packets behind it are not held. htb, the only scheduler of this kernel
@@ -41,7 +45,9 @@ class PfcController:
         self.where = running.ebpf_ports.by_index()
         self.hosts = {h.name: h.index for h in running.fabric.hosts}
         self.paused: set[tuple[str, str]] = set()  # host ports paused now
+        self.last_seq: dict[int, int] = {}  # by ifindex: the latest change heard of
         self.events = 0
+        self.stale = 0
         self.errors: list[str] = []
         # The ring of every machine the program runs on: on a split fabric, each
         # server's switches pause their own hosts' ports (topologies/placement.py).
@@ -57,16 +63,24 @@ class PfcController:
     def _run(self, reader) -> None:
         while not self._stop.is_set():
             for record in reader.read(POLL_S):
-                kind, ifindex, _ = cfg.decode_pfc_event(record)
-                port = self.where.get(ifindex)
-                if port is None or port[0] not in self.hosts:
-                    continue  # a switch port: paused in the program's model alone
-                with self._lock:  # one ring's thread at a time (a split fabric has several)
-                    self.events += 1
-                    try:
-                        self._pause_nic(*port, kind == cfg.PFC_XOFF)
-                    except Exception as err:  # noqa: BLE001 - reported with the run's counters
-                        self.errors.append(f"{port[0]} {port[1]}: {err}")
+                self.on_event(*cfg.decode_pfc_event(record))
+
+    def on_event(self, kind: int, ifindex: int, seq: int) -> None:
+        """One event of a ring: a host port is paused or resumed, unless a later change
+        of the same port was heard already."""
+        port = self.where.get(ifindex)
+        if port is None or port[0] not in self.hosts:
+            return  # a switch port: paused in the program's model alone
+        with self._lock:  # one ring's thread at a time (a split fabric has several)
+            if seq <= self.last_seq.get(ifindex, 0):
+                self.stale += 1
+                return
+            self.last_seq[ifindex] = seq
+            self.events += 1
+            try:
+                self._pause_nic(*port, kind == cfg.PFC_XOFF)
+            except Exception as err:  # noqa: BLE001 - reported with the run's counters
+                self.errors.append(f"{port[0]} {port[1]}: {err}")
 
     def _pause_nic(self, host: str, intf: str, pause: bool) -> None:
         (self.paused.add if pause else self.paused.discard)((host, intf))
@@ -76,9 +90,11 @@ class PfcController:
 
     def attach(self, agents) -> None:
         """A new set of agents runs (the running fabric's `agents` now): it hears of
-        every host port paused now."""
-        for host, intf in sorted(self.paused):
-            agents.command(self.hosts[host], cmd="pause", plane=_plane(intf), on=True)
+        every host port paused now. Under the lock, so that a resume heard meanwhile
+        is not overtaken by its replayed pause."""
+        with self._lock:
+            for host, intf in sorted(self.paused):
+                agents.command(self.hosts[host], cmd="pause", plane=_plane(intf), on=True)
 
     def stop(self) -> None:
         self._stop.set()

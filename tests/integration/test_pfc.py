@@ -102,6 +102,13 @@ def test_pfc_pauses_back_to_the_senders_nics(incast):
     assert received == sent + ports["host_nics"]["pfc_xoff_tx"], ports
 
 
+def test_every_pause_ends_with_its_queue(twin_network, incast):
+    # After the runs every queue has drained: no port is left paused, in the program's
+    # model nor at a NIC (a resume lost or overtaken would hold its sender for ever).
+    assert ebpf_switch.paused_ports(twin_network) == set()
+    assert twin_network.pfc.paused == set() and twin_network.pfc.errors == []
+
+
 def test_dcqcn_cuts_the_rate_on_the_last_hops_marks(incast):
     # The lossless class is marked on a port facing a host too: DCQCN's receiver
     # answers the marks with CNPs and the senders cut their rate.
