@@ -83,6 +83,8 @@ DATA_FRAME_BYTES = data_frame_bytes(DEFAULT_MTU_PAYLOAD)
 TRIMMED_FRAME_BYTES = frame_bytes(MRC_HEADER_BYTES)
 # IPv6 payload length and UDP length of a packet trimmed to TRIMMED_FRAME_BYTES.
 TRIMMED_L4_BYTES = UDP_HEADER_BYTES + MRC_HEADER_BYTES
+# The frame of every packet but DATA (a SACK, a NACK, a probe, a RoCE ack, a CNP).
+CONTROL_FRAME_BYTES = frame_bytes(CONTROL_PACKET_BYTES)
 
 # --------------------------------------------------------------------- header values
 DATA, SACK, NACK, PROBE, PROBE_REPLY, PLANE_STATUS = 1, 2, 3, 4, 5, 6
@@ -180,9 +182,15 @@ SUSPECT_PROBE_CLASS = NO_TRIM
 
 # Strict-priority queues of a switch port (BMv2 --priority-queues 8 serves 7 first): the
 # priority class rides the highest, the lossless class the next, data the lowest.
+# BMv2 paces a queue in packets, not bytes, so the lossless class's short frames (the
+# RoCE acks, which ride their data's class) take a queue of their own, paced in short
+# frames (PRIORITY_LOSSLESS_SHORT: up to CONTROL_FRAME_BYTES): in the data's queue each
+# ack took a full frame's time, and a port that carries one connection's data and
+# another's acks, as every port of a ring does, gave the data half the link.
 PRIORITY_QUEUES = 8
 PRIORITY_DATA = 0
 PRIORITY_LOSSLESS = 3
+PRIORITY_LOSSLESS_SHORT = 4
 PRIORITY_CONTROL = 7
 
 # --------------------------------------------------------------------- transports

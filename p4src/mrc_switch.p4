@@ -4,7 +4,8 @@
  *   uSID FORWARDING   SRv6 micro-SID shift-and-forward from static tables
  *   TRAFFIC CLASSES   the DSCP alone picks what happens to a packet (`dscp_class`)
  *   QUEUES            strict priority for control, trimmed headers and CNPs; a lossless
- *                     queue for the RoCE class; a data queue with tail drop
+ *                     queue for the RoCE class (its acks in one of their own); a data
+ *                     queue with tail drop
  *   TRIMMING          trimmable data over the trim threshold is cut to the trim size,
  *                     its DSCP rewritten (TRIMMED, or TRIMMED_LASTHOP facing a host)
  *   PFC               the lossless class is never dropped; each ingress port counts
@@ -227,8 +228,13 @@ control MrcIngress(inout headers_t hdr, inout local_metadata_t meta,
             priority_backlog.write(port, headers + 1);
             standard_metadata.priority = PRIORITY_CONTROL;
         } else if (meta.behaviour == BEHAVIOUR_LOSSLESS) {
-            // Never dropped here: PFC below.
-            standard_metadata.priority = PRIORITY_LOSSLESS;
+            // Never dropped here: PFC below. A short frame (an ack) takes the short
+            // frames' queue, paced in short frames (headers.p4).
+            if (standard_metadata.packet_length <= CONTROL_FRAME_BYTES) {
+                standard_metadata.priority = PRIORITY_LOSSLESS_SHORT;
+            } else {
+                standard_metadata.priority = PRIORITY_LOSSLESS;
+            }
         } else if (meta.behaviour == BEHAVIOUR_TRIMMABLE && hdr.udp.isValid()
                    && data >= meta.trim_threshold
                    && standard_metadata.packet_length > meta.trim_size) {

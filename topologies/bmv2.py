@@ -29,14 +29,17 @@ from mininet.node import Switch
 # The queues p4src/ uses are the protocol's priorities: data, the lossless class, and
 # strict priority for control packets and trimmed headers. BMv2 paces each queue in
 # packets per second, so the data and lossless queues count full DATA frames (whose
-# rate matches the link's bit rate and the agents' pacing) and the priority queue
-# trimmed headers (a control packet is a little longer).
+# rate matches the link's bit rate and the agents' pacing), the lossless class's short
+# frames (RoCE acks) control frames, and the priority queue trimmed headers (a control
+# packet is a little longer).
 from controller.tables import lossless_queue, priority_limit
 from hosts.protocol import (
+    CONTROL_FRAME_BYTES,
     DATA_FRAME_BYTES,
     PRIORITY_CONTROL,
     PRIORITY_DATA,
     PRIORITY_LOSSLESS,
+    PRIORITY_LOSSLESS_SHORT,
     PRIORITY_QUEUES,
     TRIMMED_FRAME_BYTES,
     link_pps,
@@ -66,7 +69,8 @@ def queue_commands(port: int, rate_mbit: float, queue: int,
     """simple_switch_CLI commands that make `port` a link of `rate_mbit` with a data
     queue of `queue` full frames. BMv2 paces each priority queue on its own, in
     packets: the data and lossless queues at the packet rate of full frames, the
-    priority queue at that of trimmed headers. The limits are the P4 program's
+    lossless class's short frames at that of control frames, the priority queue at
+    that of trimmed headers. The limits are the P4 program's
     (controller/tables.py: the priority queue holds as many trimmed headers as fit in
     the data queue's bytes, the lossless queue is never dropped); BMv2's own buffers
     are BUFFER_HEADROOM times deeper, so that the program decides every drop. `priority_share`
@@ -81,6 +85,9 @@ def queue_commands(port: int, rate_mbit: float, queue: int,
             f"set_queue_depth {queue * BUFFER_HEADROOM} {port} {PRIORITY_DATA}",
             f"set_queue_rate {data_pps} {port} {PRIORITY_LOSSLESS}",
             f"set_queue_depth {lossless_queue(queue)} {port} {PRIORITY_LOSSLESS}",
+            f"set_queue_rate {max(1, round(link_pps(rate_mbit, CONTROL_FRAME_BYTES)))} "
+            f"{port} {PRIORITY_LOSSLESS_SHORT}",
+            f"set_queue_depth {lossless_queue(queue)} {port} {PRIORITY_LOSSLESS_SHORT}",
             f"set_queue_rate {header_pps} {port} {PRIORITY_CONTROL}",
             f"set_queue_depth {headers * BUFFER_HEADROOM} "
             f"{port} {PRIORITY_CONTROL}"]

@@ -36,6 +36,11 @@ const bit<2> BEHAVIOUR_LOSSLESS = 3;     // its own queue, ECN at every hop, no 
 // Strict-priority queues (simple_switch --priority-queues 8: 7 is served first).
 const bit<3> PRIORITY_CONTROL = 7;
 const bit<3> PRIORITY_LOSSLESS = 3;
+// A lossless frame up to CONTROL_FRAME_BYTES (a RoCE ack) takes a queue of its own:
+// BMv2 paces each queue in packets, and in the data's queue an ack took a full
+// frame's time (docs/p4-switch.md "Queues").
+const bit<3> PRIORITY_LOSSLESS_SHORT = 4;
+const bit<32> CONTROL_FRAME_BYTES = 118;
 const bit<3> PRIORITY_DATA = 0;
 
 // ECN code points (low two bits of the IPv6 traffic class).

@@ -46,9 +46,9 @@ def frame(dst: str, in_port: int = 0, hop_limit: int = 64, ecn: int = 0,
             / payload)
 
 
-def sack(dst: str, in_port: int = 0):
+def sack(dst: str, in_port: int = 0, cls: int = protocol.CONTROL):
     return (Ether(src=PEER_MAC[in_port], dst=SWITCH_MAC[in_port])
-            / IPv6(src=H0, dst=dst, tc=protocol.traffic_class(DSCP[protocol.CONTROL], ECT0))
+            / IPv6(src=H0, dst=dst, tc=protocol.traffic_class(DSCP[cls], ECT0))
             / UDP(sport=protocol.MRC_UDP_PORT, dport=protocol.MRC_UDP_PORT, chksum=0)
             / MRC(type=protocol.SACK, conn_id=3, ev=0x00010001) / MRCControl(cum_psn=7))
 
@@ -297,3 +297,23 @@ def test_the_lossless_class_is_never_dropped_and_its_ingress_counts_a_pause(test
     assert not any(is_trimmed(p) for p in out)
     assert counted(switch, "dropped", 3) == before["dropped"]
     assert counted(switch, "pfc_xoff_tx", 0) - before["pause"] >= 1
+
+
+def test_a_roce_ack_takes_the_time_of_its_bytes_not_of_a_full_frame(test):
+    # BMv2 paces a queue in packets. A RoCE ack rides its data's lossless class: in the
+    # data's queue it would take a full frame's slot, and a port carrying one
+    # connection's data and another's acks would give the data half the link. Short
+    # lossless frames take a queue of their own, paced in short frames: 40 acks sent
+    # behind 60 queued lossless frames leave before the data, at the link's 20 frames a
+    # second, is half out.
+    test.slow(3, 20)
+    for i in range(60):
+        testutils.send_packet(test, 0, frame(UP_TO_S1, payload=b"r" * 1000, psn=i,
+                                             cls=protocol.ROCE))
+    for _ in range(40):
+        testutils.send_packet(test, 0, sack(UP_TO_S1, cls=protocol.ROCE))
+    out = collect(test, 3, 5.0)
+    acks = [i for i, p in enumerate(out) if p[MRC].type == protocol.SACK]
+    assert len(acks) == 40 and len(out) == 100
+    assert len(bytes(out[acks[0]])) <= protocol.CONTROL_FRAME_BYTES
+    assert max(acks) < 70, acks

@@ -72,7 +72,8 @@ def test_every_behaviour_and_queue_is_known_to_the_switch():
     consts = p4_constants()
     for behaviour, name in enumerate(protocol.BEHAVIOUR_NAMES):
         assert consts[f"BEHAVIOUR_{name.upper()}"][1] == behaviour, name
-    for queue in ("PRIORITY_CONTROL", "PRIORITY_LOSSLESS", "PRIORITY_DATA"):
+    for queue in ("PRIORITY_CONTROL", "PRIORITY_LOSSLESS", "PRIORITY_LOSSLESS_SHORT",
+                  "PRIORITY_DATA"):
         assert consts[queue][1] == getattr(protocol, queue)
 
 

@@ -61,13 +61,15 @@ def test_tc_commands_full_and_minimal_kernels():
 
 def test_bmv2_queues_follow_the_link_rate_in_frames_and_headers():
     # 10 Mbit/s: 966 full 1294-byte frames a second in the data queue (0) and in the
-    # lossless queue (3), 16 times deeper than the data queue's 64; the priority queue
-    # (7) of trimmed headers and acks at the rate of 94-byte frames, with the same
-    # bytes: 64 frames of 1294 bytes hold 881 headers. BMv2's buffers are twice the
-    # program's limits, so the program decides the drops.
+    # lossless queue (3), 16 times deeper than the data queue's 64; the lossless class's
+    # short frames (RoCE acks, queue 4) at the rate of 118-byte frames, as deep; the
+    # priority queue (7) of trimmed headers and acks at the rate of 94-byte frames, with
+    # the same bytes: 64 frames of 1294 bytes hold 881 headers. BMv2's buffers are twice
+    # the program's limits, so the program decides the drops.
     assert queue_commands(3, 10, 64) == [
         "set_queue_rate 966 3 0", "set_queue_depth 128 3 0",
         "set_queue_rate 966 3 3", "set_queue_depth 1024 3 3",
+        "set_queue_rate 10593 3 4", "set_queue_depth 1024 3 4",
         "set_queue_rate 13298 3 7", "set_queue_depth 1762 3 7"]
     # A bigger trim size: fewer, longer headers; a capped priority share: fewer a second.
     assert queue_commands(3, 10, 64, trim_size_bytes=100)[-2:] == [
