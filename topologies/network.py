@@ -24,7 +24,7 @@ from topologies.model import Fabric
 from topologies.nodes import FabricHost, KernelRouter, StaticConfigNode, run_commands
 from topologies.placement import Placement, PlacementError
 from topologies.remote import is_remote, remote_class, remove_leftovers_on
-from topologies.shaping import ShapingFeatures, tc_commands
+from topologies.shaping import ShapingFeatures, nic_send_queue, tc_commands
 from topologies.tunnels import (
     CrossingLink,
     check_mtu,
@@ -189,10 +189,13 @@ def shape_links(net: Mininet, fabric: Fabric, features: ShapingFeatures,
     only, when the switches queue by themselves). Returns the tc commands run."""
     count = 0
     nodes = fabric.hosts if hosts_only else (*fabric.hosts, *fabric.switches)
+    hosts = {h.name for h in fabric.hosts}
     for name in [n.name for n in nodes]:
         node = net.get(name)
         for port in fabric.ports(name):
             params = fabric.link_params(port.tier)
+            if name in hosts:  # a NIC port: it holds its host's packets, it drops none
+                params = nic_send_queue(params)
             # Only fabric (T0-T1) ports mark: host ports and last hops never do.
             marks = ecn and port.tier == "t0_t1"
             threshold = fabric.spec.ecn_threshold_pkts if marks else None

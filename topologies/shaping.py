@@ -5,7 +5,8 @@ Every interface gets, on egress:
     htb (rate) -> [red ... ecn] -> netem (delay, queue limit)   or   pfifo (queue limit)
 
 The htb class limits the rate, so the backlog builds in the queue below it, which holds
-at most `queue_pkts` packets. On ports that do not face a host, a RED qdisc with
+at most `queue_pkts` packets (a host's own port: the NIC's send queue, which drops
+nothing, `nic_send_queue`). On ports that do not face a host, a RED qdisc with
 probability 1 between min and max marks ECT packets CE once the backlog passes the ECN
 threshold (its byte limit is far above the queue limit, so RED itself never drops).
 RED counts bytes: a threshold of N packets is N full DATA frames of the fabric's MTU
@@ -27,7 +28,7 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from topologies.model import Fabric, LinkParams, without_delay
 
@@ -115,6 +116,19 @@ def tc_commands(intf: str, params: LinkParams, ecn_threshold_pkts: int | None,
         cmds.append(f"tc qdisc replace dev {intf} parent {parent} handle 10: pfifo "
                     f"limit {params.queue_pkts}")
     return cmds
+
+
+# How many frames a host's own port queues: a NIC takes its host's packets from queues
+# in the host's memory as its port has room, and drops none of them. A switch-sized
+# queue at the host's port dropped MRC's bursts of control packets (a probe to each
+# peer and plane at once): 494k-583k of 1.7-1.9M datagrams in a 64-host all-to-all on
+# cluster-c, each loss a timeout and a retired path (docs/paper.md).
+NIC_SEND_QUEUE_FRAMES = 10_000
+
+
+def nic_send_queue(params: LinkParams) -> LinkParams:
+    """A host port's link parameters: its link's, with the NIC's send queue."""
+    return replace(params, queue_pkts=max(params.queue_pkts, NIC_SEND_QUEUE_FRAMES))
 
 
 # The htb class that holds a port's rate: tc_commands' 1:1, which is also the link class

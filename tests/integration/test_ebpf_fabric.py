@@ -129,3 +129,18 @@ def test_a_lossy_link_retires_its_path_and_is_clear_after_the_run(fabric_with_eb
     loss = dict(ebpf.program.dump(cfg.LOSS_MAP))
     for node, intf in (("p0t0r0", "p0t0r0-eth2"), ("p0t1s0", "p0t1s0-eth0")):
         assert int.from_bytes(loss[cfg.key(ebpf.ports[(node, intf)])], sys.byteorder) == 0
+
+
+def test_a_host_port_queues_as_a_nic_and_a_switch_port_as_its_link(fabric_with_ebpf):
+    # A NIC holds its host's packets and drops none: the host's end of a link queues
+    # NIC_SEND_QUEUE_FRAMES; the switch's end keeps the link's queue.
+    from topologies.shaping import NIC_SEND_QUEUE_FRAMES
+
+    net, fabric = fabric_with_ebpf.net, fabric_with_ebpf.fabric
+    host = fabric.hosts[0].name
+    shown = net.get(host).cmd(f"tc qdisc show dev {fabric.ports(host)[0].intf}")
+    assert f"limit {NIC_SEND_QUEUE_FRAMES}" in shown, shown
+    port = fabric.ports(host)[0]
+    facing = fabric.ports(port.peer)[port.peer_port].intf
+    switch_side = net.get(port.peer).cmd(f"tc qdisc show dev {facing}")
+    assert f"limit {NIC_SEND_QUEUE_FRAMES}" not in switch_side, switch_side
