@@ -273,11 +273,10 @@ static __always_inline void pfc_event(__u32 kind, __u32 ifindex, __u64 seq)
  * two CPUs pause and resume the same peer at once: whichever takes the lock last sees
  * the last value. The events of two such changes may reach the ring in either order;
  * their `seq` says which came last. */
-static __always_inline void sync_peer(__u32 ifindex, struct ingress_state *in, __u64 now)
+static __always_inline void sync_peer(__u32 ifindex, const struct port_config *cfg,
+                                      struct ingress_state *in, __u64 now)
 {
-    struct port_config *cfg = bpf_map_lookup_elem(&ports, &ifindex);
-
-    if (!cfg || !cfg->peer_ifindex)
+    if (!cfg->peer_ifindex)
         return;
     __u32 peer = cfg->peer_ifindex;
     struct port_state *st = bpf_map_lookup_elem(&state, &peer);
@@ -341,7 +340,7 @@ static __always_inline void account(__u32 ifindex, __s64 delta, __u64 now)
         /* The port sends its PAUSE whether or not the program runs at the other end. */
         if (to && !cfg->peer_ifindex)
             count(ifindex, COUNTER_PFC_XOFF_TX);
-        sync_peer(ifindex, in, now);
+        sync_peer(ifindex, cfg, in, now);
     }
 }
 

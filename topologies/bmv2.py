@@ -77,16 +77,19 @@ def queue_commands(port: int, rate_mbit: float, queue: int,
     caps the priority queue at that share of the link (a topology's
     `trimming.priority_share`), as the eBPF switch's htb caps its priority class.
     `frame_bytes` is the fabric's full DATA frame."""
-    data_pps = max(1, round(link_pps(rate_mbit, frame_bytes)))
+    def pps(rate: float, frame: int) -> int:  # BMv2 takes whole packets a second, at least 1
+        return max(1, round(link_pps(rate, frame)))
+
+    data_pps = pps(rate_mbit, frame_bytes)
+    ack_pps = pps(rate_mbit, CONTROL_FRAME_BYTES)
     share = 1.0 if priority_share is None else priority_share
-    header_pps = max(1, round(link_pps(rate_mbit * share, trim_size_bytes)))
+    header_pps = pps(rate_mbit * share, trim_size_bytes)
     headers = priority_limit(queue, trim_size_bytes, frame_bytes)
     return [f"set_queue_rate {data_pps} {port} {PRIORITY_DATA}",
             f"set_queue_depth {queue * BUFFER_HEADROOM} {port} {PRIORITY_DATA}",
             f"set_queue_rate {data_pps} {port} {PRIORITY_LOSSLESS}",
             f"set_queue_depth {lossless_queue(queue)} {port} {PRIORITY_LOSSLESS}",
-            f"set_queue_rate {max(1, round(link_pps(rate_mbit, CONTROL_FRAME_BYTES)))} "
-            f"{port} {PRIORITY_LOSSLESS_SHORT}",
+            f"set_queue_rate {ack_pps} {port} {PRIORITY_LOSSLESS_SHORT}",
             f"set_queue_depth {lossless_queue(queue)} {port} {PRIORITY_LOSSLESS_SHORT}",
             f"set_queue_rate {header_pps} {port} {PRIORITY_CONTROL}",
             f"set_queue_depth {headers * BUFFER_HEADROOM} "
