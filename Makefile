@@ -21,9 +21,9 @@ deps: ## install apt packages and the Python venv (idempotent)
 deps-p4: ## also install BMv2 and p4c from the p4lang packages (Ubuntu 22.04)
 	@bash .ci/install.sh --with-p4
 
-run-experiment: deps ## build TOPO, run SCENARIO on DATAPLANE, write results/ (root; CAPTURE=1 for pcaps; RATE_CAP=off or Mbit/s; MTU=4096; SERVERS=cluster file)
+run-experiment: deps ## build TOPO, run SCENARIO on DATAPLANE, write results/ (root; CAPTURE=1 for pcaps; RATE_CAP=off or Mbit/s; TIME=shrink|dilate; MTU=4096; SERVERS=cluster file)
 	@echo "== run-experiment: TOPO=$(TOPO) DATAPLANE=$(DATAPLANE) SCENARIO=$(SCENARIO)"
-	@$(PY) -m experiments run --topo $(TOPO) --dataplane $(DATAPLANE) --scenario $(SCENARIO) $(if $(CAPTURE),--capture $(CAPTURE)) $(if $(RATE_CAP),--rate-cap $(RATE_CAP)) $(if $(MTU),--mtu $(MTU)) $(if $(SERVERS),--servers $(SERVERS))
+	@$(PY) -m experiments run --topo $(TOPO) --dataplane $(DATAPLANE) --scenario $(SCENARIO) $(if $(CAPTURE),--capture $(CAPTURE)) $(if $(RATE_CAP),--rate-cap $(RATE_CAP)) $(if $(TIME),--time $(TIME)) $(if $(MTU),--mtu $(MTU)) $(if $(SERVERS),--servers $(SERVERS))
 
 cli: deps ## interactive fabric with agents and testbed commands (root; TWIN=1: the single-plane twin; LAB=02|03: your lab's P4 on BMv2; docs/cli.md)
 	@echo "== cli: TOPO=$(TOPO) DATAPLANE=$(if $(LAB),bmv2,$(DATAPLANE))$(if $(TWIN), (its single-plane twin))$(if $(LAB), with lab $(LAB)'s P4 program$(if $(SOLUTION), (solution)))"

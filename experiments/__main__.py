@@ -14,6 +14,7 @@ import argparse
 import sys
 
 from experiments.run.lifecycle import PREFLIGHT_ERRORS, USAGE_ERROR, Run
+from experiments.run.timescale import TIME_MODES
 from experiments.scenarios.scenario import load_scenario
 from topologies.model import load_topology
 
@@ -40,6 +41,11 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--servers", default=None, metavar="FILE",
                      help="a cluster file placing planes and hosts on other servers "
                           "(docs/scale-out.md)")
+    run.add_argument("--time", default="auto", choices=TIME_MODES,
+                     help="on links slower than the topology's: shrink the transfers (the "
+                          "scenario's seconds), dilate its clock (full-size transfers, a "
+                          "longer run), or auto: dilate where shrinking leaves an EV too "
+                          "few frames (experiments/run/timescale.py)")
     run.add_argument("--no-fault-free", dest="fault_free", action="store_false",
                      help="do not play a scenario with faults a second time without them "
                           "(no slowdown figures; half the time)")
@@ -73,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         return USAGE_ERROR
     from experiments.run.runner import run_experiment
 
-    run_experiment(run, scenario, fault_free=args.fault_free)
+    run_experiment(run, scenario, fault_free=args.fault_free, time_mode=args.time)
     print(f"results: {run.folder}")
     return run.status
 

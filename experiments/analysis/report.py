@@ -103,12 +103,9 @@ def write_report(path: Path, summary: dict) -> None:
     if "bmv2_link_rate_mbit" in summary:
         lines += [f"Links at {summary['bmv2_link_rate_mbit']:g} Mbit/s on BMv2: "
                   f"{summary['bmv2_link_rate_reason']}.", ""]
-    scale = summary.get("workload", {}).get("data_scale", 1.0)
-    if scale < 1.0:
-        lines += [f"Every transfer is {scale:.3g} of the scenario's size, as the links run "
-                  "at that share of the topology's rate: the run lasts as long as the "
-                  "scenario was written for, and each fault falls at the same point of the "
-                  "transfers.", ""]
+    fit = summary.get("workload", {}).get("fit")
+    if fit:  # how the scenario was fit to slower links (experiments/run/timescale.py)
+        lines += [f"{fit[0].upper()}{fit[1:]}.", ""]
     faults = summary.get("faults", [])
     if faults:
         lines += ["## Faults", ""]

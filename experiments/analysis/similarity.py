@@ -98,8 +98,6 @@ def proportions(fabric: Fabric, protocol: dict | None, steps=(), plan=(),
     config = link_adjusted(ProtocolConfig.with_overrides(protocol), fabric)
     queue = min(spec.host_t0.queue_pkts, spec.t0_t1.queue_pkts)
     transfers = [t for phase in plan for t in phase]
-    frames = [t.size / (config.mtu_payload or 1) for t in transfers]
-    evs = config.evs_for(spec.planes)
     numbers = {
         "bdp_frames": _number("bdp_frames", bdp),
         "queue_bdp": _number("queue_bdp", queue / bdp),
@@ -110,8 +108,7 @@ def proportions(fabric: Fabric, protocol: dict | None, steps=(), plan=(),
         "rto_min_rtt": _number("rto_min_rtt", config.rto_min_s / rtt),
         "rto_initial_rtt": _number("rto_initial_rtt", config.rto_initial_s / rtt),
         "probe_initial_rtt": _number("probe_initial_rtt", config.probe_initial_s / rtt),
-        "frames_per_ev": _number("frames_per_ev",
-                                 min(frames) / evs if frames and evs else None),
+        "frames_per_ev": _number("frames_per_ev", _frames_per_ev(config, spec.planes, plan)),
         "agent_lag_p99_rtt": _number("agent_lag_p99_rtt",
                                      None if lag_p99_ms is None else lag_p99_ms / 1000 / rtt),
     }
@@ -127,6 +124,19 @@ def proportions(fabric: Fabric, protocol: dict | None, steps=(), plan=(),
         block["note"] = ("the links' delays are not emulated (no netem): the round trip is "
                          "serialization only")
     return block
+
+
+def frames_per_ev(fabric: Fabric, protocol: dict | None, plan) -> float | None:
+    """The frames each EV of the smallest transfer of `plan` carries on `fabric` with
+    the scenario's `protocol` settings (None: no transfers)."""
+    config = link_adjusted(ProtocolConfig.with_overrides(protocol), fabric)
+    return _frames_per_ev(config, fabric.spec.planes, plan)
+
+
+def _frames_per_ev(config: ProtocolConfig, planes: int, plan) -> float | None:
+    frames = [t.size / (config.mtu_payload or 1) for phase in plan for t in phase]
+    evs = config.evs_for(planes)
+    return min(frames) / evs if frames and evs else None
 
 
 def _faults(steps: list, rtt: float, transfers, spec) -> list[dict]:

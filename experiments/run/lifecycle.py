@@ -270,8 +270,8 @@ class Run:
         # bring-up and, at its teardown, its eBPF ports' counters; the captures.
         self.facts: dict = {"fabrics": []}
         # The share of the topology's rate its links run at (rate caps), by which the
-        # entry point shrinks its transfers (experiments/scenarios/scenario.py `scaled`).
-        self.data_scale = 1.0
+        # entry point shrinks its transfers or dilates its clock (experiments/run/timescale.py).
+        self.rate_share = 1.0
         self._capture = None
         self._watch = None  # experiments/run/fabric_watch.py, while a fabric is up
         self._signals: dict = {}
@@ -345,9 +345,7 @@ class Run:
             raise
         run = cls(name, running, target, reason, lock, root, capture, progress)
         run.placement = placement
-        # Transfers shrink with the links, so that a run lasts as long as it was written
-        # for and each fault falls at the same point of the transfers.
-        run.data_scale = running.spec.host_t0.rate_mbit / fabric.spec.host_t0.rate_mbit
+        run.rate_share = running.spec.host_t0.rate_mbit / fabric.spec.host_t0.rate_mbit
         if cap_note:
             run.facts["rate_cap"] = cap_note
         return run

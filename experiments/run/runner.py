@@ -36,22 +36,25 @@ from experiments.analysis.report import write_report
 from experiments.analysis.similarity import agents_lag_p99_ms, delay_emulated, proportions
 from experiments.analysis.slowdown import describe, slowdowns, verdict
 from experiments.dataplanes.twin import by_fabric, twin_steps
+from experiments.run import timescale
 from experiments.run.checks import check_paths
 from experiments.run.lifecycle import Progress, Run
 from experiments.run.play import Pass, play_pass
-from experiments.scenarios.scenario import Scenario, scale_note, scaled
+from experiments.scenarios.scenario import Scenario
 from topologies.model import Fabric
 
 MAX_FAILED_LISTED = 50
 FAULT_FREE = "fault-free"  # the second pass's label and results subfolder
 
 
-def run_experiment(run: Run, scenario: Scenario, fault_free: bool = True) -> None:
+def run_experiment(run: Run, scenario: Scenario, fault_free: bool = True,
+                   time_mode: str = "auto") -> None:
     """Run one experiment in `run` (prepared, not entered yet): its status, summary.json
     and, for a workload, report.md. `fault_free` (the default) plays a scenario with
-    faults a second time without them (run_workload)."""
+    faults a second time without them (run_workload). `time_mode` fits the scenario to
+    links slower than the topology's (experiments/run/timescale.py)."""
     fabric = run.fabric
-    scenario = scaled(scenario, run.data_scale)  # as many seconds of data
+    scenario = timescale.fit(scenario, fabric, run.rate_share, time_mode)
     spec = fabric.spec
     summary: dict = {
         "topology": fabric.name,
@@ -146,9 +149,12 @@ def run_workload(run: Run, scenario: Scenario, summary: dict, fault_free: bool =
     summary["workload"] = {"name": scenario.workload, "params": scenario.params,
                            "phases": len(plan), "transfers": sum(map(len, plan)),
                            "bytes": sum(t.size for p in plan for t in p),
-                           "data_scale": scenario.data_scale}
-    if scenario.data_scale < 1.0:
-        progress(scale_note(scenario.data_scale))
+                           "data_scale": scenario.data_scale,
+                           "time_dilation": scenario.time_dilation}
+    fitted = timescale.note(scenario)
+    if fitted:
+        summary["workload"]["fit"] = fitted
+        progress(fitted)
     faulty, clean = Pass(), Pass() if scenario.faults and fault_free else None
     for fabric, transports in by_fabric(scenario.transports, run.fabric):
         steps, left_out = twin_steps(scenario.faults, run.fabric, fabric)

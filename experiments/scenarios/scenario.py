@@ -86,6 +86,7 @@ class Scenario:
     check_wait_s: float = 3.0  # pathcheck: how long receivers wait for the last ones
     check_paths: bool = False  # a workload: check every path first (the main job's showcase)
     data_scale: float = 1.0  # what the plan's byte counts were multiplied by (scaled())
+    time_dilation: float = 1.0  # how many times slower its clock runs (dilated())
 
 
 def scaled(scenario: Scenario, factor: float) -> Scenario:
@@ -97,6 +98,32 @@ def scaled(scenario: Scenario, factor: float) -> Scenario:
     plan = tuple(tuple(dataclasses.replace(t, size=max(1, round(t.size * factor)))
                        for t in phase) for phase in scenario.plan)
     return dataclasses.replace(scenario, plan=plan, data_scale=factor)
+
+
+# The protocol's delays that belong to the network's control plane rather than to a
+# transport: how long routing takes to move a baseline's traffic off a failure. They are
+# seconds of the scenario, as its faults are; a transport's own timers follow the link
+# rate already (hosts/endpoint.py `link_adjusted`).
+ROUTING_DELAYS = ("reconvergence_s", "local_failover_s")
+
+
+def dilated(scenario: Scenario, factor: float) -> Scenario:
+    """`scenario` with its clock `factor` times slower (time dilation), for links that
+    run at 1/`factor` of the topology's rate: every transfer keeps its size, and every
+    time the scenario gives (each fault step, the timeout, a flow's start, the
+    baselines' routing delays) is `factor` times later, so the whole run keeps its
+    proportions in round trips and frames, and lasts `factor` times as long."""
+    if factor <= 1.0:
+        return scenario
+    plan = tuple(tuple(dataclasses.replace(t, start_s=t.start_s * factor) for t in phase)
+                 for phase in scenario.plan)
+    faults = tuple(dataclasses.replace(step, t=step.t * factor) for step in scenario.faults)
+    config = ProtocolConfig.with_overrides(scenario.protocol)
+    protocol = dict(scenario.protocol, **{name: getattr(config, name) * factor
+                                          for name in ROUTING_DELAYS})
+    return dataclasses.replace(scenario, plan=plan, faults=faults, protocol=protocol,
+                               timeout_s=scenario.timeout_s * factor,
+                               time_dilation=factor)
 
 
 def scale_note(factor: float) -> str:

@@ -74,6 +74,36 @@ def test_a_scenario_with_faults_is_played_again_without_them(tmp_path):
     assert not find_leftovers()
 
 
+def test_a_dilated_run_keeps_its_bytes_and_plays_its_faults_later(tmp_path):
+    scenario = tmp_path / "flap.yaml"
+    scenario.write_text(yaml.safe_dump({
+        "name": "flap", "workload": "transfer",
+        "params": {"src": 0, "dst": 3, "message_bytes": 2_000_000},
+        "transports": ["mrc"], "timeout_s": 30,
+        "faults": [{"kind": "link-down", "link": ["p0t0r0", "p0t1s0"], "at_s": 0.05,
+                    "down_s": 0.1}],
+    }))
+    # 2tier-2plane's links run at 20 Mbit/s: at 5 the scenario's clock runs 4 times slower.
+    proc = run_cli(tmp_path, "--topo", "2tier-2plane", "--dataplane", "kernel",
+                   "--scenario", str(scenario), "--rate-cap", "5", "--time", "dilate",
+                   "--no-fault-free")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "time dilated 4x" in proc.stdout
+    folder = Path(proc.stdout.strip().splitlines()[-1][len("results: "):])
+    summary = json.loads((folder / "summary.json").read_text())
+    workload = summary["workload"]
+    assert (workload["time_dilation"], workload["data_scale"], workload["bytes"]) == \
+        (4.0, 1.0, 2_000_000)
+    (block,) = summary["transports"]
+    assert block["ok"] and block["verified"] and block["bytes_delivered"] == 2_000_000
+    down, up = sorted(summary["faults"], key=lambda f: f["t"])
+    assert not down["up"] and up["up"]
+    assert 0.2 <= down["t"] < 0.3  # at 4 x 0.05 s
+    assert 0.38 <= up["t"] - down["t"] < 0.5  # down for 4 x 0.1 s
+    assert "Time dilated 4x" in (folder / "report.md").read_text()
+    assert not find_leftovers()
+
+
 def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 

@@ -15,6 +15,7 @@ from experiments.analysis.metrics import (
 from experiments.analysis.plots import fct_cdf_plot, goodput_plot, path_state_plot
 from experiments.analysis.report import write_report
 from experiments.run.workload_run import TransferResult, TransportRun
+from experiments.scenarios.scenario import scale_note
 
 
 def synthetic(tmp_path):
@@ -61,14 +62,14 @@ def test_plots_and_report_are_written(tmp_path):
     text = (tmp_path / "report.md").read_text()
     assert "| completed and verified | 1/2 |" in text
     assert "t=0.30s link-flap a b down" in text and "Note: no ECN." in text
-    assert "BMv2" not in text and "of the scenario's size" not in text
+    assert "BMv2" not in text and "of its size" not in text and "dilated" not in text
     summary.update(dataplane="bmv2", bmv2_link_rate_mbit=0.4,
                    bmv2_link_rate_reason="capped from the topology's 10 Mbit/s: ...",
-                   workload={"data_scale": 0.04})
+                   workload={"data_scale": 0.04, "fit": scale_note(0.04)})
     write_report(tmp_path / "report.md", summary)
     text = (tmp_path / "report.md").read_text()
     assert "Links at 0.4 Mbit/s on BMv2: capped from the topology's 10 Mbit/s" in text
-    assert "Every transfer is 0.04 of the scenario's size" in text
+    assert "Every transfer at 0.04 of its size: the links run" in text
     assert "Split across servers" not in text
     summary["servers"] = {
         "hosts": {"address": "10.250.0.10", "namespace": True, "planes": [], "hosts": "all"},
