@@ -22,8 +22,9 @@ It depends on the workload (`WORKLOADS`), so it is measured for two:
 
 `calibrate()` measures a workload's budget at rising budgets (`LADDER`), each step
 keeping the fabric busy for about STEP_S; a step passes when the agents' timers fire
-within half a round trip (p99) and fewer than 1% of the packets arrive twice with
-nothing dropped; the budget is the last step that passed. The agents' work is per
+within half a round trip (p99), fewer than 1% of the packets arrive twice with
+nothing dropped, and the fabric carried the step's traffic in at most MAX_STEP_STRETCH
+times STEP_S (`step_passes`); the budget is the last step that passed. The agents' work is per
 packet, so the budget depends on the fabric's MTU (topologies/model.py `mtu_payload`):
 it is measured, and cached, for each MTU and workload a run uses. A calibration takes
 about a minute and is cached in build/calibration.json under a key of the agents' code
@@ -125,6 +126,12 @@ WORKLOADS = {
 # How long each step keeps the fabric busy: long enough that the agents' start (all
 # of them at once) is not the step's worst hundredth of timers.
 STEP_S = 3.0
+# How much longer than STEP_S the fabric may take to carry a step. On the kernel data
+# plane the all-to-all's passing steps took 1.22-1.35 times STEP_S (its hosts share
+# their receivers); BMv2's switches, sharing the cores with the agents, took 1.86 times
+# at 20 Mbit/s a core and 3.8 at 28 while the agents' timers were on time: switches that
+# fall behind hold packets in their own buffers, and no timer of the agents shows it.
+MAX_STEP_STRETCH = 1.5
 
 
 @dataclass(frozen=True)
@@ -180,7 +187,7 @@ def machine_key() -> str:
     except OSError:
         pass
     digest.update(f"{cpu}|{os.cpu_count()}|{platform.machine()}|{','.join(WORKLOADS)}|"
-                  f"{STEP_S}|{AGENT_PROCESSES}"
+                  f"{STEP_S}|{MAX_STEP_STRETCH}|{AGENT_PROCESSES}"
                   .encode())
     return digest.hexdigest()[:16]
 
@@ -379,8 +386,8 @@ def fabric_step(mtu_payload: int, lock, workload: str = ALL_TO_ALL,
         # The machine's signals only: paths the transport retires are its own outcome
         # (a fault-free all-to-all retires a few even at a tenth of the budget, with
         # timers on time), reported with every step and every run.
-        ok = (block["ok"] and lag <= 0.5 * rtt_ms and not late
-              and delay_emulated(fabric, netem))
+        ok = (block["ok"] and delay_emulated(fabric, netem)
+              and step_passes(lag, rtt_ms, late, block["workload_s"]))
         retired = block["path_events"].get("retire", 0)
         rate = fabric.spec.host_t0.rate_mbit
         # The agents' CPU (their start included) per DATA packet sent: what a packet
@@ -390,10 +397,20 @@ def fabric_step(mtu_payload: int, lock, workload: str = ALL_TO_ALL,
                          "retired": retired, "workload_s": block["workload_s"],
                          "agent_cpu_us_per_packet": cpu_us},
                     f"{rate:g} Mbit/s links, {mtu_payload}-byte payloads: timers {lag:g} ms "
-                    f"late p99, round trip {rtt_ms:.2f} ms, {retired} paths retired, "
-                    f"agents' CPU {cpu_us:g} us a DATA packet")
+                    f"late p99, round trip {rtt_ms:.2f} ms, carried in "
+                    f"{block['workload_s']:g} s (at most {MAX_STEP_STRETCH * STEP_S:g}), "
+                    f"{retired} paths retired, agents' CPU {cpu_us:g} us a DATA packet")
 
     return measure
+
+
+def step_passes(lag_p99_ms: float, rtt_ms: float, late: bool, workload_s: float) -> bool:
+    """Whether a step the transport finished shows a machine that kept up: the agents'
+    timers within half a round trip (p99), not too many packets arriving twice, and
+    the fabric carrying the step's STEP_S of traffic in at most MAX_STEP_STRETCH times
+    that."""
+    return (lag_p99_ms <= 0.5 * rtt_ms and not late
+            and workload_s <= MAX_STEP_STRETCH * STEP_S)
 
 
 def calibrate(progress=print, mtu_payload: int = DEFAULT_MTU_PAYLOAD, lock=None, *,

@@ -405,3 +405,15 @@ def test_bmv2_has_no_default_budget_when_the_machine_is_busy(tmp_path):
         stop(hogs)
     assert not found.stored and found.mbit_per_core == 0.0
     assert lines[-1].endswith("going on with a share of what BMv2's switches forward alone")
+
+
+def test_a_step_passes_only_if_the_fabric_carried_it_in_time():
+    rtt, top = 51.6, calibration.MAX_STEP_STRETCH * calibration.STEP_S
+    assert calibration.step_passes(1.1, rtt, False, 4.0)  # the kernel's all-to-all
+    assert calibration.step_passes(1.1, rtt, False, top)
+    # BMv2's switches behind at 28 Mbit/s a core: 11.4 s for 3 s, timers on time.
+    assert not calibration.step_passes(1.1, rtt, False, 11.375)
+    assert not calibration.step_passes(1.1, rtt, False, top + 0.01)
+    assert not calibration.step_passes(0.5 * rtt + 0.01, rtt, False, 4.0)  # timers late
+    assert calibration.step_passes(0.5 * rtt, rtt, False, 4.0)
+    assert not calibration.step_passes(1.1, rtt, True, 4.0)  # packets arrived twice
