@@ -408,12 +408,16 @@ def test_bmv2_has_no_default_budget_when_the_machine_is_busy(tmp_path):
 
 
 def test_a_step_passes_only_if_the_fabric_carried_it_in_time():
-    rtt, top = 51.6, calibration.MAX_STEP_STRETCH * calibration.STEP_S
+    rtt = 51.6
+    top = calibration.MAX_STEP_STRETCH * calibration.STEP_S + 2 * rtt / 1000
+    assert calibration.step_time_s(rtt) == pytest.approx(top)
     assert calibration.step_passes(1.1, rtt, False, 4.0)  # the kernel's all-to-all
     assert calibration.step_passes(1.1, rtt, False, top)
     # BMv2's switches behind at 28 Mbit/s a core: 11.4 s for 3 s, timers on time.
     assert not calibration.step_passes(1.1, rtt, False, 11.375)
     assert not calibration.step_passes(1.1, rtt, False, top + 0.01)
+    # At BMv2's first step a round trip is 0.58 s: its 4.58 s carry the step in time.
+    assert calibration.step_passes(0.5, 579.3, False, 4.579)
     assert not calibration.step_passes(0.5 * rtt + 0.01, rtt, False, 4.0)  # timers late
     assert calibration.step_passes(0.5 * rtt, rtt, False, 4.0)
     assert not calibration.step_passes(1.1, rtt, True, 4.0)  # packets arrived twice
