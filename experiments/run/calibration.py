@@ -129,7 +129,7 @@ WORKLOADS = {
 STEP_S = 3.0
 # How much longer than STEP_S the fabric may take to carry a step: half again, and two
 # round trips for the last packets and their answers (a round trip is 0.58 s at BMv2's
-# first step). On the kernel data plane the all-to-all's passing steps took 1.22-1.38
+# first step). On the kernel data plane the all-to-all's passing steps took 1.21-1.42
 # times STEP_S (its hosts share their receivers); BMv2's switches, sharing the cores
 # with the agents, took 1.86 times at 20 Mbit/s a core and 3.8 at 28 while the agents'
 # timers were on time: switches that fall behind hold packets in their own buffers,
