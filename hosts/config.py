@@ -49,6 +49,8 @@ RENAMED = {"evs_per_plane": "ev_count (the EVs of a connection over all its plan
 # (hosts/endpoint.py `link_adjusted`), a scenario's own value it keeps.
 REVERSE_PROBE_S = 0.05
 
+# A SACK held for company delays every RTT sample and loss check it carries by as long.
+MAX_ACK_DELAY_RTTS = 1.0
 CC_KINDS = ("nscc", "delay", "off")  # the congestion windows of hosts/cc.py
 
 
@@ -126,7 +128,10 @@ class ProtocolConfig:
     # probes and their replies filled a 2.5 Mbit/s host link and its agent's CPU.
     reverse_probe_s: float = REVERSE_PROBE_S
     tick_s: float = 0.002  # timer granularity of the event loop
-    ack_every: int = 8  # in-order data packets one SACK may answer (within a receive batch)
+    ack_every: int = 8  # in-order data packets one SACK may answer
+    # How long a plain SACK may wait for others of its path, in base round trips of the
+    # fabric (0: to the end of the receive batch only).
+    ack_delay_rtts: float = 0.0
     reconvergence_s: float = 1.0  # baselines: BGP reconvergence after a remote failure
     local_failover_s: float = 0.005  # baselines: ECMP failover after a failure next door
     # Baselines: timeouts in a row without progress after which a queue pair moves to
@@ -238,6 +243,10 @@ class ProtocolConfig:
             if not getattr(self, name) >= 0:  # also refuses NaN
                 raise ConfigError(f"protocol.{name}: must not be negative "
                                   f"(got {getattr(self, name)!r})")
+        if not 0 <= self.ack_delay_rtts <= MAX_ACK_DELAY_RTTS:
+            raise ConfigError(f"protocol.ack_delay_rtts: must be 0 to {MAX_ACK_DELAY_RTTS} base "
+                              f"round trips (got {self.ack_delay_rtts!r}): a SACK held longer "
+                              "slows loss detection by as much")
         if self.qp_retry_count < -1:
             raise ConfigError(f"protocol.qp_retry_count: must be -1 (never) or more "
                               f"(got {self.qp_retry_count!r})")

@@ -171,10 +171,13 @@ class Endpoint:
         self.planes = fabric.spec.planes
         self.local_up = [True] * self.planes
         self._port_state = (1 << self.planes) - 1
-        # Plain SACKs wait for the end of the receive batch (poll), grouped by (peer,
-        # connection, plane, path): [latest header, PSNs answered]. Anything unusual
-        # (trimmed, CE-marked, LAST) is answered at once.
-        self.pending_acks: dict[tuple[int, int, int, int], list] = {}
+        # Plain SACKs wait, grouped by (peer, connection, plane, path): [latest header,
+        # PSNs answered, when due]. A group is answered when it holds ack_every packets,
+        # or at the first poll ack_delay_s after its first packet (0: the end of the
+        # receive batch). Anything unusual (trimmed, CE-marked, LAST) is answered at once.
+        self.pending_acks: dict[tuple[int, int, int, int, int], list] = {}
+        self.ack_delay_s = config.ack_delay_rtts * fabric.spec.base_rtt_s
+        self.acks_due = float("inf")  # the soonest group's due time
         self.paths_to: dict[int, int] = {}  # peer -> paths per plane
         # The share of its line rate the NIC's ports run at (set_line_share).
         self.line_share = 1.0
@@ -274,7 +277,10 @@ class Endpoint:
                 key = (src, conn_id, plane, path_index(hdr.ev, paths), qp)
                 group = self.pending_acks.get(key)
                 if group is None:
-                    self.pending_acks[key] = [hdr, [hdr.psn]]
+                    due = now + self.ack_delay_s
+                    self.pending_acks[key] = [hdr, [hdr.psn], due]
+                    if due < self.acks_due:
+                        self.acks_due = due
                     return
                 group[0] = hdr
                 psns = group[1]
@@ -339,10 +345,8 @@ class Endpoint:
         out = []
         if self.ep_probes:
             self._ep_expire(now)
-        if self.pending_acks:
-            for key, (hdr, psns) in self.pending_acks.items():
-                self._sack_group(key, hdr, psns)
-            self.pending_acks.clear()
+        if now >= self.acks_due:
+            self._due_acks(now)
         for peer, reverse in self.reverse.items():
             if now >= reverse.next_at:
                 self._reverse_probes(peer, reverse, now)
@@ -379,6 +383,8 @@ class Endpoint:
 
     def next_wakeup(self, now: float) -> float | None:
         wake = min(d for _, d in self.ep_probes.values()) if self.ep_probes else None
+        if self.pending_acks:
+            wake = self.acks_due if wake is None else min(wake, self.acks_due)
         for reverse in self.reverse.values():
             due = reverse.next_due(now)
             if due is not None:
@@ -641,6 +647,17 @@ class Endpoint:
 
     def _path_index(self, peer: int, ev: int) -> int:
         return path_index(ev, self._paths_to(peer))
+
+    def _due_acks(self, now: float) -> None:
+        """Answer every group of pending SACKs that is due."""
+        pending, soonest = self.pending_acks, float("inf")
+        for key, group in list(pending.items()):
+            if group[2] <= now:
+                del pending[key]
+                self._sack_group(key, group[0], group[1])
+            elif group[2] < soonest:
+                soonest = group[2]
+        self.acks_due = soonest
 
     def _sack_group(self, key: tuple[int, int, int, int, int], hdr: wire.Header,
                     psns: list[int]) -> None:

@@ -51,6 +51,8 @@ BANDS = {
     "rto_initial_rtt": Band(2, 200, "RTT", "the first timeout, before any sample"),
     "probe_initial_rtt": Band(1, 100, "RTT", "a retired path is probed within tens of "
                               "round trips (the paper: probes as a background task)"),
+    "ack_delay_rtt": Band(None, 0.5, "RTT", "a NIC holds an ack for company a fraction "
+                          "of a round trip", deciding=False),
     "frames_per_ev": Band(10, None, "frames", "each EV must carry enough packets for its "
                           "losses to show", deciding=False),
     "agent_lag_p99_rtt": Band(None, 0.5, "RTT", "the agents react within half a round "
@@ -108,6 +110,8 @@ def proportions(fabric: Fabric, protocol: dict | None, steps=(), plan=(),
         "rto_min_rtt": _number("rto_min_rtt", config.rto_min_s / rtt),
         "rto_initial_rtt": _number("rto_initial_rtt", config.rto_initial_s / rtt),
         "probe_initial_rtt": _number("probe_initial_rtt", config.probe_initial_s / rtt),
+        # hosts/endpoint.py holds SACKs in round trips of the fabric as specified.
+        "ack_delay_rtt": _number("ack_delay_rtt", config.ack_delay_rtts * spec.base_rtt_s / rtt),
         "frames_per_ev": _number("frames_per_ev", _frames_per_ev(config, spec.planes, plan)),
         "agent_lag_p99_rtt": _number("agent_lag_p99_rtt",
                                      None if lag_p99_ms is None else lag_p99_ms / 1000 / rtt),

@@ -98,3 +98,11 @@ def test_the_median_repetition_is_the_median_mrc_time():
         return played, None
 
     assert median_run([run(3.0), run(1.0), run(2.0)]) == 2
+
+
+def test_the_ack_delay_is_shown_in_round_trips():
+    fabric = load_topology("2tier-2plane")
+    held = proportions(fabric, {"ack_delay_rtts": 0.75})["numbers"]["ack_delay_rtt"]
+    assert held["value"] == pytest.approx(0.75, abs=0.001) and held["out_of_band"]
+    at_once = proportions(fabric, {})["numbers"]["ack_delay_rtt"]
+    assert at_once["value"] == 0 and "out_of_band" not in at_once
