@@ -363,13 +363,16 @@ def _sum_counters(stats: dict[int, dict]) -> dict:
 
 
 def path_failure_recovery(events: list[dict], sender: int, peer: int, failed,
-                          path_of) -> dict | None:
+                          path_of, since: float | None = None) -> dict | None:
     """How one connection came through the failure of one path, from per-packet events.
 
     Needs the sender's `send` and `ack` events (protocol setting `packet_events`), which
     both transports log with the EV of the transmission. `failed` names the failed path
     as `path_of(ev)` does (e.g. (plane, spine)). A transmission on it was lost when its
-    packet was in the end acknowledged on another path.
+    packet was in the end acknowledged on another path. With `since` (when the fault
+    began), only transmissions from then on: before it, a packet acknowledged on
+    another path was sent again there (a tail probe's resend answered first), not lost
+    to the fault.
 
     - failure: the send time of the first lost transmission. The link went down between
       the last transmission that got through and this one (`uncertainty_ms`); times are
@@ -392,7 +395,8 @@ def path_failure_recovery(events: list[dict], sender: int, peer: int, failed,
             acks[e["psn"]] = e
     on_path = [s for s in sends if path_of(s["ev"]) == failed]
     lost = [s for s in on_path
-            if s["psn"] in acks and path_of(acks[s["psn"]]["ev"]) != failed]
+            if s["psn"] in acks and path_of(acks[s["psn"]]["ev"]) != failed
+            and (since is None or s["t"] >= since)]
     if not lost:
         return None
     t_fail = min(s["t"] for s in lost)

@@ -126,6 +126,13 @@ def test_recovery_from_a_path_failure_is_timed_from_the_first_lost_packet():
     assert figures["detect_ms"] == 4.2 and figures["repaired_ms"] == 5.4
     assert figures["rtt_median_ms"] == 0.5 and figures["repaired_rtts"] == 10.8
     assert path_failure_recovery(events, 0, 1, 0, lambda ev: ev & 1) is None
+    # PSN 3, sent on path 1 at 3 ms, was also sent again on path 0 (a tail probe's
+    # resend) and acknowledged there first: before the fault, that is no loss.
+    events.append({"t": 0.0036, "event": "ack", "psn": 3, "ev": 0, "host": 0, "peer": 1})
+    events.sort(key=lambda e: e["t"])
+    assert path_failure_recovery(events, 0, 1, 1, lambda ev: ev & 1)["failed_at"] == 0.003
+    since = path_failure_recovery(events, 0, 1, 1, lambda ev: ev & 1, since=0.006)
+    assert since["failed_at"] == 0.007 and since["lost_packets"] == 2
 
 
 def test_the_report_shows_each_transport_against_its_own_fault_free_run(tmp_path):

@@ -447,10 +447,13 @@ def test_point_to_point_needs_both_placements_at_the_threshold_of_the_payload_ra
 
 
 # ---------------------------------------------------------------- the lossy EV
-def ev_pass(fabric, row, retire_after=0.03, reinstate=False, a_before=True, factor=0.97):
+def ev_pass(fabric, row, retire_after=0.03, reinstate=False, a_before=True, factor=0.97,
+            tail_resend=False):
     """The lossy connection's packets: EV-A every 20 ms (acked on it 10 ms later) until
     the loss, then one lost there and resent on EV-B, EV-A retired `retire_after` s
-    after that packet, EV-B every 20 ms from then on."""
+    after that packet, EV-B every 20 ms from then on. With `tail_resend`, a packet of
+    EV-A half way to the loss is also resent on plane 1, whose ack comes first (a tail
+    probe's resend)."""
     p = row.params
     plane0 = [x for x in catalogue(fabric, p["src"], p["dst"]) if x.plane == 0]
     ev_a = next(x.ev for x in plane0 if x.spine == p["spine_a"])
@@ -464,6 +467,13 @@ def ev_pass(fabric, row, retire_after=0.03, reinstate=False, a_before=True, fact
                        {"t": t + 0.01, "event": "ack", "host": src, "peer": dst, "ev": ev_a,
                         "psn": psn}]
         psn, t = psn + 1, t + 0.02
+    if tail_resend:
+        elsewhere = next(x.ev for x in catalogue(fabric, src, dst) if x.plane == 1)
+        early = next(e for e in events if e["event"] == "send" and e["t"] >= loss / 2)
+        # The sender logs the first ack of a packet only: the resend's.
+        events = [e for e in events if not (e["event"] == "ack" and e["psn"] == early["psn"])]
+        events += [{**early, "t": early["t"] + 0.002, "ev": elsewhere, "retransmit": True},
+                   {**early, "t": early["t"] + 0.005, "event": "ack", "ev": elsewhere}]
     lost_at, retired = loss + 0.01, loss + 0.01 + retire_after
     events += [{"t": lost_at, "event": "send", "host": src, "peer": dst, "ev": ev_a,
                 "psn": psn},
@@ -504,6 +514,10 @@ def test_the_lossy_ev_goes_at_once_stays_out_and_its_backup_takes_its_place(fabr
     assert judged(fabric, row, ev_pass(fabric, row, reinstate=True), clean).outcome == "FAIL"
     assert judged(fabric, row, ev_pass(fabric, row, factor=HELD - 0.01),
                   clean).outcome == "FAIL"
+    # A packet of EV-A answered on EV-B before the loss began was not lost to it.
+    resent = judged(fabric, row, ev_pass(fabric, row, tail_resend=True), clean)
+    assert resent.outcome == "PASS", resent.measured
+    assert resent.figures["retire_rtts"] == ok.figures["retire_rtts"]
     idle = judged(fabric, row, ev_pass(fabric, row, a_before=False), clean)
     assert idle.outcome == "INCONCLUSIVE" and "not the active EV" in idle.inconclusive
 
