@@ -129,8 +129,10 @@ class ProtocolConfig:
     reverse_probe_s: float = REVERSE_PROBE_S
     tick_s: float = 0.002  # timer granularity of the event loop
     ack_every: int = 8  # in-order data packets one SACK may answer
-    # How long a plain SACK may wait for others of its path, in base round trips of the
-    # fabric (0: to the end of the receive batch only).
+    # How long a plain SACK may wait for others of its connection, in base round trips
+    # of the fabric (0: to the end of the receive batch only). Not held by default: a
+    # quarter of a round trip doubles the budget (docs/similarity.md) but delays the
+    # window's and ECN migration's news by as much, which tests of both show.
     ack_delay_rtts: float = 0.0
     reconvergence_s: float = 1.0  # baselines: BGP reconvergence after a remote failure
     local_failover_s: float = 0.005  # baselines: ECMP failover after a failure next door

@@ -3,7 +3,8 @@ a bounded amount.
 
 On the simulated network with its output queues modelled and 1% random loss, two
 cross-rack pairs each way move a message with SACKs answered at the end of each
-receive batch (0) and held up to a quarter of the fabric's base round trip. Each lost
+receive batch (0, grouped by path) and held up to a quarter of the fabric's base round
+trip (grouped by connection). Each lost
 DATA packet is timed from the transmission the network dropped to the packet's next
 transmission: how long the sender took to find the loss. Every message is verified
 byte for byte (SimNet.all_done).
@@ -26,8 +27,9 @@ FLOWS = [(0, 2, 0), (1, 3, 0), (2, 0, 0), (3, 1, 0)]
 HELD = 0.25  # base round trips a SACK may wait
 # Holding every SACK up to HELD round trips delays the later acks a loss is found by,
 # and widens the spread of the RTT samples the lateness check allows for: measured on
-# this workload (seeds 1-3), the median time to find a loss rose from 0.45-0.48 to 0.79
-# round trips, and control packets per DATA packet fell from 1.56-1.82 to 0.90-1.05.
+# this workload (seeds 1-3), the median time to find a loss rose from 0.45-0.48 to
+# 0.77-0.80 round trips, and control packets per DATA packet fell from 1.56-1.82 to
+# 0.58-0.76.
 FOUND_LATER_RTTS = 2 * HELD
 
 
@@ -77,7 +79,7 @@ def control_per_data(stats: dict) -> float:
 
 
 def test_held_sacks_answer_more_packets_each(answered_at_once, held):
-    # A quarter of a round trip gathers several packets of a path of these pairs.
+    # A quarter of a round trip gathers several packets of a connection.
     assert control_per_data(held[1]) < 0.8 * control_per_data(answered_at_once[1])
 
 

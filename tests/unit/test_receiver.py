@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -238,6 +239,25 @@ def test_a_batch_is_answered_by_one_sack_per_path_covering_every_packet():
     assert sorted((plane, hdr.ev & 1) for plane, hdr, _ in answers) == [
         (0, 0), (0, 1), (1, 0), (1, 1)]
     assert acked_by(answers) >= {psn for _, _, psn in packets}
+
+
+def test_held_sacks_answer_a_connection_across_its_paths_once_due():
+    host = make_endpoint("mrc", 1, FABRIC, {"ack_delay_rtts": 0.5}, lambda e: None,
+                         lambda *a: None, lambda *a: None)
+    due = 0.5 * FABRIC.spec.base_rtt_s
+    # Two planes, two paths each: 6 packets, fewer than ack_every.
+    packets = [(p, make_ev(p, 4 + s), 4 * i + 2 * p + s) for i in range(2) for p in (0, 1)
+               for s in (0, 1)][:6]
+    assert batch_answers(host, packets) == []  # held: nothing at the batch's end
+    assert host.next_wakeup(0.0) == pytest.approx(due)
+    assert host.poll(due * 0.99) == []
+    answers = [(plane, *wire.decode(data)[:2]) for plane, _, _, data, _ in host.poll(due)]
+    assert len(answers) == 1 and answers[0][0] == packets[-1][0]  # the latest's plane
+    assert answers[0][1].psn == packets[-1][2]
+    assert acked_by(answers) >= {psn for _, _, psn in packets}
+    # ack_every packets are answered at once, held or not.
+    more = [(0, make_ev(0, 4), psn) for psn in range(6, 14)]
+    assert len(batch_answers(host, more)) == 1
 
 
 def test_packets_beyond_the_bitmap_get_a_sack_based_at_them():
