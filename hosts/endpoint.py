@@ -297,10 +297,9 @@ class Endpoint:
                 psns.append(hdr.psn)
                 if len(psns) < self.ack_every:
                     return
+                # acks_due may now be early: the next poll finds nothing due and
+                # sets it again (_due_acks).
                 del self.pending_acks[key]
-                if group[2] == self.acks_due:  # the soonest is answered: the next one
-                    self.acks_due = min((g[2] for g in self.pending_acks.values()),
-                                        default=float("inf"))
                 self._sack_group(key, hdr, psns, plane)
                 return
             ctl = receiver.control(hdr.ev, self._port_state)
@@ -675,11 +674,10 @@ class Endpoint:
     def _sack_group(self, key: tuple[int, ...], hdr: wire.Header, psns: list[int],
                     plane: int) -> None:
         """Answer a group of packets of one connection (`key` starts with its receiver's
-        key) on `plane`, the latest's: one SACK
-        (for the latest, echoing its EV) whose cumulative PSN and bitmap cover them all
-        when they lie within 64 PSNs of the cumulative point; a packet farther ahead
-        gets a SACK whose bitmap starts at it (and covers whatever else of the group is
-        within 64 PSNs of it)."""
+        key) on `plane`, the latest packet's: one SACK (for the latest, echoing its EV)
+        whose cumulative PSN and bitmap cover them all when they lie within 64 PSNs of
+        the cumulative point; a packet farther ahead gets a SACK whose bitmap starts at
+        it (and covers whatever else of the group is within 64 PSNs of it)."""
         src = key[0]
         receiver = self.receivers[key[:3]]
         self._answer(protocol.SACK, 0, 0, plane, src, hdr, receiver.control(hdr.ev,

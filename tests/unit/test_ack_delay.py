@@ -44,7 +44,7 @@ class LossTiming(SimNet):
     def _transmit(self, src, plane, dst, ev, data, cls):
         is_data = data[0] & 0x0F == protocol.DATA
         if is_data:
-            key = (src, dst, wire.HEADER.unpack_from(data)[7])  # the PSN
+            key = (src, dst, wire.decode(data)[0].psn)
             if key in self.lost_at:
                 self.found_after.append(self.now - self.lost_at.pop(key))
         dropped = self.dropped
