@@ -120,6 +120,20 @@ CLASS_LOSSLESS = 0x30
 CLASS_DATA = 0x20
 LEAF_RATE_FRACTION = 0.01
 
+# PFC's hold of a switch port's lossless queue (experiments/dataplanes/pfc.py): the
+# lossless leaf is a tbf, open at a rate no emulated link reaches (htb above it sets the
+# pace), or shut to a trickle while the port's peer has it paused. A tbf refills its
+# bucket whenever it is changed, so a resumed queue may send at once, where an htb
+# class keeps the token debt it ran up while slowed (docs/ebpf-switch.md "PFC"); the
+# shut bucket is one largest frame, the frame a pause lets finish.
+GATE_OPEN_BYTES_PER_S = 1_250_000_000  # 10 Gbit/s
+GATE_OPEN_BURST_BYTES = 1 << 16
+GATE_SHUT_BYTES_PER_S = 8  # a frame every three minutes or so: longer than any pause
+# The frame a resume sends on the port, for its qdisc to look at the queue it let go
+# (a tbf sets no timer when changed): an IEEE local experimental EtherType, which the
+# program lets pass untouched and the peer's kernel drops.
+WAKE_ETHERTYPE = 0x88B5
+
 
 class EbpfConfigError(ValueError):
     """A value the eBPF program cannot be given (out of range, malformed address)."""
@@ -343,6 +357,7 @@ def program_defines() -> dict[str, int]:
         "MODE_FAULTS": MODE_FAULTS,
         "WEYL_STEP": WEYL_STEP,
         "COUNTER_COUNT": len(COUNTERS),
+        "ETH_P_WAKE": WAKE_ETHERTYPE,
     }
     defines.update({f"COUNTER_{name.upper()}": index for index, name in enumerate(COUNTERS)})
     return defines
@@ -360,6 +375,27 @@ def compile_command(source: Path = SOURCE, output: Path = OBJECT,
             "-c", str(source), "-o", str(output)]
 
 
+@dataclass(frozen=True)
+class LosslessGate:
+    """The settings of a switch port's lossless leaf (a tbf), open or shut."""
+
+    rate_bytes_per_s: int
+    burst_bytes: int
+    limit_bytes: int
+
+
+def lossless_gate(queue_pkts: int, frame_bytes: int, shut: bool) -> LosslessGate:
+    """The lossless leaf of a port whose data queue holds `queue_pkts` full frames of
+    `frame_bytes`: as deep as `lossless_queue` full frames, open, or shut while the
+    port is paused (a tbf drops a frame larger than its bucket, so the shut bucket is
+    the largest frame the port carries)."""
+    limit = lossless_queue(queue_pkts) * frame_bytes
+    if shut:
+        return LosslessGate(GATE_SHUT_BYTES_PER_S, protocol.largest_frame_bytes(frame_bytes),
+                            limit)
+    return LosslessGate(GATE_OPEN_BYTES_PER_S, GATE_OPEN_BURST_BYTES, limit)
+
+
 def qdisc_commands(intf: str, link: LinkParams, priority_share: float | None = None,
                    trim_size_bytes: int = protocol.TRIMMED_FRAME_BYTES,
                    frame_bytes: int = protocol.DATA_FRAME_BYTES) -> list[str]:
@@ -370,8 +406,9 @@ def qdisc_commands(intf: str, link: LinkParams, priority_share: float | None = N
     them (a limit in packets dropped small packets the virtual queue had admitted: the
     path check's datagrams, half of them on cluster-c's T0s at 0.44 Mbit/s); the
     priority leaf as many trimmed headers (of
-    `trim_size_bytes`) as fit in the same bytes, as on BMv2; the lossless leaf so many
-    that it never drops (PFC pauses its senders first). `priority_share` caps the
+    `trim_size_bytes`) as fit in the same bytes, as on BMv2; the lossless leaf, an open
+    tbf that PFC may shut (`lossless_gate`), so many that it never drops (PFC pauses its
+    senders first). `priority_share` caps the
     priority leaf's rate (a topology's `trimming.priority_share`). `frame_bytes` is the
     fabric's full DATA frame, the largest a port carries."""
     rate = f"{link.rate_mbit:g}mbit"
@@ -379,6 +416,7 @@ def qdisc_commands(intf: str, link: LinkParams, priority_share: float | None = N
     ceil = rate if priority_share is None else f"{link.rate_mbit * priority_share:g}mbit"
     quantum = frame_bytes  # htb's quantum must cover the largest frame
     headers = priority_limit(link.queue_pkts, trim_size_bytes, frame_bytes)
+    gate = lossless_gate(link.queue_pkts, frame_bytes, shut=False)
     link_class = tc_class(CLASS_LINK)
     priority, lossless, data = (tc_class(m) for m in (CLASS_PRIORITY, CLASS_LOSSLESS,
                                                       CLASS_DATA))
@@ -401,7 +439,8 @@ def qdisc_commands(intf: str, link: LinkParams, priority_share: float | None = N
         f"qdisc replace dev {intf} parent {priority} handle {CLASS_PRIORITY:x}: "
         f"pfifo limit {headers}",
         f"qdisc replace dev {intf} parent {lossless} handle {CLASS_LOSSLESS:x}: "
-        f"pfifo limit {lossless_queue(link.queue_pkts)}",
+        f"tbf rate {gate.rate_bytes_per_s * 8}bit burst {gate.burst_bytes} "
+        f"limit {gate.limit_bytes}",
         f"qdisc replace dev {intf} parent {data} handle {CLASS_DATA:x}: "
         f"bfifo limit {link.queue_pkts * frame_bytes}",
     ]

@@ -28,8 +28,9 @@
  *     queued in its switch are counted, and past XOFF the port at the other end of that
  *     link is paused (its lossless virtual queue stops), resumed below XON, hop by hop
  *     back to the sending NIC; an event on the `pfc_events` ring tells user space,
- *     which holds a paused NIC's sender (experiments/dataplanes/pfc.py); a timer drains the
- *     lossless queue of a port that no packet visits;
+ *     which holds a paused NIC's sender and shuts a paused switch port's lossless
+ *     leaf (experiments/dataplanes/pfc.py); a timer drains the lossless queue of a port
+ *     that no packet visits;
  *   - faults: random loss per port and gray loss per destination prefix;
  *   - counters per port, with SONiC's names for trimming.
  *
@@ -51,7 +52,8 @@
     || !defined(BEHAVIOUR_PRIORITY) || !defined(BEHAVIOUR_LOSSLESS) \
     || !defined(ECN_CE) || !defined(VQ_MAX_IDLE_USEC) || !defined(PFC_SLOTS) \
     || !defined(PFC_TICK_NS) || !defined(MODE_SWITCH) || !defined(MODE_FAULTS) \
-    || !defined(PFC_XOFF) || !defined(PFC_XON) || !defined(COUNTER_COUNT) \
+    || !defined(PFC_XOFF) || !defined(PFC_XON) || !defined(ETH_P_WAKE) \
+    || !defined(COUNTER_COUNT) \
     || !defined(COUNTER_FORWARDED) || !defined(COUNTER_TRIM_PKTS) \
     || !defined(COUNTER_TX_TRIM_PKTS) || !defined(COUNTER_DROPPED_TRIM_PKTS) \
     || !defined(COUNTER_ECN_MARKED) || !defined(COUNTER_DROPPED) \
@@ -408,6 +410,10 @@ int mrc_port(struct __sk_buff *skb)
     struct port_config *cfg = bpf_map_lookup_elem(&ports, &port);
 
     if (!cfg || !cfg->mode)
+        return TC_ACT_OK;
+    /* PFC's wake-up frame (experiments/dataplanes/pfc.py): sent by a resume only to make
+     * the port's qdisc send the lossless queue it let go; not the fabric's traffic. */
+    if (skb->protocol == bpf_htons(ETH_P_WAKE))
         return TC_ACT_OK;
 
     __u8 ip6_first[2] = {0, 0};  /* version, traffic class, flow label (first bits) */

@@ -29,6 +29,7 @@ UDP_NO_CHECK6_TX = 101
 UDP_NO_CHECK6_RX = 102
 
 ETHERNET_HEADER_BYTES = 14
+ETHERNET_MTU = 1500  # the least MTU a port is given
 IPV6_HEADER_BYTES = 40
 UDP_HEADER_BYTES = 8
 MRC_HEADER_BYTES = 32
@@ -71,7 +72,13 @@ def data_frame_bytes(mtu_payload: int) -> int:
 def interface_mtu(mtu_payload: int) -> int:
     """The interface MTU (IPv6 packet bytes) a fabric's ports need so that a full DATA
     packet leaves whole; never below Ethernet's 1,500."""
-    return max(1500, data_frame_bytes(mtu_payload) - ETHERNET_HEADER_BYTES)
+    return max(ETHERNET_MTU, data_frame_bytes(mtu_payload) - ETHERNET_HEADER_BYTES)
+
+
+def largest_frame_bytes(data_frame: int) -> int:
+    """The largest frame a port carries, for a fabric whose full DATA frame is
+    `data_frame` bytes: its interface MTU and the Ethernet header."""
+    return max(ETHERNET_MTU + ETHERNET_HEADER_BYTES, data_frame)
 
 
 # A full DATA frame at the default payload: the frame whose packet rate matches a

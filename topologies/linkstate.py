@@ -1,5 +1,5 @@
-"""Set interfaces of Mininet nodes up or down, and read their interfaces and root
-queues' drops, over rtnetlink, without a shell command.
+"""Set interfaces of Mininet nodes up or down, change a tbf qdisc, and read their
+interfaces and root queues' drops, over rtnetlink, without a shell command.
 
 Faults are timed to the millisecond, on a machine whose agents keep both cores busy.
 `ifconfig` run in a node's shell costs a fork and an exec per interface: the two ends
@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import socket
 import struct
-import threading
 
 from topologies import netns
 
@@ -33,7 +32,12 @@ _NLMSGHDR = struct.Struct("=IHHII")  # length, type, flags, sequence, port id
 _IFINFOMSG = struct.Struct("=BxHiII")  # family, type, index, flags, change
 _TCMSG = struct.Struct("=BxxxiIII")  # family, index, handle, parent, info
 TC_H_ROOT = 0xFFFFFFFF
-TCA_STATS2, TCA_STATS_QUEUE = 7, 3
+TCA_KIND, TCA_OPTIONS, TCA_STATS2, TCA_STATS_QUEUE = 1, 2, 7, 3
+TCA_TBF_PARMS, TCA_TBF_BURST = 1, 6
+TC_LINKLAYER_ETHERNET = 1  # a rate without a rate table (the kernel computes it)
+# struct tc_ratespec: cell log, link layer, overhead, cell align, mpu, rate (bytes/s).
+_RATESPEC = struct.Struct("=BBHhHI")
+_TBF_LIMITS = struct.Struct("=III")  # limit (bytes), buffer, mtu: after rate and peak rate
 _QUEUE_STATS = struct.Struct("=IIIII")  # qlen, backlog, drops, requeues, overlimits
 
 
@@ -43,27 +47,12 @@ class LinkStateError(OSError):
 
 def _socket_in(pid: int) -> socket.socket:
     """A NETLINK_ROUTE socket inside the network namespace of process `pid`."""
-    made: list = []
-
-    def join_and_open() -> None:
-        try:
-            try:
-                netns.enter(netns.namespace_of(pid))
-            except OSError as err:
-                raise LinkStateError(err.errno, f"the namespace of pid {pid}: "
-                                                f"{err.strerror}") from err
-            sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE)
-            sock.bind((0, 0))
-            made.append(sock)
-        except OSError as err:
-            made.append(err)
-
-    worker = threading.Thread(target=join_and_open, name=f"netns-{pid}")
-    worker.start()
-    worker.join()
-    if isinstance(made[0], OSError):
-        raise made[0]
-    return made[0]
+    try:
+        sock = netns.socket_in(pid, socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE)
+    except OSError as err:
+        raise LinkStateError(err.errno, f"the namespace of pid {pid}: {err.strerror}") from err
+    sock.bind((0, 0))
+    return sock
 
 
 def _attribute(kind: int, value: bytes) -> bytes:
@@ -88,21 +77,39 @@ class LinkState:
 
     def set(self, pid: int, intf: str, up: bool) -> None:
         """Set interface `intf` of the namespace of process `pid` up or down."""
-        sock = self.open(pid)
-        self.sequence += 1
         body = _IFINFOMSG.pack(socket.AF_UNSPEC, 0, 0, IFF_UP if up else 0, IFF_UP)
         body += _attribute(IFLA_IFNAME, intf.encode() + b"\0")
-        header = _NLMSGHDR.pack(_NLMSGHDR.size + len(body), RTM_NEWLINK,
+        self._request(pid, RTM_NEWLINK, body, f"set {intf} {'up' if up else 'down'}")
+
+    def change_tbf(self, pid: int, ifindex: int, handle: int, parent: int,
+                   rate_bytes_per_s: int, burst_bytes: int, limit_bytes: int) -> None:
+        """Change the tbf qdisc `handle` (under `parent`) of interface `ifindex`, in the
+        namespace of process `pid`, in place: its rate, bucket and queue limit, as `tc
+        qdisc change ... tbf rate R burst B limit L` would. The kernel refills the bucket
+        on every change."""
+        rate = _RATESPEC.pack(0, TC_LINKLAYER_ETHERNET, 0, 0, 0, rate_bytes_per_s)
+        peak = _RATESPEC.pack(0, TC_LINKLAYER_ETHERNET, 0, 0, 0, 0)
+        options = (_attribute(TCA_TBF_PARMS, rate + peak + _TBF_LIMITS.pack(limit_bytes, 0, 0))
+                   + _attribute(TCA_TBF_BURST, struct.pack("=I", burst_bytes)))
+        body = (_TCMSG.pack(socket.AF_UNSPEC, ifindex, handle, parent, 0)
+                + _attribute(TCA_KIND, b"tbf\0") + _attribute(TCA_OPTIONS, options))
+        self._request(pid, RTM_NEWQDISC, body, f"change tbf {handle >> 16:x}: of {ifindex}")
+
+    def _request(self, pid: int, kind: int, body: bytes, what: str) -> None:
+        """Send one request to the namespace of process `pid` and wait for its ack;
+        LinkStateError naming `what` if the kernel refuses."""
+        sock = self.open(pid)
+        self.sequence += 1
+        header = _NLMSGHDR.pack(_NLMSGHDR.size + len(body), kind,
                                 NLM_F_REQUEST | NLM_F_ACK, self.sequence, 0)
         sock.send(header + body)
         while True:  # the ack of this request (earlier answers were all read)
             reply = sock.recv(65536)
-            _, kind, _, sequence, _ = _NLMSGHDR.unpack_from(reply)
-            if kind == NLMSG_ERROR and sequence == self.sequence:
+            _, answer, _, sequence, _ = _NLMSGHDR.unpack_from(reply)
+            if answer == NLMSG_ERROR and sequence == self.sequence:
                 (error,) = struct.unpack_from("=i", reply, _NLMSGHDR.size)
                 if error:
-                    raise LinkStateError(-error, f"set {intf} {'up' if up else 'down'}: "
-                                                 f"{os.strerror(-error)}")
+                    raise LinkStateError(-error, f"{what}: {os.strerror(-error)}")
                 return
 
     def indexes(self, pid: int) -> dict[str, int]:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ctypes
 import os
+import socket
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -40,3 +42,24 @@ def inside(path: str) -> Iterator[None]:
             yield
         finally:
             enter(f"/proc/self/fd/{home.fileno()}")
+
+
+def socket_in(pid: int, family: int, kind: int, proto: int = 0) -> socket.socket:
+    """A socket made inside the network namespace of process `pid`, by a short-lived
+    thread that steps into it (the caller's threads stay where they are); OSError naming
+    the namespace if it cannot be joined."""
+    made: list = []
+
+    def join_and_open() -> None:
+        try:
+            with inside(namespace_of(pid)):
+                made.append(socket.socket(family, kind, proto))
+        except OSError as err:
+            made.append(err)
+
+    worker = threading.Thread(target=join_and_open, name=f"netns-{pid}")
+    worker.start()
+    worker.join()
+    if isinstance(made[0], OSError):
+        raise made[0]
+    return made[0]

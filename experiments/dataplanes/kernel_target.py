@@ -35,9 +35,10 @@ class KernelTarget:
     name = "kernel"
     switch_cls = KernelRouter
     shape_switch_ports = True  # tc shapes every link; the kernel has no switch queues of its own
-    pfc = ("modelled hop by hop in the eBPF program: the hosts' NIC ports are paused for "
-           "real, a switch port's pause is counted and held in its modelled queue, not on "
-           "the real packets (lossless queues 16 x deep instead; docs/protocol.md)")
+    pfc = ("decided hop by hop in the eBPF program and carried out: a paused NIC port's "
+           "queue pairs stop sending, a paused switch port's lossless queue is held (its tbf "
+           "leaf shut until the resume; at most one frame leaves after the pause; on a split "
+           "fabric, this machine's switches only; docs/protocol.md)")
 
     def fabric_for(self, fabric: Fabric, calibrated: tuple[float, str] | None = None) -> Fabric:
         return fabric  # the kernel forwards at the topology's rates; the agents' cap is apart

@@ -828,10 +828,9 @@ def _other_rows(fabric: Fabric) -> list[Row]:
         f"{fan_in}:1 incast, {across} of its senders across the spine (the victim needs "
         f"its own source and idle destination among {n} hosts; the paper: 7:1 across the "
         f"spine on 16 servers); RoCE runs on the single-plane twin")
-    pauses = (", whose pauses hold packets only at the senders' NICs (a switch port's "
-              "pause is modelled in its counters, not carried out: docs/protocol.md, PFC "
-              "by data plane), so the congestion that spreads to RoCE's victim in the "
-              "paper reaches it here only through a paused NIC")
+    pauses = (", whose pauses hold the lossless class at the switch ports and NICs they "
+              "reach, each after one frame and the pause's trip through user space (on "
+              "BMv2, counted only: docs/protocol.md, PFC by data plane)")
 
     def incast_of(*baselines: str) -> dict:
         return {"workload": "incast", "params": {"message_bytes": incast_bytes,

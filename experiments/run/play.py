@@ -71,6 +71,8 @@ def play_pass(running, transports: tuple[str, ...],
         progress(f"{prefix}{transport}: {transfers} transfers in {len(plan)} phases, "
                  f"{len(steps)} fault steps")
         before = target.switch_counters(running)
+        pfc = running.pfc  # None where no program carries PFC's pauses out
+        pfc_errors = len(pfc.errors) if pfc else 0
         sampler = QueueSampler(running, *queue) if queue else None
         try:
             run = run_transport(running, transport, [list(p) for p in plan], list(steps),
@@ -97,6 +99,10 @@ def play_pass(running, transports: tuple[str, ...],
                  f"{block['path_events'].get('retire', 0)} paths retired")
         for error in block["fault_errors"]:
             progress(f"{prefix}{transport}: a fault failed to apply: {error}")
+        # A pause or resume not carried out leaves a port's lossless traffic held.
+        block["pfc_errors"] = pfc.errors[pfc_errors:] if pfc else []
+        for error in block["pfc_errors"]:
+            progress(f"{prefix}{transport}: a PFC pause or resume failed: {error}")
         out.runs.append(run)
         out.events[transport] = events
         out.blocks.append(block)

@@ -7,9 +7,10 @@ other host sends 1 MB to h0 at once with `roce-8-pfc` (PFC alone: without DCQCN
 nothing slows the senders before the last hop's queue passes XOFF), and then with
 `roce-8` (PFC and DCQCN). The lossless class must lose no packet anywhere; the pauses
 are counted where they are sent and where they are received, back to the senders'
-NICs, and each port's paused time is read. The receiving T0's queue to h0 is sampled
-through each run (experiments/dataplanes/queue_sampler.py) as make paper's Fig. 22 rows
-sample it.
+NICs, and each port's paused time is read; a paused switch port's real lossless queue
+is held until its resume (a tbf leaf shut, pfc.py), on crafted frames and through the
+incast. The receiving T0's queue to h0 is sampled through each run
+(experiments/dataplanes/queue_sampler.py) as make paper's Fig. 22 rows sample it.
 The twin's links are capped at RATE_CAP_MBIT: three senders at the uncapped 40 Mbit/s
 offer 120 Mbit/s to agents and switches on two cores, more than a 2-core machine
 emulates (make calibrate: 40-56 Mbit/s per core), and a machine that falls behind loses
@@ -18,6 +19,11 @@ Skipped with the reason where the program cannot run (clang, bpftool, cls_bpf).
 """
 
 from __future__ import annotations
+
+import json
+import socket
+import struct
+import time
 
 import pytest
 
@@ -29,6 +35,8 @@ from experiments.dataplanes.targets import KernelTarget, apply_fault
 from experiments.dataplanes.twin import twin_of
 from experiments.run.workload_run import run_transport
 from experiments.scenarios.workloads import phases
+from hosts import protocol
+from topologies import netns
 from topologies.model import load_topology, with_rate_cap
 
 RATE_CAP_MBIT = 8.0  # three senders offer 24 Mbit/s: a fifth of what two cores emulate
@@ -104,9 +112,64 @@ def test_pfc_pauses_back_to_the_senders_nics(incast):
 
 def test_every_pause_ends_with_its_queue(twin_network, incast):
     # After the runs every queue has drained: no port is left paused, in the program's
-    # model nor at a NIC (a resume lost or overtaken would hold its sender for ever).
+    # model nor at a NIC nor at a switch port (a resume lost or overtaken would hold its
+    # sender, or a switch's lossless queue, for ever).
     assert ebpf_switch.paused_ports(twin_network) == set()
-    assert twin_network.pfc.paused == set() and twin_network.pfc.errors == []
+    pfc = twin_network.pfc
+    assert pfc.paused == set() and pfc.held == set() and pfc.errors == []
+    # The incast's pauses reached switch ports too, and were carried out there.
+    assert pfc.switch_events > 0
+
+
+def _lossless_leaf(node, intf: str) -> dict:
+    """The tbf lossless leaf of a switch port, as `tc -s -j` shows it."""
+    (leaf,) = [q for q in json.loads(node.cmd(f"tc -s -j qdisc show dev {intf}"))
+               if q.get("kind") == "tbf"]
+    return leaf
+
+
+def test_a_paused_switch_port_sends_nothing_lossless_until_resumed(twin_network, incast):
+    """A T1's port toward a T0 is paused (its gate shut, as a pause event shuts it) and
+    given lossless frames: at most one frame's bytes leave while it is paused, the rest
+    wait in its queue, and the resume lets all of them go at once, at the
+    link's rate."""
+    fabric, net = twin_network.fabric, twin_network.net
+    t1 = next(s for s in fabric.switches if s.role == "t1")
+    port = fabric.ports(t1.name)[0]
+    node, peer = net.get(t1.name), net.get(port.peer)
+    peer_intf = fabric.ports(port.peer)[port.peer_port].intf
+    peer_mac = peer.cmd(f"cat /sys/class/net/{peer_intf}/address").strip()
+    frames, size = 20, fabric.spec.data_frame_bytes
+    dscp = fabric.spec.traffic_classes[protocol.ROCE]
+    # IPv6/UDP from the unspecified address to the documentation prefix: the peer has
+    # no route for it and, from ::, answers nothing.
+    payload = size - protocol.WIRE_OVERHEAD
+    ip6 = struct.pack("!IHBB", 6 << 28 | dscp << 22, 8 + payload, 17, 64) + bytes(16) \
+        + socket.inet_pton(socket.AF_INET6, "2001:db8::1")
+    frame = (bytes.fromhex(peer_mac.replace(":", "")) + bytes(6) + b"\x86\xdd" + ip6
+             + struct.pack("!HHHH", 9, 9, 8 + payload, 0) + bytes(payload))
+    raw = netns.socket_in(node.pid, socket.AF_PACKET, socket.SOCK_RAW)
+    gates = twin_network.pfc.gates
+    before = _lossless_leaf(node, port.intf)["packets"]
+    gates.shut((t1.name, port.intf), True)
+    try:
+        for _ in range(frames):
+            raw.sendto(frame, (port.intf, 0x86DD))
+        time.sleep(0.5)  # many frame times at the link's rate
+        paused = _lossless_leaf(node, port.intf)
+    finally:
+        resumed_at = time.monotonic()
+        gates.shut((t1.name, port.intf), False)
+        raw.close()
+    assert paused["packets"] - before <= 1 and paused["qlen"] >= frames - 1, paused
+    # Let go, the queue drains at the link's rate: 20 frames in well under a second.
+    line_s = frames * size * 8 / (fabric.link_params(port.tier).rate_mbit * 1e6)
+    while _lossless_leaf(node, port.intf)["qlen"] and time.monotonic() - resumed_at < 5:
+        time.sleep(0.01)
+    drained_s = time.monotonic() - resumed_at
+    after = _lossless_leaf(node, port.intf)
+    assert after["qlen"] == 0 and after["packets"] - before == frames, after
+    assert drained_s < line_s + 0.2, (drained_s, line_s)
 
 
 def test_dcqcn_cuts_the_rate_on_the_last_hops_marks(incast):

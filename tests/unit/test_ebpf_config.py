@@ -166,7 +166,11 @@ def test_qdisc_classes_are_the_ones_the_program_picks():
     assert limits[cfg.tc_class(cfg.CLASS_DATA)] == str(64 * protocol.DATA_FRAME_BYTES)
     assert int(limits[cfg.tc_class(cfg.CLASS_PRIORITY)]) == (
         64 * protocol.DATA_FRAME_BYTES // 128)
-    assert int(limits[cfg.tc_class(cfg.CLASS_LOSSLESS)]) == 64 * tables.LOSSLESS_QUEUE_FACTOR
+    # The lossless leaf is a tbf open far above the link's rate, PFC's gate (pfc.py).
+    gate = re.search(rf"parent {cfg.tc_class(cfg.CLASS_LOSSLESS)} handle 30: "
+                     r"tbf rate (\d+)bit burst (\d+) limit (\d+)", " ".join(commands))
+    assert gate and int(gate.group(1)) == cfg.GATE_OPEN_BYTES_PER_S * 8
+    assert int(gate.group(3)) == 64 * tables.LOSSLESS_QUEUE_FACTOR * protocol.DATA_FRAME_BYTES
     assert "root handle 1: stab overhead 0 linklayer ethernet htb default 20" in commands[0]
 
 
@@ -180,3 +184,18 @@ def test_each_write_names_the_port_it_concerns_or_none_for_every_port(fabric):
     assert cfg.port_of(cfg.gray_loss_clear(100_011, "fcbb:bb00:1::", 48)) == 100_011
     switch = tables.switch_tables(fabric, fabric.switches[0])
     assert {cfg.port_of(op) for op in cfg.class_writes(switch)} == {None}
+
+
+def test_the_lossless_gate_shut_lets_one_largest_frame_by_and_open_never_shapes():
+    """A tbf drops a frame larger than its bucket: the shut bucket must take the largest
+    frame a port carries, and no more, since a pause lets a bucket's bytes through; the
+    open gate must be far above any emulated link, which htb above it shapes."""
+    opened = cfg.lossless_gate(64, protocol.DATA_FRAME_BYTES, shut=False)
+    shut = cfg.lossless_gate(64, protocol.DATA_FRAME_BYTES, shut=True)
+    assert shut.burst_bytes == max(protocol.DATA_FRAME_BYTES, 1514)
+    assert cfg.lossless_gate(64, 4200, shut=True).burst_bytes == 4200
+    assert opened.limit_bytes == shut.limit_bytes == 64 * tables.LOSSLESS_QUEUE_FACTOR * (
+        protocol.DATA_FRAME_BYTES)
+    assert opened.rate_bytes_per_s * 8 >= 1e10 > 1e6 * 100
+    # Shut, a frame takes minutes to earn: no pause lasts that long.
+    assert shut.burst_bytes / shut.rate_bytes_per_s > 120

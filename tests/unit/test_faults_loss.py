@@ -164,8 +164,8 @@ def test_link_emulation_says_what_emulates_ecn_trimming_and_faults():
             "gray-loss and one-way link-down faults" in off["notes"])
     assert _network(kernel, False, False, red=True).link_emulation()["ecn"] == "RED qdisc"
     # How far PFC is carried out, by data plane (docs/protocol.md).
-    assert on["pfc"].startswith("modelled hop by hop") and "paused for real" in on["pfc"]
-    assert "not on the real packets" in on["pfc"]
+    assert on["pfc"].startswith("decided hop by hop") and "carried out" in on["pfc"]
+    assert "switch port's lossless queue is held" in on["pfc"]
     assert Bmv2Target.pfc.startswith("counted only")
 
 
